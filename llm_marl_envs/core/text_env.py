@@ -1,0 +1,298 @@
+"""Base class for turn-based text environments (PettingZoo AEC API, strings in and out).
+
+:class:`TextAECEnv` owns everything that is the same in every text game of this suite, so
+that an environment module only describes its task:
+
+* spaces: one cached :class:`~llm_marl_envs.core.spaces.FreeText` per agent for actions and
+  observations (the same object on every call, as PettingZoo requires);
+* seeding: a per-instance ``numpy.random.Generator`` built by ``reset(seed=...)``; ``reset()``
+  without a seed continues that stream; the global ``random`` / ``np.random`` are never used;
+* action hygiene: a non-``str`` action raises ``TypeError`` before any state changes; strings
+  are cleaned (control characters removed, lone surrogates replaced) and classified as
+  ``"empty"`` or ``"too_long"`` format failures, which the task turns into reward 0;
+* AEC bookkeeping: reward clearing and accumulation, dead-agent steps, ``max_cycles``
+  truncation;
+* ``infos[agent]``: ``role``, ``turn``, ``data_source``, ``row_id``, ``messages`` (the agent's
+  current prompt as chat messages), ``reward_components`` and ``format_error``;
+* rendering: ``"ansi"`` returns the transcript, ``"human"`` prints it as it grows.
+
+Subclasses implement :meth:`_new_episode` (pick the task, set the first prompt) and
+:meth:`_play` (apply one cleaned action, set rewards and terminations).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+from gymnasium.utils import seeding
+from pettingzoo import AECEnv
+
+from llm_marl_envs.core.spaces import FreeText, TextObservation
+
+__all__ = ["CleanAction", "TextAECEnv", "Turn", "clean_text"]
+
+DEFAULT_MAX_ACTION_LENGTH = 8192
+DEFAULT_MAX_OBSERVATION_LENGTH = 1 << 20
+
+# C0/C1 control characters except tab, newline and carriage return; lone UTF-16 surrogates.
+_CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+
+
+def clean_text(text: str) -> str:
+    """Remove control characters and replace lone surrogates with U+FFFD.
+
+    The result is always printable and encodable as UTF-8, so transcripts, JSON logs and
+    terminals never choke on model output.
+    """
+    if text.isprintable():  # fast path: the common case has nothing to clean
+        return text
+    return _SURROGATE.sub("\ufffd", _CONTROL.sub("", text))
+
+
+@dataclass(frozen=True)
+class CleanAction:
+    """An agent's action after the common checks.
+
+    Attributes:
+        text: The cleaned text (clipped to the action space's ``max_length``).
+        failure: ``None`` if the text may be scored, otherwise why it is a format failure:
+            ``"empty"`` (nothing but whitespace) or ``"too_long"`` (over ``max_length``).
+    """
+
+    text: str
+    failure: str | None = None
+
+
+@dataclass
+class Turn:
+    """One entry of an episode transcript."""
+
+    agent: str
+    role: str
+    action: str
+    reward_components: dict[str, float] = field(default_factory=dict)
+    format_error: str | None = None
+
+
+class TextAECEnv(AECEnv):
+    """A PettingZoo AEC environment whose agents observe and act with text.
+
+    Args:
+        possible_agents: Agent names in their usual order, e.g. ``["pioneer_0", "observer_0"]``.
+        roles: The role of each agent (put into ``infos[agent]["role"]``).
+        max_cycles: Truncate the episode after this many cycles (one cycle = every live agent
+            has acted once). Must be a positive int.
+        render_mode: ``None``, ``"human"`` (print the transcript as it grows) or ``"ansi"``
+            (``render()`` returns it).
+        max_action_length: Longest action, in characters, that is scored; longer actions are
+            a ``"too_long"`` format failure.
+    """
+
+    metadata: dict[str, Any] = {
+        "name": "text_env",
+        "render_modes": ["human", "ansi"],
+        "render_fps": 1,
+        "is_parallelizable": False,
+    }
+
+    def __init__(
+        self,
+        possible_agents: list[str],
+        roles: dict[str, str],
+        *,
+        max_cycles: int,
+        render_mode: str | None = None,
+        max_action_length: int = DEFAULT_MAX_ACTION_LENGTH,
+    ) -> None:
+        super().__init__()
+        if render_mode is not None and render_mode not in self.metadata["render_modes"]:
+            raise ValueError(
+                f"render_mode must be one of {self.metadata['render_modes']} or None, "
+                f"got {render_mode!r}"
+            )
+        _check_positive_int("max_cycles", max_cycles)
+        _check_positive_int("max_action_length", max_action_length)
+        self.possible_agents = list(possible_agents)
+        self.roles = dict(roles)
+        self.max_cycles = max_cycles
+        self.render_mode = render_mode
+        self.action_spaces = {a: FreeText(max_action_length) for a in self.possible_agents}
+        self.observation_spaces = {
+            a: FreeText(DEFAULT_MAX_OBSERVATION_LENGTH, sample_max_length=1024)
+            for a in self.possible_agents
+        }
+        self.np_random: np.random.Generator | None = None
+        self.np_random_seed: int | None = None
+        self.agents: list[str] = []
+        self.transcript: list[Turn] = []
+        self.data_source: str | None = None
+        self.row_id: str | int | None = None
+        self._printed_turns = 0
+
+    # ------------------------------------------------------------------ spaces
+    def observation_space(self, agent: str) -> FreeText:
+        return self.observation_spaces[agent]
+
+    def action_space(self, agent: str) -> FreeText:
+        return self.action_spaces[agent]
+
+    # ------------------------------------------------------------------ episode
+    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
+        """Start an episode; ``seed`` re-seeds the environment's RNG, ``None`` continues it."""
+        if seed is not None or self.np_random is None:
+            self.np_random, self.np_random_seed = seeding.np_random(seed)
+        self.agents = list(self.possible_agents)
+        self.rewards = {a: 0.0 for a in self.agents}
+        self._cumulative_rewards = {a: 0.0 for a in self.agents}
+        self.terminations = {a: False for a in self.agents}
+        self.truncations = {a: False for a in self.agents}
+        self.infos = {a: self._blank_info(a) for a in self.agents}
+        self._prompts: dict[str, str] = {a: "" for a in self.agents}
+        self.num_moves = 0
+        self.transcript = []
+        self._printed_turns = 0
+        self._header_printed = False
+        self.agent_selection = self.possible_agents[0]
+        self._new_episode(options or {})
+
+    def step(self, action: str | None) -> None:
+        """Apply the current agent's text action (``None`` only for finished agents)."""
+        agent = self.agent_selection
+        if self.terminations[agent] or self.truncations[agent]:
+            self._was_dead_step(action)
+            return
+        cleaned = self._clean_action(agent, action)  # raises before any state changes
+        self._clear_rewards()
+        self._cumulative_rewards[agent] = 0.0
+        self.num_moves += 1
+        self._play(agent, cleaned)
+        live = [a for a in self.agents if not (self.terminations[a] or self.truncations[a])]
+        if live and self.num_moves >= self.max_cycles * len(self.possible_agents):
+            for a in live:
+                self.truncations[a] = True
+        if len(live) < len(self.agents) or (live and self.truncations[live[0]]):
+            self._deads_step_first()
+        self._accumulate_rewards()
+        if self.render_mode == "human":
+            self.render()
+
+    def observe(self, agent: str) -> TextObservation:
+        """The agent's current prompt ('' before it has been given one)."""
+        return TextObservation(self._prompts[agent])
+
+    # ------------------------------------------------------------------ helpers for subclasses
+    def _set_prompt(self, agent: str, text: str, messages: list[dict[str, str]]) -> None:
+        """Give ``agent`` its prompt: the observation text and its chat-message form."""
+        self._prompts[agent] = text
+        self.infos[agent]["messages"] = messages
+        self.infos[agent]["turn"] = self.num_moves
+
+    def _set_task_info(self, data_source: str, row_id: str | int | None) -> None:
+        """Record where this episode's task came from (in ``infos`` and on the env)."""
+        self.data_source, self.row_id = data_source, row_id
+        for agent in self.agents:
+            self.infos[agent]["data_source"] = data_source
+            self.infos[agent]["row_id"] = row_id
+
+    def _record(self, agent: str, action: CleanAction, components: dict[str, float]) -> None:
+        """Put the scored turn into ``infos`` and the transcript."""
+        info = self.infos[agent]
+        info["reward_components"] = components
+        info["format_error"] = action.failure
+        self.transcript.append(
+            Turn(agent, self.roles[agent], action.text, dict(components), action.failure)
+        )
+
+    def _clean_action(self, agent: str, action: Any) -> CleanAction:
+        if not isinstance(action, str):
+            what = "None" if action is None else type(action).__name__
+            raise TypeError(
+                f"{agent} must act with a str (its action space is {self.action_spaces[agent]!r}), "
+                f"got {what}; None is only accepted for agents that are already done"
+            )
+        max_length = self.action_spaces[agent].max_length
+        if len(action) > max_length:
+            return CleanAction(clean_text(action[:max_length]), "too_long")
+        text = clean_text(action)
+        if not text.strip():
+            return CleanAction(text, "empty")
+        return CleanAction(text)
+
+    def _blank_info(self, agent: str) -> dict[str, Any]:
+        return {
+            "role": self.roles[agent],
+            "turn": 0,
+            "data_source": None,
+            "row_id": None,
+            "messages": [],
+            "reward_components": {},
+            "format_error": None,
+        }
+
+    # ------------------------------------------------------------------ rendering
+    def render(self) -> str | None:
+        """``"ansi"``: return the transcript; ``"human"``: print what was not printed yet."""
+        if self.render_mode is None:
+            return None
+        if self.render_mode == "ansi":
+            return self.render_transcript()
+        if not self._header_printed:
+            print(self._render_header())
+            self._header_printed = True
+        for turn in self.transcript[self._printed_turns :]:
+            print(_format_turn(turn))
+        self._printed_turns = len(self.transcript)
+        return None
+
+    def render_transcript(self) -> str:
+        """The whole episode so far as readable text."""
+        parts = [self._render_header()]
+        parts.extend(_format_turn(t) for t in self.transcript)
+        return "\n".join(parts)
+
+    def close(self) -> None:
+        """Nothing to release; present because ``render`` is defined (PettingZoo's rule)."""
+
+    # ------------------------------------------------------------------ for subclasses
+    def _new_episode(self, options: dict) -> None:
+        """Pick the task with ``self.np_random`` and give the first agent its prompt."""
+        raise NotImplementedError
+
+    def _play(self, agent: str, action: CleanAction) -> None:
+        """Apply ``agent``'s cleaned action: set rewards, terminations, infos, next agent."""
+        raise NotImplementedError
+
+    def _render_header(self) -> str:
+        name = self.metadata.get("name", type(self).__name__)
+        return f"=== {name} (seed {self.np_random_seed}) ==="
+
+    def __str__(self) -> str:
+        return self.metadata.get("name", type(self).__name__)
+
+
+def _format_turn(turn: Turn) -> str:
+    action = turn.action if len(turn.action) <= 2000 else turn.action[:2000] + " [...]"
+    lines = [f"[{turn.agent} | {turn.role}]", _indent(action or "(empty)")]
+    if turn.format_error:
+        lines.append(f"  ! format failure: {turn.format_error}")
+    if turn.reward_components:
+        comps = ", ".join(f"{k}={_fmt(v)}" for k, v in turn.reward_components.items())
+        lines.append(f"  reward components: {comps}")
+    return "\n".join(lines)
+
+
+def _fmt(value: float) -> str:
+    return f"{value:g}" if isinstance(value, float) else str(value)
+
+
+def _indent(text: str) -> str:
+    return "\n".join("  > " + line for line in text.splitlines() or [""])
+
+
+def _check_positive_int(name: str, value: Any) -> None:
+    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
+        raise ValueError(f"{name} must be a positive int, got {value!r}")

@@ -1,0 +1,1 @@
+"""One module per environment; each module docstring is that environment's doc page."""

@@ -1,0 +1,169 @@
+"""The environment registry: ``envs_registry.yaml`` is its one source of truth.
+
+The YAML file sits at the top of the repository; the wheel carries it inside the package
+(``setup.py`` copies it at build time), so the same file serves a source checkout, an
+editable install and an installed wheel.
+
+Importing this module reads the file and registers every id in PettingZoo's registry too, so
+``pettingzoo.make("aec", "llm_marl_envs/GSM8K-v0")`` works after ``import llm_marl_envs``.
+Environment modules are imported only when an environment is made.
+"""
+
+from __future__ import annotations
+
+import difflib
+import importlib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pettingzoo
+import yaml
+
+__all__ = [
+    "EnvSpec",
+    "UnknownEnvironmentError",
+    "list_envs",
+    "load_registry",
+    "make",
+    "make_parallel",
+    "registry_path",
+    "spec",
+]
+
+_FILENAME = "envs_registry.yaml"
+_REQUIRED = ("id", "entry_point", "description", "paper")
+
+
+class UnknownEnvironmentError(ValueError):
+    """An environment id that is not in the registry (the message suggests close ids)."""
+
+
+@dataclass(frozen=True)
+class EnvSpec:
+    """One registry entry.
+
+    Attributes:
+        id: ``namespace/Name-vN``.
+        entry_point: ``"module:Class"`` of the AEC environment.
+        parallel_entry_point: ``"module:Class"`` of the native Parallel environment, or None.
+        kwargs: Default constructor arguments (overridden by ``make(..., **kwargs)``).
+        description: One line.
+        paper: The paper the task comes from.
+        agents: Agent names, for documentation.
+        turns: Turn structure, for documentation.
+        reward: Reward summary, for documentation.
+    """
+
+    id: str
+    entry_point: str
+    description: str
+    paper: str
+    parallel_entry_point: str | None = None
+    kwargs: dict[str, Any] = field(default_factory=dict)
+    agents: tuple[str, ...] = ()
+    turns: str = ""
+    reward: str = ""
+
+
+def registry_path() -> Path:
+    """Location of ``envs_registry.yaml``: inside the installed package, else the repo root."""
+    here = Path(__file__).resolve().parent
+    for candidate in (here / _FILENAME, here.parent / _FILENAME):
+        if candidate.is_file():
+            return candidate
+    raise FileNotFoundError(
+        f"{_FILENAME} was found neither in {here} (installed wheel) nor in {here.parent} "
+        "(source checkout); the installation is incomplete"
+    )
+
+
+def load_registry(path: Path | None = None) -> dict[str, EnvSpec]:
+    """Parse and validate the registry file into ``{id: EnvSpec}``."""
+    path = path or registry_path()
+    with path.open(encoding="utf-8") as f:
+        entries = yaml.safe_load(f)["environments"]
+    specs: dict[str, EnvSpec] = {}
+    for entry in entries:
+        missing = [k for k in _REQUIRED if not entry.get(k)]
+        if missing:
+            raise ValueError(f"{path}: entry {entry.get('id', entry)!r} lacks {missing}")
+        if entry["id"] in specs:
+            raise ValueError(f"{path}: duplicate id {entry['id']!r}")
+        entry = dict(entry)
+        entry["kwargs"] = dict(entry.get("kwargs") or {})
+        entry["agents"] = tuple(entry.get("agents") or ())
+        specs[entry["id"]] = EnvSpec(**entry)
+    return specs
+
+
+_SPECS: dict[str, EnvSpec] = load_registry()
+
+
+def list_envs() -> list[str]:
+    """Ids of every registered environment, in registry order."""
+    return list(_SPECS)
+
+
+def spec(env_id: str) -> EnvSpec:
+    """The :class:`EnvSpec` of ``env_id``; unknown ids raise with the closest known ids."""
+    try:
+        return _SPECS[env_id]
+    except (KeyError, TypeError):
+        pass
+    if not isinstance(env_id, str):
+        raise TypeError(f"env_id must be a str, got {type(env_id).__name__}")
+    by_lower = {k.lower(): k for k in _SPECS}
+    candidates = difflib.get_close_matches(env_id.lower(), list(by_lower), n=3, cutoff=0.4)
+    # also compare without the namespace, so "GSM8K-v0" suggests "llm_marl_envs/GSM8K-v0"
+    short = {k.split("/")[-1].lower(): k for k in _SPECS}
+    candidates += difflib.get_close_matches(env_id.lower().split("/")[-1], list(short), n=3, cutoff=0.4)
+    suggestions = list(dict.fromkeys(by_lower.get(c) or short[c] for c in candidates))
+    hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
+    raise UnknownEnvironmentError(
+        f"Unknown environment id {env_id!r}.{hint} Known ids: {', '.join(_SPECS)}"
+    )
+
+
+def _load(entry_point: str) -> Any:
+    module, _, name = entry_point.partition(":")
+    return getattr(importlib.import_module(module), name)
+
+
+def make(env_id: str, **kwargs: Any) -> pettingzoo.AECEnv:
+    """Create the AEC environment ``env_id`` with the registry's defaults updated by ``kwargs``.
+
+    >>> import llm_marl_envs
+    >>> env = llm_marl_envs.make("llm_marl_envs/GSM8K-v0", data_source="bundled")
+    >>> env.possible_agents
+    ['pioneer_0', 'observer_0']
+    """
+    env_spec = spec(env_id)
+    return _load(env_spec.entry_point)(**{**env_spec.kwargs, **kwargs})
+
+
+def make_parallel(env_id: str, **kwargs: Any) -> pettingzoo.ParallelEnv:
+    """Create the Parallel form of ``env_id``; raises ``ValueError`` for turn-based games."""
+    env_spec = spec(env_id)
+    if env_spec.parallel_entry_point is None:
+        raise ValueError(
+            f"{env_id} is turn-based ({env_spec.turns}): it has no Parallel form. "
+            "Use llm_marl_envs.make() for its AEC form."
+        )
+    return _load(env_spec.parallel_entry_point)(**{**env_spec.kwargs, **kwargs})
+
+
+def _register_with_pettingzoo() -> None:
+    for env_spec in _SPECS.values():
+        if env_spec.id not in pettingzoo.aec_registry:
+            pettingzoo.register(
+                "aec", env_spec.id, entry_point=env_spec.entry_point, kwargs=env_spec.kwargs
+            )
+        if env_spec.parallel_entry_point and env_spec.id not in pettingzoo.parallel_registry:
+            pettingzoo.register(
+                "parallel", env_spec.id, entry_point=env_spec.parallel_entry_point,
+                kwargs=env_spec.kwargs,
+            )
+
+
+_register_with_pettingzoo()

@@ -1,0 +1,93 @@
+"""Answer extraction and the exact-match reward of GSM8K (CORY, SPECS §2).
+
+Pure functions: no environment state, no I/O, no randomness. :func:`gsm8k_reward` has the
+TRL reward-function signature ``f(completions, **columns) -> list[float]`` so it plugs into
+other trainers unchanged.
+
+Rules:
+  * gold answer: the number after ``#### `` in the reference solution, commas removed;
+  * model answer: the first number after "The answer is" (case-insensitive) when that phrase
+    is present, otherwise the last number in the text; commas and a trailing period stripped;
+  * reward 1.0 when the two numbers are equal, else 0.0.
+
+>>> extract_answer("5 + 7 = 12 apples. The answer is 1,200.")
+'1200'
+>>> gsm8k_reward(["so she has 18."], answer=["... #### 18"])
+[1.0]
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+__all__ = ["answers_match", "extract_answer", "extract_gold_answer", "gsm8k_reward"]
+
+_NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
+_ANSWER_IS = re.compile(r"the answer is", re.IGNORECASE)
+_GOLD = re.compile(r"####\s*(-?[\d,]*\.?\d+)")
+
+
+def _normalise(number: str) -> str:
+    number = number.replace(",", "").rstrip(".")
+    if number.startswith("-."):
+        number = "-0" + number[1:]
+    elif number.startswith("."):
+        number = "0" + number
+    return number
+
+
+def extract_answer(text: str) -> str | None:
+    """Extract the model's final number from free text, or ``None`` when there is none.
+
+    Returns the number as a normalised string (no commas, no trailing period), e.g.
+    ``"-3.5"`` or ``"1200"``.
+    """
+    match = _ANSWER_IS.search(text)
+    if match:
+        first = _NUMBER.search(text, match.end())
+        if first:
+            return _normalise(first.group())
+    numbers = _NUMBER.findall(text)
+    return _normalise(numbers[-1]) if numbers else None
+
+
+def extract_gold_answer(solution: str) -> str | None:
+    """The reference number after ``####`` in a GSM8K solution (commas removed)."""
+    match = _GOLD.search(solution)
+    return _normalise(match.group(1)) if match else None
+
+
+def answers_match(predicted: str | None, gold: str | None) -> bool:
+    """Numeric equality of two extracted answers (``"3.0" == "3"``); ``None`` never matches."""
+    if predicted is None or gold is None:
+        return False
+    try:
+        return abs(float(predicted) - float(gold)) <= 1e-6 * max(1.0, abs(float(gold)))
+    except ValueError:
+        return False
+
+
+def _completion_text(completion: Any) -> str:
+    """TRL passes either strings or conversations (lists of ``{"role", "content"}``)."""
+    if isinstance(completion, str):
+        return completion
+    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
+        return str(completion[-1].get("content", ""))
+    return ""
+
+
+def gsm8k_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float]:
+    """Exact-match reward, 1.0 when the completion's number equals the reference's.
+
+    Args:
+        completions: Model outputs (strings, or conversations whose last message is scored).
+        answer: Reference solutions ending in ``#### <number>`` (the GSM8K ``answer`` column),
+            or bare gold numbers.
+        **kwargs: Other dataset columns, ignored.
+    """
+    rewards = []
+    for completion, reference in zip(completions, answer, strict=True):
+        gold = extract_gold_answer(reference) or extract_answer(reference)
+        rewards.append(float(answers_match(extract_answer(_completion_text(completion)), gold)))
+    return rewards

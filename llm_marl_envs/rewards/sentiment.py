@@ -1,0 +1,156 @@
+"""Sentiment scorers and the sentiment reward of IMDB continuation (CORY, SPECS §1).
+
+A *scorer* is any callable ``list[str] -> list[float]`` (higher = more positive). Two real
+ones are provided and both load lazily:
+
+* :class:`VaderScorer` (default, offline): VADER's compound score in [-1, 1]; needs the
+  ``sentiment`` extra.
+* :class:`TransformersSentimentScorer`: a Hugging Face sequence classifier, scored by its raw
+  POSITIVE logit, as CORY does with ``lvwerra/distilbert-imdb``; needs the ``train`` extra
+  (torch + transformers) and the model on the Hub, in the local cache, or at a local path.
+
+:func:`resolve_scorer` turns the env's ``scorer=`` argument into a callable, and
+:func:`sentiment_reward` is the TRL-style reward function.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from functools import lru_cache
+from typing import Any
+
+from llm_marl_envs.core.optional import require
+
+__all__ = [
+    "Scorer",
+    "TransformersSentimentScorer",
+    "VaderScorer",
+    "resolve_scorer",
+    "sentiment_reward",
+]
+
+Scorer = Callable[[list[str]], list[float]]
+
+
+class VaderScorer:
+    """VADER compound sentiment in [-1, 1] (lexicon-based, offline, ~75 µs per sentence)."""
+
+    name = "vader"
+
+    def __init__(self) -> None:
+        vader = require(
+            "vaderSentiment.vaderSentiment", "sentiment", "The VADER sentiment scorer"
+        )
+        self._analyzer = vader.SentimentIntensityAnalyzer()
+
+    def __call__(self, texts: Sequence[str]) -> list[float]:
+        return [self._analyzer.polarity_scores(t)["compound"] for t in texts]
+
+
+class TransformersSentimentScorer:
+    """Raw POSITIVE logit of a transformers sequence classifier (the paper's reward).
+
+    Args:
+        model_name: Hub id (e.g. ``"lvwerra/distilbert-imdb"``) or local directory.
+        device: Torch device string; default CPU.
+        batch_size: Texts per forward pass.
+        positive_label: Name of the positive class in ``config.id2label`` (case-insensitive).
+            If no label has that name and there are two classes, class 1 is used.
+    """
+
+    def __init__(
+        self,
+        model_name: str,
+        *,
+        device: str = "cpu",
+        batch_size: int = 32,
+        positive_label: str = "POSITIVE",
+    ) -> None:
+        purpose = f"The transformers sentiment scorer ({model_name})"
+        self._torch = require("torch", "train", purpose)
+        transformers = require("transformers", "train", purpose)
+        try:
+            self.tokenizer = transformers.AutoTokenizer.from_pretrained(model_name)
+            self.model = transformers.AutoModelForSequenceClassification.from_pretrained(
+                model_name
+            )
+        except OSError as error:
+            raise OSError(
+                f"Could not load the sentiment classifier {model_name!r}: it is neither a local "
+                "directory nor available from the Hugging Face Hub or its cache (offline?). "
+                "Use scorer='vader' for the offline default."
+            ) from error
+        self.model.to(device).eval()
+        self.device = device
+        self.batch_size = batch_size
+        self.name = model_name
+        labels = {str(v).upper(): int(k) for k, v in self.model.config.id2label.items()}
+        if positive_label.upper() in labels:
+            self.positive_index = labels[positive_label.upper()]
+        elif self.model.config.num_labels == 2:
+            self.positive_index = 1
+        else:
+            raise ValueError(
+                f"{model_name!r} has labels {sorted(labels)} and none is {positive_label!r}"
+            )
+
+    def __call__(self, texts: Sequence[str]) -> list[float]:
+        scores: list[float] = []
+        torch = self._torch
+        for start in range(0, len(texts), self.batch_size):
+            batch = list(texts[start : start + self.batch_size])
+            enc = self.tokenizer(batch, padding=True, truncation=True, return_tensors="pt")
+            with torch.no_grad():
+                logits = self.model(**enc.to(self.device)).logits
+            scores.extend(logits[:, self.positive_index].float().cpu().tolist())
+        return scores
+
+
+@lru_cache(maxsize=8)
+def _cached_scorer(name: str) -> Scorer:
+    if name == "vader":
+        return VaderScorer()
+    return TransformersSentimentScorer(name)
+
+
+def resolve_scorer(scorer: str | Scorer = "vader") -> Scorer:
+    """Turn ``"vader"``, a classifier name/path, or a callable into a scorer.
+
+    Named scorers are built once per process and shared (they are stateless at inference).
+    """
+    if callable(scorer):
+        return scorer
+    if isinstance(scorer, str) and scorer:
+        return _cached_scorer(scorer)
+    raise TypeError(
+        "scorer must be 'vader', a Hugging Face classifier name or path, or a callable "
+        f"list[str] -> list[float]; got {scorer!r}"
+    )
+
+
+def sentiment_reward(
+    completions: list[Any],
+    prompts: list[str] | None = None,
+    scorer: str | Scorer = "vader",
+    **kwargs: Any,
+) -> list[float]:
+    """Sentiment of ``prompt + completion`` for each completion (TRL reward signature).
+
+    Args:
+        completions: Continuations written by the model (strings).
+        prompts: The review openings they continue; scored together with the completion as
+            in CORY. ``None`` scores the completions alone.
+        scorer: See :func:`resolve_scorer`.
+    """
+    score = resolve_scorer(scorer)
+    texts = [str(c) for c in completions]
+    if prompts is not None:
+        texts = [join_continuation(p, c) for p, c in zip(prompts, texts, strict=True)]
+    return [float(s) for s in score(texts)]
+
+
+def join_continuation(query: str, continuation: str) -> str:
+    """Join a query and its continuation with exactly one space where one is needed."""
+    if not continuation or not query or query[-1].isspace() or continuation[0].isspace():
+        return query + continuation
+    return query + " " + continuation

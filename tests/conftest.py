@@ -1,0 +1,23 @@
+"""Shared test set-up: offline mode, the real-data folder, and an env factory."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+# Tests never touch the network: the Hub clients fail at once instead of retrying.
+for _flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
+    os.environ.setdefault(_flag, "1")
+
+REPO = Path(__file__).resolve().parents[1]
+SHARED_DATA = REPO.parent / "shared" / "data"
+
+
+@pytest.fixture(scope="session")
+def shared_data() -> Path:
+    """The real data slices in ../shared/data (CI always has them)."""
+    if not SHARED_DATA.is_dir():
+        pytest.skip(f"real-data tests need {SHARED_DATA}, which is absent on this machine")
+    return SHARED_DATA

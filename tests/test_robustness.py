@@ -1,0 +1,125 @@
+"""Bad input never crashes an environment (issue: 'Bad input gets a clear outcome').
+
+Strings of any kind get a defined outcome (a format failure with reward 0 where nothing can
+be scored); non-``str`` actions raise ``TypeError`` naming the agent and leave the state as
+it was. Parametrised over every registered environment.
+"""
+
+from __future__ import annotations
+
+import copy
+import math
+
+import pytest
+
+import llm_marl_envs
+
+ENV_IDS = llm_marl_envs.list_envs()
+
+FAILING_STRINGS = {
+    "empty": "",
+    "whitespace": " \n\t  ",
+    "control_only": "\x00\x01\x02\x1b\x7f",
+    "one_megabyte": "7" * (1 << 20),
+}
+OTHER_STRINGS = {
+    "junk": "qwe$#@!zz}{",
+    "unicode": "答案是 ½ — 😀 naïve café ﷽ \u200b\u202e",
+    "lone_surrogate": "ok \ud800 then",
+    "control_mixed": "the answer\x00 is\x07 good\x1b[31m",
+}
+
+
+def _first_turn(env_id):
+    env = llm_marl_envs.make(env_id)
+    env.reset(seed=0)
+    return env, env.agent_selection
+
+
+def _snapshot(env):
+    return (
+        env.agent_selection,
+        str(env.observe(env.agent_selection)),
+        copy.deepcopy(env.infos),
+        dict(env.rewards),
+        dict(env._cumulative_rewards),
+        dict(env.terminations),
+        dict(env.truncations),
+        len(env.transcript),
+        env.num_moves,
+    )
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("name", sorted(FAILING_STRINGS))
+def test_unscorable_strings_are_format_failures(env_id, name):
+    env, agent = _first_turn(env_id)
+    env.step(FAILING_STRINGS[name])
+    components = env.infos[agent]["reward_components"]
+    assert components["format_failure"] == 1.0
+    assert components["task_reward"] == 0.0
+    assert env.infos[agent]["format_error"] in ("empty", "too_long")
+    expected = "too_long" if name == "one_megabyte" else "empty"
+    assert env.infos[agent]["format_error"] == expected
+    _finish_episode(env)  # the episode goes on normally afterwards
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("name", sorted(OTHER_STRINGS))
+def test_odd_strings_get_a_defined_outcome(env_id, name):
+    env, agent = _first_turn(env_id)
+    env.step(OTHER_STRINGS[name])
+    components = env.infos[agent]["reward_components"]
+    assert components and all(isinstance(v, float) and math.isfinite(v) for v in components.values())
+    recorded = env.transcript[-1].action
+    assert recorded.encode("utf-8")  # cleaned text is always encodable (no lone surrogates)
+    assert "\x00" not in recorded and "\x07" not in recorded
+    assert str(env.observe(env.agent_selection)).encode("utf-8")
+    _finish_episode(env)
+    env.render_mode = "ansi"
+    assert isinstance(env.render(), str)
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+@pytest.mark.parametrize("action", [42, 3.5, b"bytes", ["a", "list"], {"a": "dict"}, None])
+def test_non_string_actions_raise_and_change_nothing(env_id, action):
+    env, agent = _first_turn(env_id)
+    before = _snapshot(env)
+    with pytest.raises(TypeError, match=agent) as error:
+        env.step(action)
+    assert "str" in str(error.value)
+    assert _snapshot(env) == before
+    _finish_episode(env)  # and the env is still usable
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_dead_agents_take_only_none(env_id):
+    env, _ = _first_turn(env_id)
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, _ = env.last()
+        if terminated or truncated:
+            with pytest.raises(ValueError, match="None"):
+                env.step("too late")
+            env.step(None)
+        else:
+            env.step("1")
+    assert env.agents == []
+
+
+def _finish_episode(env):
+    for agent in env.agent_iter():
+        _, _, terminated, truncated, _ = env.last()
+        env.step(None if terminated or truncated else "fine, 12")
+    assert env.agents == []
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_bad_constructor_arguments_are_clear(env_id):
+    with pytest.raises(ValueError, match="render_mode"):
+        llm_marl_envs.make(env_id, render_mode="rgb")
+    with pytest.raises(ValueError, match="reward_mode"):
+        llm_marl_envs.make(env_id, reward_mode="selfish")
+    with pytest.raises(TypeError):
+        llm_marl_envs.make(env_id, no_such_argument=1)
+    with pytest.raises(Exception, match="data_source"):
+        llm_marl_envs.make(env_id, data_source="/no/such/file.jsonl")
