@@ -1,14 +1,13 @@
 """GSM8K-v0: grade-school math in CORY's pioneer -> observer protocol.
 
-========================  =====================================================================
-Id                        ``llm_marl_envs/GSM8K-v0``
-Agents                    ``pioneer_0``, then ``observer_0`` (one turn each, AEC only)
-Action                    free text (:class:`~llm_marl_envs.core.spaces.FreeText`, 8,192 chars)
-Observation               the agent's prompt as text; ``infos[agent]["messages"]`` has it as chat
-Reward                    1 if the answer's number equals the gold number, else 0 (r1, r2);
-                          ``reward_mode="collective"``: both get r1 + r2, ``"individual"``: own
-Paper                     Ma et al., "Coevolving with the Other You", NeurIPS 2024
-========================  =====================================================================
+| | |
+|---|---|
+| Id | ``llm_marl_envs/GSM8K-v0`` |
+| Agents | ``pioneer_0``, then ``observer_0`` (one turn each, AEC only) |
+| Action | free text (``FreeText``, 8,192 chars) |
+| Observation | the agent's prompt as text; ``infos[agent]["messages"]`` has it as chat |
+| Reward | 1 if the answer's number equals the gold number, else 0 (r1, r2); ``reward_mode="collective"``: both get r1 + r2, ``"individual"``: own |
+| Paper | Ma et al., "Coevolving with the Other You", NeurIPS 2024 |
 
 **Prompts.** The pioneer sees an instruction, one worked example in the
 ``Question: ... / Answer: ...`` format, then ``Question: <question>`` and ``Answer:``. The
@@ -17,7 +16,7 @@ chat form (``infos[agent]["messages"]``) holds the instruction as the system mes
 worked example as one user/assistant exchange, and the question (plus reference) as the last
 user message.
 
-**Scoring** (:mod:`llm_marl_envs.rewards.math`). The model's number is the first number after
+**Scoring** (``llm_marl_envs.rewards.math``). The model's number is the first number after
 "The answer is" when that phrase occurs, else the last number; commas and a trailing period
 are dropped. ``reward_components`` per agent: ``correct`` (0/1), ``answer_found`` (0/1),
 ``extracted_answer`` (only when a finite number was found), ``task_reward``,
@@ -27,7 +26,7 @@ are dropped. ``reward_components`` per agent: ``correct`` (0/1), ``answer_found`
 **Data** (``data_source``): ``"auto"`` (Hub ``openai/gsm8k`` or its cache, else the bundled
 sample), ``"hub"``, ``"bundled"`` (240 generated GSM8K-style problems), a local path in the
 Hub schema (``question``, ``answer``), or ``"procedural"``: a fresh problem from
-:mod:`llm_marl_envs.data.arithmetic` at each reset, with ``difficulty`` 1-5 (number of
+``llm_marl_envs.data.arithmetic`` at each reset, with ``difficulty`` 1-5 (number of
 arithmetic steps) — the learning signal a small model can pick up on a CPU. ``infos`` give
 ``data_source`` and ``row_id`` (row index in the split, or the problem's seed).
 

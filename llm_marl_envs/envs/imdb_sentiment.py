@@ -1,15 +1,13 @@
 """IMDBSentiment-v0: positive movie-review continuation in CORY's pioneer -> observer protocol.
 
-========================  =====================================================================
-Id                        ``llm_marl_envs/IMDBSentiment-v0``
-Agents                    ``pioneer_0``, then ``observer_0`` (one turn each, AEC only)
-Action                    free text: a continuation of the query (CORY samples 4-15 tokens)
-Observation               pioneer: the query; observer: ``I can make this sentence "<query +
-                          pioneer continuation>" more positive: <query>``
-Reward                    sentiment of query + own continuation (r1, r2);
-                          ``reward_mode="collective"``: both get r1 + r2, ``"individual"``: own
-Paper                     Ma et al., "Coevolving with the Other You", NeurIPS 2024
-========================  =====================================================================
+| | |
+|---|---|
+| Id | ``llm_marl_envs/IMDBSentiment-v0`` |
+| Agents | ``pioneer_0``, then ``observer_0`` (one turn each, AEC only) |
+| Action | free text: a continuation of the query (CORY samples 4-15 tokens) |
+| Observation | pioneer: the query; observer: ``I can make this sentence "<query + pioneer continuation>" more positive: <query>`` |
+| Reward | sentiment of query + own continuation (r1, r2); ``reward_mode="collective"``: both get r1 + r2, ``"individual"``: own |
+| Paper | Ma et al., "Coevolving with the Other You", NeurIPS 2024 |
 
 **Query.** The first 2..7 words of a review (CORY uses 2..7 tokens). The length is drawn
 from the episode RNG. Pass ``tokenizer=`` (any object with ``encode``/``decode``, e.g. a

@@ -1,0 +1,59 @@
+"""The llm-marl command, and docs that must match the code (README table, quick start, env pages)."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+import llm_marl_envs
+from llm_marl_envs.cli import env_pages, env_table, main
+
+REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
+
+
+def test_list(capsys):
+    assert main(["list"]) == 0
+    out = capsys.readouterr().out
+    assert all(env_id in out for env_id in llm_marl_envs.list_envs())
+
+
+def test_demo_plays_every_env(capsys):
+    assert main(["demo", "--episodes", "1", "--seed", "3"]) == 0
+    out = capsys.readouterr().out
+    for env_id in llm_marl_envs.list_envs():
+        name = llm_marl_envs.make(env_id).metadata["name"]
+        assert f"=== {name} | seed 3" in out
+        assert re.search(rf"{re.escape(env_id)}\s+mean return: pioneer_0=", out)
+
+
+def test_demo_rejects_unknown_env():
+    with pytest.raises(llm_marl_envs.UnknownEnvironmentError):
+        main(["demo", "--env", "llm_marl_envs/GSM9K-v0"])
+
+
+def test_readme_table_matches_the_registry():
+    table = README.split("<!-- env-table:start", 1)[1].split("-->", 1)[1].split("<!-- env-table:end -->")[0]
+    assert table.strip() == env_table(markdown=True)
+
+
+def test_readme_quick_start_runs(capsys):
+    code = README.split("## Quick start", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README quick start", "exec"), {})
+    assert "[observer_0 | observer]" in capsys.readouterr().out
+
+
+def test_env_pages_are_current():
+    for name, text in env_pages().items():
+        path = REPO / "docs" / "envs" / name
+        assert path.is_file(), f"{path} is missing: run `llm-marl docs`"
+        assert path.read_text(encoding="utf-8") == text, f"{path} is stale: run `llm-marl docs`"
+
+
+def test_readme_commands_exist_in_makefile_and_ci():
+    makefile = (REPO / "Makefile").read_text()
+    assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
+    assert "make test" in (REPO / ".ci" / "run").read_text()
+    assert "make demo" in README and "make test" in README

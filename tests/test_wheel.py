@@ -1,0 +1,64 @@
+"""The built wheel works outside the repository (registry file included, every env makes).
+
+Builds the wheel, installs it into a fresh virtual environment (core dependencies only, from
+the package index), and makes and plays every registered environment there with the
+bundled data, from a working directory outside the repository.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import venv
+from pathlib import Path
+
+import pytest
+
+REPO = Path(__file__).resolve().parents[1]
+
+_SMOKE = """
+import llm_marl_envs, pettingzoo
+assert "site-packages" in llm_marl_envs.__file__, llm_marl_envs.__file__
+print("registry:", llm_marl_envs.registry.registry_path())
+for env_id in llm_marl_envs.list_envs():
+    kwargs = {"data_source": "bundled"}
+    if "IMDB" in env_id:
+        kwargs["scorer"] = lambda texts: [float(len(t)) for t in texts]  # core install: no VADER
+    env = pettingzoo.make("aec", env_id, **kwargs)
+    env.reset(seed=0)
+    for agent in env.agent_iter():
+        _, _, term, trunc, _ = env.last()
+        env.step(None if term or trunc else "The answer is 4.")
+    print("ok", env_id)
+"""
+
+
+@pytest.mark.slow
+def test_wheel_installs_and_makes_every_env(tmp_path):
+    wheel_dir = tmp_path / "wheel"
+    subprocess.run(
+        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
+         "-w", str(wheel_dir), str(REPO)],
+        check=True, capture_output=True, text=True,
+    )
+    [wheel] = wheel_dir.glob("llm_marl_envs-*.whl")
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=True)
+    python = env_dir / "bin" / "python"
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)],
+        capture_output=True, text=True,
+    )
+    assert install.returncode == 0, install.stderr[-2000:]
+    workdir = tmp_path / "elsewhere"
+    workdir.mkdir()
+    clean_env = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    run = subprocess.run(
+        [str(python), "-c", _SMOKE], cwd=workdir, capture_output=True, text=True, env=clean_env
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    import llm_marl_envs
+
+    assert run.stdout.count("ok ") == len(llm_marl_envs.list_envs())
+    assert str(env_dir) in run.stdout  # the registry file came from the installed wheel
