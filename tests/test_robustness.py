@@ -123,3 +123,17 @@ def test_bad_constructor_arguments_are_clear(env_id):
         llm_marl_envs.make(env_id, no_such_argument=1)
     with pytest.raises(Exception, match="data_source"):
         llm_marl_envs.make(env_id, data_source="/no/such/file.jsonl")
+
+
+@pytest.mark.parametrize("env_id", ENV_IDS)
+def test_step_without_an_episode_is_a_clear_error(env_id):
+    env = llm_marl_envs.make(env_id, render_mode="ansi")
+    assert isinstance(env.render(), str)  # rendering before reset is harmless
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step("hello")
+    env.reset(seed=0)
+    _finish_episode(env)
+    with pytest.raises(RuntimeError, match="reset"):
+        env.step("one more")
+    env.reset()
+    _finish_episode(env)

@@ -131,7 +131,10 @@ class TextAECEnv(AECEnv):
         self.transcript: list[Turn] = []
         self.data_source: str | None = None
         self.row_id: str | int | None = None
+        self.num_moves = 0
+        self._prompts: dict[str, str] = {a: "" for a in self.possible_agents}
         self._printed_turns = 0
+        self._header_printed = False
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> FreeText:
@@ -151,7 +154,7 @@ class TextAECEnv(AECEnv):
         self.terminations = {a: False for a in self.agents}
         self.truncations = {a: False for a in self.agents}
         self.infos = {a: self._blank_info(a) for a in self.agents}
-        self._prompts: dict[str, str] = {a: "" for a in self.agents}
+        self._prompts = {a: "" for a in self.agents}
         self.num_moves = 0
         self.transcript = []
         self._printed_turns = 0
@@ -161,6 +164,11 @@ class TextAECEnv(AECEnv):
 
     def step(self, action: str | None) -> None:
         """Apply the current agent's text action (``None`` only for finished agents)."""
+        if not self.agents:
+            raise RuntimeError(
+                "No live agents: call reset() to start an episode (before the first step and "
+                "after every episode)"
+            )
         agent = self.agent_selection
         if self.terminations[agent] or self.truncations[agent]:
             self._was_dead_step(action)
