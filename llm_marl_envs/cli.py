@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import importlib
 import sys
-import time
 from pathlib import Path
 
 from llm_marl_envs.registry import list_envs, make, spec
@@ -61,20 +60,18 @@ def _demo(env_ids: list[str], episodes: int, seed: int) -> int:
     for env_id in env_ids:
         env = make(env_id, render_mode="ansi")
         policies = {a: scripted_policy(env_id, a, seed) for a in env.possible_agents}
-        start = time.perf_counter()
         totals = {a: 0.0 for a in env.possible_agents}
         for episode in range(episodes):
             rewards = play_episode(env, policies, seed=seed + episode)
             print(env.render(), end="\n\n")
             for agent, value in rewards.items():
                 totals[agent] += value
-        seconds = time.perf_counter() - start
-        summary.append((env_id, {a: v / episodes for a, v in totals.items()}, seconds))
+        summary.append((env_id, {a: v / episodes for a, v in totals.items()}))
         env.close()
     print(f"Summary: scripted policies, {episodes} episode(s) per environment, seeds {seed}..{seed + episodes - 1}")
-    for env_id, means, seconds in summary:
+    for env_id, means in summary:
         rewards = ", ".join(f"{a}={v:.3f}" for a, v in means.items())
-        print(f"  {env_id:<36} mean return: {rewards}   ({seconds * 1000:.0f} ms)")
+        print(f"  {env_id:<36} mean return: {rewards}")
     return 0
 
 
