@@ -8,8 +8,9 @@ For each configuration it measures, in the same run:
 * ``reward only``: the task's reward function alone on the same answers, which is the floor
   the environment adds its bookkeeping to.
 
-Targets (issue 2): >= 20,000 turns/s for GSM8K-v0, >= 3,000 turns/s for IMDBSentiment-v0
-with VADER. Results go to ``docs/benchmarks/env_overhead.md``.
+Targets: >= 20,000 turns/s for GSM8K-v0 and >= 3,000 turns/s for IMDBSentiment-v0 with VADER
+(issue 2, on the env); >= 5,000 joint actions/s for the TL;DR reward (issue 3, on the reward
+function). Results go to ``docs/benchmarks/env_overhead.md``.
 
 Usage: ``python benchmarks/env_overhead.py [--seconds 3] [--out docs/benchmarks/env_overhead.md]``
 """
@@ -25,8 +26,7 @@ from pathlib import Path
 import llm_marl_envs
 from llm_marl_envs.rewards.math import gsm8k_reward
 from llm_marl_envs.rewards.sentiment import sentiment_reward
-
-TARGETS = {"llm_marl_envs/GSM8K-v0": 20_000, "llm_marl_envs/IMDBSentiment-v0": 3_000}
+from llm_marl_envs.rewards.writing import ARXIV, TLDR, writing_reward
 
 GSM8K_ANSWERS = [
     "First 12 + 30 = 42 apples, then half of them is 21. The answer is 21.",
@@ -34,6 +34,19 @@ GSM8K_ANSWERS = [
     "I am not sure, maybe it is 1,250 dollars.",
     "We need 15 / 3 = 5 boxes, so 5 * 8 = 40 cookies. The answer is 40.",
 ]
+SUMMARY = "My landlord kept my whole deposit over floor scratches that were there before I moved in."
+ELABORATION = (
+    "I moved out of my flat last month after two years. However, my landlord kept the whole "
+    "deposit because he says the scratches on the kitchen floor are new. In fact, my move-in "
+    "photos show the same marks, so I plan to send him a formal letter first. As a result, if "
+    "he still refuses, I will take the case to small claims court, although I would rather "
+    "settle it without a hearing."
+)
+WRITING_ANSWERS = [SUMMARY, ELABORATION]
+INTRO_A = " ".join(["Background sentence about the problem and why it matters to the field."] * 14)
+INTRO_B = " ".join(["However the method builds a new model and therefore changes results."] * 15)
+INTRO_ANSWERS = [INTRO_A, INTRO_B]
+
 IMDB_ANSWERS = [
     "is a wonderful film with a brilliant cast",
     "was boring and far too long",
@@ -90,22 +103,28 @@ def main() -> None:
     pinning = _pin_to_one_core()
 
     rows = []
+    # (env id, label, answers, env kwargs, reward-only function, target, what the target is on)
     configs = [
         ("llm_marl_envs/GSM8K-v0", "bundled", GSM8K_ANSWERS, {"data_source": "bundled"},
-         lambda a: gsm8k_reward([a], answer=["#### 21"])),
+         lambda a: gsm8k_reward([a], answer=["#### 21"]), 20_000, "env"),
         ("llm_marl_envs/GSM8K-v0", "procedural, difficulty 2", GSM8K_ANSWERS,
-         {"data_source": "procedural", "difficulty": 2}, None),
+         {"data_source": "procedural", "difficulty": 2}, None, 20_000, "env"),
         ("llm_marl_envs/IMDBSentiment-v0", "bundled, VADER", IMDB_ANSWERS,
          {"data_source": "bundled", "scorer": "vader"},
-         lambda a: sentiment_reward([a], prompts=["The film was"], scorer="vader")),
+         lambda a: sentiment_reward([a], prompts=["The film was"], scorer="vader"), 3_000, "env"),
+        ("llm_marl_envs/TLDRSummarization-v0", "bundled", WRITING_ANSWERS, {"data_source": "bundled"},
+         lambda _: writing_reward(SUMMARY, ELABORATION, TLDR), 5_000, "reward"),
+        ("llm_marl_envs/ArxivExpansion-v0", "bundled", INTRO_ANSWERS, {"data_source": "bundled"},
+         lambda _: writing_reward(INTRO_A, INTRO_B, ARXIV), None, "reward"),
     ]
-    for env_id, label, answers, kwargs, reward_fn in configs:
+    for env_id, label, answers, kwargs, reward_fn, target, on in configs:
         env_rate, episodes = bench_env(env_id, answers, args.seconds, **kwargs)
         reward_rate = bench_reward(reward_fn, answers, args.seconds) if reward_fn else None
-        rows.append((env_id, label, env_rate, reward_rate, TARGETS[env_id]))
+        measured = env_rate if on == "env" else reward_rate
+        rows.append((env_id, label, env_rate, reward_rate, target, on, measured))
         reward_text = f"{reward_rate:,.0f}" if reward_rate else "-"
-        print(f"{env_id:<32} {label:<26} env {env_rate:>9,.0f} turns/s   reward only {reward_text:>9} /s"
-              f"   target {TARGETS[env_id]:,}  ({episodes} episodes)")
+        print(f"{env_id:<36} {label:<26} env {env_rate:>9,.0f} turns/s   reward only {reward_text:>9} /s"
+              f"   ({episodes} episodes)")
 
     lines = [
         "# Environment overhead per agent turn",
@@ -118,19 +137,22 @@ def main() -> None:
         f"Machine: {platform.processor() or platform.machine()}, Python {platform.python_version()}, "
         f"{pinning}, {args.seconds:g} s per row.",
         "",
-        "| environment | data / scorer | env turns/s | reward only, calls/s | target turns/s | met |",
-        "|---|---|---:|---:|---:|---|",
+        "| environment | data / scorer | env turns/s | reward only, calls/s | target | met |",
+        "|---|---|---:|---:|---|---|",
     ]
-    for env_id, label, env_rate, reward_rate, target in rows:
+    for env_id, label, env_rate, reward_rate, target, on, measured in rows:
         reward_text = f"{reward_rate:,.0f}" if reward_rate else "-"
-        lines.append(
-            f"| `{env_id}` | {label} | {env_rate:,.0f} | {reward_text} | {target:,} | "
-            f"{'yes' if env_rate >= target else 'NO'} |"
-        )
+        if target is None:
+            target_text, met = "-", "-"
+        else:
+            unit = "turns/s (env)" if on == "env" else "joint actions/s (reward)"
+            target_text, met = f">= {target:,} {unit}", "yes" if measured >= target else "NO"
+        lines.append(f"| `{env_id}` | {label} | {env_rate:,.0f} | {reward_text} | {target_text} | {met} |")
     lines += [
         "",
         "Procedural GSM8K generates a new problem at every reset, so its row includes the "
-        "generator. An LLM turn takes hundreds of milliseconds on this CPU, so at these rates "
+        "generator. For the writing tasks one *reward only* call scores one joint action (both "
+        "texts). An LLM turn takes hundreds of milliseconds on this CPU, so at these rates "
         "the environment's share of a rollout is negligible.",
         "",
     ]

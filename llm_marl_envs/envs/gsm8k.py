@@ -47,7 +47,7 @@ import numpy as np
 
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.gsm8k import load_gsm8k
-from llm_marl_envs.envs.cory import PioneerObserverEnv, pick_row
+from llm_marl_envs.envs.cory import PioneerObserverEnv
 from llm_marl_envs.rewards.math import answers_match, extract_answer, extract_gold_answer
 
 __all__ = ["GSM8KEnv", "env"]
@@ -111,7 +111,7 @@ class GSM8KEnv(PioneerObserverEnv):
             row = generate_problem(np.random.default_rng(task_seed), self.difficulty)
             self._set_task_info(f"procedural:difficulty={self.difficulty}", task_seed)
         else:
-            index = pick_row(self.data, int(self.np_random.integers(len(self.data))), options)
+            index = self._pick_row(self.data, options)
             row = self.data.rows[index]
             self._set_task_info(self.data.source, self.data.row_ids[index])
         self.question = row["question"]

@@ -45,7 +45,7 @@ from typing import Any
 
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.imdb import load_imdb
-from llm_marl_envs.envs.cory import PioneerObserverEnv, pick_row
+from llm_marl_envs.envs.cory import PioneerObserverEnv
 from llm_marl_envs.rewards.sentiment import join_continuation, resolve_scorer
 
 __all__ = ["IMDBSentimentEnv", "env"]
@@ -92,7 +92,7 @@ class IMDBSentimentEnv(PioneerObserverEnv):
         self.query = ""
 
     def _draw_task(self, options: dict[str, Any]) -> None:
-        index = pick_row(self.data, int(self.np_random.integers(len(self.data))), options)
+        index = self._pick_row(self.data, options)
         n = int(self.np_random.integers(self.query_length[0], self.query_length[1] + 1))
         text = self.data.rows[index]["text"]
         if self.tokenizer is None:

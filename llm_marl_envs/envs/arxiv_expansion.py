@@ -1,0 +1,96 @@
+"""ArxivExpansion-v0: two agents expand one arXiv abstract into the two halves of an introduction.
+
+| | |
+|---|---|
+| Id | ``llm_marl_envs/ArxivExpansion-v0`` (AEC and native Parallel) |
+| Agents | ``background_0`` (background and motivation, c1) and ``methods_0`` (methods and implications, c2), simultaneous, one round |
+| Action | free text (``FreeText``, 8,192 chars) |
+| Observation | instruction + the abstract; ``infos[agent]["messages"]`` has it as chat |
+| Reward | the joint reward of SPECS §3, arXiv table (maximum 3.0), the same for both agents |
+| Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
+
+**Reward** (``llm_marl_envs.rewards.writing``, table ``ARXIV``), gated like TL;DR's:
+
+1. ``structure`` +0.5: both texts have 128..256 words;
+2. ``length_ratio`` up to +1.0: rho = len(c2) / len(c1); 1.0 on [1.0, 1.3], linear ramps on
+   [0.8, 1.0) and (1.3, 1.5]; outside [0.8, 1.5] the climb stops;
+3. ``vocabulary`` up to +0.5: u = unique words of c2 / unique words of c1; 0.5 on [0.7, 1.3],
+   ramps on [0.5, 0.7) and (1.3, 1.7]; outside [0.5, 1.7] the climb stops;
+4. ``coherence`` = 0.4 T with T computed on c1 + c2, and ``consistency`` =
+   0.6 min(J, 0.23) / 0.23.
+
+Components as in TLDRSummarization-v0 (levels, ``total``, raw ``rho``/``u``/``T``/``J``,
+``task_reward``, ``format_failure``).
+
+**Data** (``data_source``): ``"auto"`` (Hub ``OpenMLRL/arXiv_abstract`` or its cache, else the
+bundled sample), ``"hub"``, ``"bundled"`` (invented abstracts written for this project), or a
+local file with an ``abstract_text`` column. ``split`` may be sliced.
+
+**Arguments.** ``split``, ``data_source``, ``max_action_length``, ``max_cycles`` (accepted; an
+episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
+
+**Version history.** v0: initial version.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from llm_marl_envs.core.simultaneous import TextParallelEnv
+from llm_marl_envs.data.arxiv import load_arxiv_abstracts
+from llm_marl_envs.envs.writing import WritingEnv
+from llm_marl_envs.rewards.writing import ARXIV
+
+__all__ = ["ArxivExpansionEnv", "env", "parallel_env"]
+
+_LENGTH = "Write 128 to 256 words of plain prose, without headings or lists."
+
+
+class ArxivExpansionEnv(WritingEnv):
+    """Introduction writing from an abstract by two agents (see the module docstring)."""
+
+    metadata = {**WritingEnv.metadata, "name": "ArxivExpansion-v0"}
+    ROLES = {"background_0": "background and motivation", "methods_0": "methods and implications"}
+    INSTRUCTIONS = {
+        "background_0": (
+            "You are writing the first half of the introduction of the paper whose abstract "
+            "is given: the background of the problem and why it matters. " + _LENGTH
+        ),
+        "methods_0": (
+            "You are writing the second half of the introduction of the paper whose abstract "
+            "is given: the approach it takes and what its results imply. " + _LENGTH
+        ),
+    }
+    TABLE = ARXIV
+    SOURCE_LABEL = "Abstract"
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        data_source: str | os.PathLike[str] = "auto",
+        max_cycles: int = 1,
+        render_mode: str | None = None,
+        max_action_length: int = 8192,
+    ) -> None:
+        super().__init__(
+            load_arxiv_abstracts(split, data_source),
+            max_cycles=max_cycles,
+            render_mode=render_mode,
+            max_action_length=max_action_length,
+        )
+
+    def _source(self, row: dict[str, Any]) -> str:
+        title = row.get("title")
+        return f"{title}\n\n{row['abstract_text']}" if title else row["abstract_text"]
+
+
+def env(**kwargs: Any) -> ArxivExpansionEnv:
+    """AEC form."""
+    return ArxivExpansionEnv(**kwargs)
+
+
+def parallel_env(**kwargs: Any) -> TextParallelEnv:
+    """Native Parallel form (both agents act in one ``step``)."""
+    return TextParallelEnv(ArxivExpansionEnv(**kwargs))

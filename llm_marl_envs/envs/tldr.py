@@ -1,0 +1,99 @@
+"""TLDRSummarization-v0: two agents summarise the same Reddit post, concisely and in detail.
+
+| | |
+|---|---|
+| Id | ``llm_marl_envs/TLDRSummarization-v0`` (AEC and native Parallel) |
+| Agents | ``summarizer_0`` (concise summary, c1) and ``elaborator_0`` (detailed summary, c2), simultaneous, one round |
+| Action | free text (``FreeText``, 8,192 chars) |
+| Observation | instruction + the post; ``infos[agent]["messages"]`` has it as chat (system + user) |
+| Reward | the joint reward of SPECS §3 (maximum 3.0), the same for both agents |
+| Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
+
+**Reward** (``llm_marl_envs.rewards.writing``, table ``TLDR``), gated: the first level that
+fails stops the climb, earlier levels keep their points.
+
+1. ``structure`` +0.5: both texts have 8..256 words;
+2. ``length_ratio`` up to +1.0: rho = len(c2) / len(c1) in characters; 1.0 on [1.6, 3.2],
+   linear from 0 at 1.1 and down to 0 at 5.0; outside [1.1, 5.0] the climb stops;
+3. ``vocabulary`` up to +0.5: u = unique words of c2 / unique words of c1; 0.5 for u >= 2.0,
+   linear from 0 at 1.3; below 1.3 the climb stops;
+4. ``coherence`` = 0.4 T (transition phrases used by c2, 13 categories: T = 0.4 + 0.05 per
+   extra category, at most 1.0) and ``consistency`` = 0.6 min(J, 0.03) / 0.03 (Jaccard
+   similarity of the two texts' words, stopwords removed).
+
+``reward_components`` per agent: the five levels, ``total``, the raw ``rho``, ``u``, ``T``,
+``J`` (those reached), ``task_reward`` (= ``total``) and ``format_failure`` (this agent's
+text was empty or over ``max_action_length``: the joint reward is then 0).
+
+**Data** (``data_source``): ``"auto"`` (Hub ``trl-lib/tldr`` or its cache, else the bundled
+sample), ``"hub"``, ``"bundled"`` (Reddit-style posts written for this project), or a local
+file in the Hub schema (``prompt``, ``completion``). ``split`` may be sliced like MAGRPO's
+``"train[:1000]"`` / ``"test[:1000]"``. ``infos`` give ``data_source`` and ``row_id``.
+
+**Arguments.** ``split``, ``data_source``, ``max_action_length``, ``max_cycles`` (accepted; an
+episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
+``llm_marl_envs.make_parallel`` gives the Parallel form.
+
+**Version history.** v0: initial version.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from llm_marl_envs.core.simultaneous import TextParallelEnv
+from llm_marl_envs.data.tldr import load_tldr, post_text
+from llm_marl_envs.envs.writing import WritingEnv
+from llm_marl_envs.rewards.writing import TLDR
+
+__all__ = ["TLDRSummarizationEnv", "env", "parallel_env"]
+
+
+class TLDRSummarizationEnv(WritingEnv):
+    """TL;DR summarisation by a concise and a detailed summariser (see the module docstring)."""
+
+    metadata = {**WritingEnv.metadata, "name": "TLDRSummarization-v0"}
+    ROLES = {"summarizer_0": "concise summarizer", "elaborator_0": "detailed elaborator"}
+    INSTRUCTIONS = {
+        "summarizer_0": (
+            "Summarise the Reddit post below as a short TL;DR: one or two plain sentences "
+            "with the main point only."
+        ),
+        "elaborator_0": (
+            "Summarise the Reddit post below in detail: several sentences covering the "
+            "situation, the key facts and what the poster is asking, in varied wording, "
+            "linked with transition words such as 'however', 'because' or 'as a result'."
+        ),
+    }
+    TABLE = TLDR
+    SOURCE_LABEL = "Post"
+
+    def __init__(
+        self,
+        *,
+        split: str = "train",
+        data_source: str | os.PathLike[str] = "auto",
+        max_cycles: int = 1,
+        render_mode: str | None = None,
+        max_action_length: int = 8192,
+    ) -> None:
+        super().__init__(
+            load_tldr(split, data_source),
+            max_cycles=max_cycles,
+            render_mode=render_mode,
+            max_action_length=max_action_length,
+        )
+
+    def _source(self, row: dict[str, Any]) -> str:
+        return post_text(row["prompt"])
+
+
+def env(**kwargs: Any) -> TLDRSummarizationEnv:
+    """AEC form."""
+    return TLDRSummarizationEnv(**kwargs)
+
+
+def parallel_env(**kwargs: Any) -> TextParallelEnv:
+    """Native Parallel form (both agents act in one ``step``)."""
+    return TextParallelEnv(TLDRSummarizationEnv(**kwargs))

@@ -1,0 +1,92 @@
+"""Shared engine of MAGRPO's two-agent writing tasks (TL;DR summarisation, arXiv expansion).
+
+Two agents read the same source text and write at the same time, each its own part; both
+receive the same joint reward (:mod:`llm_marl_envs.rewards.writing`). An episode is one
+round. Subclasses provide the agents, their instructions, the reward table and the data.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from llm_marl_envs.core.simultaneous import SimultaneousTextEnv
+from llm_marl_envs.core.text_env import CleanAction
+from llm_marl_envs.data.loading import TaskData
+from llm_marl_envs.rewards.writing import WritingRewardTable, writing_reward
+
+__all__ = ["WritingEnv"]
+
+_LEVELS = ("structure", "length_ratio", "vocabulary", "coherence", "consistency", "total")
+
+
+class WritingEnv(SimultaneousTextEnv):
+    """Two writers, one source text, one joint reward (see the subclasses' doc pages).
+
+    Class attributes set by subclasses: ``ROLES`` (``{agent: role}``, agent 1 first),
+    ``INSTRUCTIONS`` (``{agent: system instruction}``), ``TABLE`` (reward table),
+    ``SOURCE_LABEL`` (how the source text is introduced in the prompt).
+    """
+
+    ROLES: dict[str, str] = {}
+    INSTRUCTIONS: dict[str, str] = {}
+    TABLE: WritingRewardTable
+    SOURCE_LABEL = "Text"
+
+    def __init__(
+        self,
+        data: TaskData,
+        *,
+        max_cycles: int = 1,
+        render_mode: str | None = None,
+        max_action_length: int = 8192,
+    ) -> None:
+        super().__init__(
+            list(self.ROLES),
+            self.ROLES,
+            max_cycles=max_cycles,
+            render_mode=render_mode,
+            max_action_length=max_action_length,
+        )
+        self.data = data
+        self.source_text = ""
+
+    def _source(self, row: dict[str, Any]) -> str:
+        """The text both agents write about, from one data row."""
+        raise NotImplementedError
+
+    def _new_episode(self, options: dict[str, Any]) -> None:
+        index = self._pick_row(self.data, options)
+        self.source_text = self._source(self.data.rows[index])
+        self._set_task_info(self.data.source, self.data.row_ids[index])
+        for agent, instruction in self.INSTRUCTIONS.items():
+            user = f"{self.SOURCE_LABEL}:\n{self.source_text}"
+            self._set_prompt(
+                agent,
+                f"{instruction}\n\n{user}\n\nYour text:",
+                [{"role": "system", "content": instruction}, {"role": "user", "content": user}],
+            )
+        self.agent_selection = self.possible_agents[0]
+
+    def _resolve(self, actions: dict[str, CleanAction]) -> None:
+        first, second = self.possible_agents
+        if any(a.failure for a in actions.values()):
+            levels = dict.fromkeys(_LEVELS, 0.0)  # an empty or oversized text scores nothing
+        else:
+            levels = writing_reward(actions[first].text, actions[second].text, self.TABLE)
+        total = levels["total"]
+        for agent, action in actions.items():
+            components = {
+                **levels,
+                "task_reward": total,
+                "format_failure": float(action.failure is not None),
+            }
+            self._record(agent, action, components)
+            self.rewards[agent] = total
+            self.terminations[agent] = True
+
+    def _render_header(self) -> str:
+        preview = self.source_text if len(self.source_text) <= 600 else self.source_text[:600] + " [...]"
+        return (
+            f"=== {self.metadata['name']} | seed {self.np_random_seed} | "
+            f"{self.data_source} row {self.row_id} ===\n{preview}"
+        )
