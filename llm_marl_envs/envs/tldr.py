@@ -39,7 +39,6 @@ episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` play
 
 from __future__ import annotations
 
-import os
 from typing import Any
 
 from llm_marl_envs.core.simultaneous import TextParallelEnv
@@ -67,23 +66,8 @@ class TLDRSummarizationEnv(WritingEnv):
         ),
     }
     TABLE = TLDR
+    load_data = staticmethod(load_tldr)
     SOURCE_LABEL = "Post"
-
-    def __init__(
-        self,
-        *,
-        split: str = "train",
-        data_source: str | os.PathLike[str] = "auto",
-        max_cycles: int = 1,
-        render_mode: str | None = None,
-        max_action_length: int = 8192,
-    ) -> None:
-        super().__init__(
-            load_tldr(split, data_source),
-            max_cycles=max_cycles,
-            render_mode=render_mode,
-            max_action_length=max_action_length,
-        )
 
     def _source(self, row: dict[str, Any]) -> str:
         return post_text(row["prompt"])

@@ -7,6 +7,7 @@ round. Subclasses provide the agents, their instructions, the reward table and t
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 from llm_marl_envs.core.simultaneous import SimultaneousTextEnv
@@ -24,7 +25,15 @@ class WritingEnv(SimultaneousTextEnv):
 
     Class attributes set by subclasses: ``ROLES`` (``{agent: role}``, agent 1 first),
     ``INSTRUCTIONS`` (``{agent: system instruction}``), ``TABLE`` (reward table),
-    ``SOURCE_LABEL`` (how the source text is introduced in the prompt).
+    ``SOURCE_LABEL`` (how the source text is introduced in the prompt) and ``load_data``
+    (the dataset loader).
+
+    Args:
+        split: Dataset split, optionally sliced (``"train[:1000]"``).
+        data_source: ``"auto"``, ``"hub"``, ``"bundled"`` or a local path.
+        max_cycles: Accepted for API compatibility; an episode is one round.
+        render_mode: ``None``, ``"human"`` or ``"ansi"``.
+        max_action_length: Longest scored text in characters.
     """
 
     ROLES: dict[str, str] = {}
@@ -32,10 +41,16 @@ class WritingEnv(SimultaneousTextEnv):
     TABLE: WritingRewardTable
     SOURCE_LABEL = "Text"
 
+    @staticmethod
+    def load_data(split: str, data_source: str | os.PathLike[str]) -> TaskData:
+        """Load the task's source texts (each subclass names its loader)."""
+        raise NotImplementedError
+
     def __init__(
         self,
-        data: TaskData,
         *,
+        split: str = "train",
+        data_source: str | os.PathLike[str] = "auto",
         max_cycles: int = 1,
         render_mode: str | None = None,
         max_action_length: int = 8192,
@@ -47,7 +62,7 @@ class WritingEnv(SimultaneousTextEnv):
             render_mode=render_mode,
             max_action_length=max_action_length,
         )
-        self.data = data
+        self.data = self.load_data(split, data_source)
         self.source_text = ""
 
     def _source(self, row: dict[str, Any]) -> str:
