@@ -2,7 +2,7 @@
 # and rebuilt only when the dependency declarations change.
 #   make demo   set up, then play every registered environment (the main job)
 #   make test   set up, then run the test suite (what CI runs)
-#   make bench  set up, then measure environment overhead (writes docs/benchmarks.md)
+#   make bench  set up, then run the benchmarks (results in docs/benchmarks/)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -29,6 +29,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/env_overhead.py
+	$(OFFLINE) $(BIN)/python benchmarks/sandbox_humaneval.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,424 @@
+"""Trusted test runner (process T of _worker.py). Stdlib only; loaded by the worker script.
+
+The tests and the trusted ``setup`` run here, never in the untrusted process U. ``candidate``
+is a proxy: each call sends its arguments to U over a pipe and returns U's answer decoded by
+_codec into fresh builtin objects (or raises). Whatever U does - exit, print, patch its own
+builtins, return objects with a rigged ``__eq__`` - it can only influence the values the
+proxy returns, and the verdict of every test is made here.
+"""
+
+from __future__ import annotations
+
+import array
+import builtins
+import json
+import math
+import os
+import random
+import select
+import signal
+import socket
+import sys
+import time
+
+codec = sys.modules["_llm_marl_sandbox_codec"]
+
+MAX_REPLY = 32 << 20  # bytes of one encoded return value
+OUTPUT_KEEP = 4096  # bytes of program output kept for the result
+INTERNAL_WAIT = 10.0  # seconds for the sandbox's own bookkeeping (never reached in practice)
+
+
+class Fault(BaseException):
+    """A sandbox verdict on a test; BaseException so ``except Exception`` in tests misses it."""
+
+    error_type = "SandboxFault"
+    kill = False
+
+    def __init__(self, message: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+
+
+def _verdict(name: str, error_type: str, kill: bool = False) -> type[Fault]:
+    return type(name, (Fault,), {"error_type": error_type, "kill": kill})
+
+
+Timeout = _verdict("Timeout", "Timeout")
+Crashed = _verdict("Crashed", "CandidateCrashed")
+UntrustedReturn = _verdict("UntrustedReturn", "UntrustedReturnType")
+BadArgument = _verdict("BadArgument", "UnsupportedArgument")
+Aborted = _verdict("Aborted", "CandidateAborted")  # SystemExit, KeyboardInterrupt, ...
+ProtocolError = _verdict("ProtocolError", "ProtocolError", kill=True)
+OutputLimit = _verdict("OutputLimit", "OutputLimitExceeded", kill=True)
+
+
+class Internal(Exception):
+    """The sandbox itself misbehaved; the program is reported as an internal error."""
+
+
+class CandidateError(Exception):
+    """The candidate raised an exception whose type is not a builtin exception."""
+
+
+def short(error: BaseException, limit: int = 300) -> str:
+    text = error.message if isinstance(error, Fault) else str(error)
+    return (text or type(error).__name__)[:limit]
+
+
+def wait_text(status: int) -> str:
+    if os.WIFSIGNALED(status):
+        try:
+            return f"killed by {signal.Signals(os.WTERMSIG(status)).name}"
+        except ValueError:
+            return f"killed by signal {os.WTERMSIG(status)}"
+    return f"exited with status {os.waitstatus_to_exitcode(status)}"
+
+
+class Runner:
+    """Runs one program's tests against attempts of U, spawned on request by S."""
+
+    def __init__(self, req: dict, tests_req: dict, caps: dict, cmd: socket.socket,
+                 ctl_r: int) -> None:
+        self.limits = req["limits"]
+        self.seq = int(req["seq"])
+        self.program_req = {k: req[k] for k in ("program", "entry_point", "limits", "cpu_seconds")}
+        self.timeout = float(self.limits["timeout"])
+        self.entry_point = str(req["entry_point"])
+        self.tests = list(tests_req["tests"])
+        self.setup = str(tests_req.get("setup", ""))
+        self.max_timeouts = int(tests_req["max_timeouts"])
+        self.caps, self.cmd, self.ctl_r = caps, cmd, ctl_r
+        self.ctl_buf = b""
+        self.events: dict[int, dict[str, str]] = {}
+        self.poller = select.poll()
+        self.poller.register(ctl_r, select.POLLIN)
+        self.attempt, self.alive, self.in_call, self.armed = 0, False, False, False
+        self.output, self.output_total, self.enforce_output = bytearray(), 0, False
+        self.pending: Fault | None = None
+        self.crashed = False
+        self.deadline = 0.0
+        signal.signal(signal.SIGALRM, self._alarm)
+
+    # ------------------------------------------------------------------ faults and timers
+    def _fault(self, fault: Fault) -> Fault:
+        if self.pending is None:
+            self.pending = fault
+        if isinstance(fault, (Crashed, OutputLimit)):
+            self.crashed = True
+        return fault
+
+    def _alarm(self, _signum: int, _frame: object) -> None:
+        if self.armed:
+            self.armed = False
+            raise self._fault(Timeout(f"test exceeded {self.timeout:g} s"))
+
+    def _arm(self, seconds: float) -> None:
+        self.armed = True
+        signal.setitimer(signal.ITIMER_REAL, seconds)
+
+    def _disarm(self) -> None:
+        self.armed = False
+        signal.setitimer(signal.ITIMER_REAL, 0)
+
+    # ------------------------------------------------------------------ attempts of U
+    def spawn(self) -> None:
+        self.attempt = self.attempt + 1 if self.attempt else self.seq * 100_000 + 1
+        call_r, self.call_w = os.pipe()
+        self.reply_r, reply_w = os.pipe()
+        self.out_r, out_w = os.pipe()
+        request = codec.frame(json.dumps({**self.program_req, "attempt": self.attempt}).encode())
+        fds = [call_r, reply_w, out_w]
+        sent = self.cmd.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
+                                             array.array("i", fds))])
+        self.cmd.sendall(request[sent:])
+        for fd in (call_r, reply_w, out_w):
+            os.close(fd)
+        for fd in (self.reply_r, self.out_r):
+            os.set_blocking(fd, False)
+            self.poller.register(fd, select.POLLIN)
+        self.reply_buf, self.reply_eof, self.out_open = bytearray(), False, True
+        self.events[self.attempt] = {}
+        self.alive = True
+
+    def _read_ctl(self) -> None:
+        data = os.read(self.ctl_r, 4096)
+        if not data:
+            raise Internal("control pipe closed")
+        self.ctl_buf += data
+        *lines, self.ctl_buf = self.ctl_buf.split(b"\n")
+        for line in lines:
+            kind, attempt, *rest = line.decode().split(" ", 2) + [""]
+            self.events.setdefault(int(attempt), {})[kind] = rest[0]
+
+    def _read_out(self) -> None:
+        try:
+            data = os.read(self.out_r, 1 << 16)
+        except BlockingIOError:
+            return
+        if not data:
+            self.poller.unregister(self.out_r)
+            self.out_open = False
+            return
+        self.output_total += len(data)
+        if len(self.output) < OUTPUT_KEEP:
+            self.output += data[: OUTPUT_KEEP - len(self.output)]
+        if self.enforce_output and self.output_total > int(self.limits["max_output_bytes"]):
+            raise self._fault(OutputLimit(f"more than {self.limits['max_output_bytes']} bytes "
+                                          "of output"))
+
+    def _read_reply(self) -> None:
+        try:
+            data = os.read(self.reply_r, 1 << 16)
+        except BlockingIOError:
+            return
+        if not data:
+            self.poller.unregister(self.reply_r)
+            self.reply_eof = True
+        elif len(self.reply_buf) + len(data) > MAX_REPLY:
+            raise self._fault(ProtocolError("return value too large"))
+        else:
+            self.reply_buf += data
+
+    def _poll(self, timeout: float) -> None:
+        for fd, _ in self.poller.poll(max(0, math.ceil(timeout * 1000))):
+            if fd == self.ctl_r:
+                self._read_ctl()
+            elif self.alive and fd == self.reply_r:
+                self._read_reply()
+            elif self.alive and fd == self.out_r:
+                self._read_out()
+
+    def _wait_event(self, *kinds: str) -> str:
+        end = time.monotonic() + INTERNAL_WAIT
+        events = self.events[self.attempt]
+        while not any(k in events for k in kinds):
+            if time.monotonic() > end:
+                raise Internal(f"no {'/'.join(kinds)} from attempt {self.attempt}")
+            self._poll(end - time.monotonic())
+        return next(k for k in kinds if k in events)
+
+    def _reap(self) -> None:
+        """Wait until every process of the attempt is gone, then close its pipes."""
+        self.enforce_output = False
+        was_armed, self.armed = self.armed, False  # no Timeout half-way through the clean-up
+        try:
+            self._wait_event("dead")
+            while self.out_open:
+                self._read_out()
+            for fd in (self.reply_r, self.out_r):
+                try:
+                    self.poller.unregister(fd)
+                except KeyError:
+                    pass
+            for fd in (self.call_w, self.reply_r, self.out_r):
+                os.close(fd)
+            self.alive = False
+        finally:
+            if was_armed:
+                self._arm(max(0.001, self.deadline - time.monotonic()))
+        if "fail" in self.events[self.attempt]:
+            raise Internal(f"sandbox set-up failed: {self.events[self.attempt]['fail']}")
+
+    def kill(self) -> None:
+        """SIGKILL the attempt's whole process tree and wait until it is gone."""
+        if not self.alive:
+            return
+        events = self.events[self.attempt]
+        self.enforce_output = False
+        self._poll(0)  # read pending control messages: never signal a pid already reaped
+        if not ("exit" in events or "dead" in events or "fail" in events):
+            kind = self._wait_event("pid", "group", "exit", "dead", "fail")
+            if kind in ("pid", "group"):
+                try:
+                    (os.kill if kind == "pid" else os.killpg)(int(events[kind]), signal.SIGKILL)
+                except ProcessLookupError:
+                    pass
+        self._reap()
+
+    def exit_text(self) -> str:
+        status = self.events[self.attempt].get("exit")
+        return "the candidate process " + (wait_text(int(status)) if status else "died")
+
+    def wait_message(self, deadline: float) -> dict:
+        """Next message from U, or a Fault (Timeout, Crashed, OutputLimit, ProtocolError)."""
+        while True:
+            data = codec.unframe(self.reply_buf)
+            if data is not None:
+                try:
+                    message = json.loads(data)
+                except ValueError:
+                    message = None
+                if type(message) is not dict or type(message.get("k")) is not str:
+                    raise self._fault(ProtocolError("malformed message from the candidate"))
+                return message
+            if self.reply_eof:
+                self._reap()
+                raise self._fault(Crashed(self.exit_text()))
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                raise self._fault(Timeout(f"exceeded {self.timeout:g} s"))
+            self._poll(remaining)
+
+    # ------------------------------------------------------------------ the candidate proxy
+    def call(self, args: tuple, kwargs: dict) -> object:
+        if not self.alive:
+            raise self._fault(Crashed("the candidate process is no longer running"))
+        try:
+            payload = codec.frame(codec.dumps((args, kwargs)))
+        except codec.WireError as error:
+            raise self._fault(BadArgument(f"argument not plain data: {error}")) from None
+        self.in_call, self.enforce_output = True, True
+        try:
+            codec.write_all(self.call_w, payload)
+        except BrokenPipeError:
+            pass  # U is gone: wait_message reports the crash
+        message = self.wait_message(self.deadline)
+        self.in_call = False
+        kind = message["k"]
+        if kind == "ret":
+            try:
+                return codec.from_wire(message.get("v"))
+            except codec.WireError as error:
+                raise self._fault(UntrustedReturn(str(error))) from None
+        if kind == "bad":
+            raise self._fault(UntrustedReturn(str(message.get("msg"))[:300]))
+        if kind == "raise":
+            name, text = message.get("type"), str(message.get("msg", ""))[:300]
+            cls = getattr(builtins, name, None) if isinstance(name, str) else None
+            if isinstance(cls, type) and issubclass(cls, Exception):
+                try:
+                    return_error: BaseException = cls(text)
+                except Exception:  # noqa: BLE001 - e.g. UnicodeDecodeError's signature
+                    return_error = CandidateError(f"{name}: {text}")
+                raise return_error
+            if isinstance(cls, type) and issubclass(cls, BaseException):
+                raise self._fault(Aborted(f"the candidate raised {name}"))
+            raise CandidateError(f"{str(name)[:80]}: {text}")
+        raise self._fault(ProtocolError(f"unexpected message {kind[:40]!r}"))
+
+    def make_candidate(self):
+        call = self.call
+
+        def candidate(*args, **kwargs):
+            return call(args, kwargs)
+
+        candidate.__name__ = candidate.__qualname__ = self.entry_point
+        return candidate
+
+    def load(self) -> tuple[str, str, str] | None:
+        """Spawn U if needed and wait for its program to load; (status, type, msg) on failure."""
+        if not self.alive:
+            self.spawn()
+        self.pending, self.enforce_output = None, True
+        try:
+            message = self.wait_message(time.monotonic() + self.timeout)
+        except Fault as fault:
+            self.kill()
+            status = "load_timeout" if isinstance(fault, Timeout) else "load_error"
+            return status, fault.error_type, short(fault)
+        finally:
+            self.pending = None
+        kind = message["k"]
+        if kind == "ready":
+            return None
+        self.kill()
+        status = "syntax_error" if kind == "syntax" else "load_error"
+        return status, str(message.get("type"))[:80], str(message.get("msg", ""))[:300]
+
+    # ------------------------------------------------------------------ the tests
+    def run(self) -> dict:
+        n = len(self.tests)
+        tests = [{"index": i, "passed": False, "timed_out": False, "error_type": None,
+                  "message": "", "duration": 0.0} for i in range(n)]
+        out = {"status": "ok", "tests": tests, "tests_total": n, "tests_run": 0,
+               "tests_passed": 0, "timeouts": 0, "crashed": False, "stopped_early": False,
+               "error_type": None, "message": "", "output": ""}
+        random.seed(0)  # trusted tests that use the global random module stay reproducible
+        try:
+            self.spawn()  # U loads the program while the tests compile here
+            self._run(tests, out)
+        except Internal as error:
+            out.update(status="internal_error", error_type="SandboxError", message=str(error))
+            for t in tests:
+                t.update(passed=False, error_type=t["error_type"] or "SandboxError")
+        finally:
+            try:
+                self.kill()
+            except Internal:
+                pass
+        out["tests_passed"] = sum(t["passed"] for t in tests)
+        out["crashed"] = self.crashed
+        out["output"] = bytes(self.output).decode("utf-8", "replace")
+        return out
+
+    def _run(self, tests: list[dict], out: dict) -> None:
+        base = {"__name__": "__sandbox_tests__", "__builtins__": builtins}
+        try:
+            self._arm(self.timeout)
+            try:
+                exec(compile(self.setup, "<setup>", "exec"), base)  # noqa: S102 - trusted
+            finally:
+                self._disarm()
+        except BaseException as error:  # noqa: BLE001
+            self._fail_from(tests, 0, type(error).__name__, f"setup failed: {short(error)}")
+            out.update(status="setup_error", error_type=type(error).__name__,
+                       message=short(error))
+            return
+        # The entry point's own name is the candidate too (some tests call it by name).
+        base["candidate"] = base[self.entry_point] = self.make_candidate()
+        codes: list = []
+        for i, source in enumerate(self.tests):
+            try:
+                codes.append(compile(source, f"<test {i}>", "exec"))
+            except (SyntaxError, ValueError) as error:
+                codes.append(error)
+        failure = self.load()
+        if failure:
+            out.update(status=failure[0], error_type=failure[1], message=failure[2])
+            self._fail_from(tests, 0, failure[1], failure[2])
+            return
+        for i, code in enumerate(codes):
+            result = tests[i]
+            if out["timeouts"] >= self.max_timeouts:
+                out["stopped_early"] = True
+                result.update(error_type="NotRun", message=f"not run: {self.max_timeouts} "
+                                                           "tests timed out")
+                continue
+            if isinstance(code, BaseException):
+                result.update(error_type="TestSyntaxError", message=short(code))
+                continue
+            if not self.alive:
+                failure = self.load()
+                if failure:
+                    self._fail_from(tests, i, failure[1], f"reloading the program: {failure[2]}")
+                    return
+            out["tests_run"] += 1
+            self.pending, self.in_call = None, False
+            start = time.monotonic()
+            self.deadline = start + self.timeout
+            error: BaseException | None = None
+            try:
+                self._arm(self.timeout)
+                try:
+                    exec(code, dict(base))  # noqa: S102 - trusted test code
+                finally:
+                    self._disarm()
+            except BaseException as raised:  # noqa: BLE001
+                error = raised
+            error = self.pending or error  # a fault swallowed by the test still fails it
+            if error is None:
+                result["passed"] = True
+            else:
+                if isinstance(error, Fault) and (error.kill or self.in_call):
+                    self.kill()
+                timed_out = isinstance(error, Timeout)
+                out["timeouts"] += timed_out
+                result.update(timed_out=timed_out, message=short(error),
+                              error_type=getattr(error, "error_type", type(error).__name__))
+            self.in_call = False
+            result["duration"] = round(time.monotonic() - start, 6)
+
+    @staticmethod
+    def _fail_from(tests: list[dict], start: int, error_type: str, message: str) -> None:
+        for t in tests[start:]:
+            t.update(passed=False, error_type=error_type, message=message)

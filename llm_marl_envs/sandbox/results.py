@@ -1,0 +1,140 @@
+"""Plain dataclasses for sandbox limits and results; all of them round-trip through JSON."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict, dataclass, field, fields
+from typing import Any
+
+__all__ = ["ProgramResult", "SandboxLimits", "TestResult"]
+
+
+@dataclass(frozen=True)
+class SandboxLimits:
+    """Resource limits for one program.
+
+    Attributes:
+        timeout: Wall-clock seconds per test (and for loading the program). A test that runs
+            past it is stopped, its whole process tree killed, and it counts as timed out.
+        memory_bytes: Address-space limit (``RLIMIT_AS``) of the untrusted process.
+        max_output_bytes: Bytes of stdout + stderr the program may write in total; past it the
+            process is killed and the running test fails with ``OutputLimitExceeded``.
+        file_size_bytes: Largest file the program may write (``RLIMIT_FSIZE``); also the size
+            of each private tmpfs (``/tmp``, ``/var/tmp``, ``/dev/shm``) where namespaces work.
+        max_processes: Processes + threads of the sandbox uid (``RLIMIT_NPROC``). The default
+            1 forbids ``fork`` and threads; only enforced where the sandbox can switch uid.
+        max_open_files: ``RLIMIT_NOFILE``.
+        cpu_seconds: CPU-time limit (``RLIMIT_CPU``) per process; ``None`` derives it from
+            the timeout and the number of tests.
+    """
+
+    timeout: float = 3.0
+    memory_bytes: int = 1 << 30
+    max_output_bytes: int = 1 << 16
+    file_size_bytes: int = 1 << 24
+    max_processes: int = 1
+    max_open_files: int = 64
+    cpu_seconds: float | None = None
+
+    def __post_init__(self) -> None:
+        if not self.timeout > 0:
+            raise ValueError(f"timeout must be positive, got {self.timeout!r}")
+        for name in ("memory_bytes", "max_output_bytes", "file_size_bytes", "max_processes",
+                     "max_open_files"):
+            if int(getattr(self, name)) < 1:
+                raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+
+    def to_dict(self) -> dict[str, Any]:
+        """The limits as a JSON-ready dict."""
+        return asdict(self)
+
+
+@dataclass
+class TestResult:
+    """Outcome of one test.
+
+    Attributes:
+        index: Position of the test in the list given to ``run_tests``.
+        passed: True only when the trusted test runner saw the test complete without error.
+        timed_out: The test ran past ``SandboxLimits.timeout``.
+        error_type: ``None`` when passed, else e.g. ``"AssertionError"``, ``"Timeout"``,
+            ``"CandidateCrashed"``, ``"UntrustedReturnType"``, ``"NotRun"``.
+        message: Short human-readable detail (at most a few hundred characters).
+        duration: Wall-clock seconds the test took.
+    """
+
+    __test__ = False  # not a pytest test class
+
+    index: int
+    passed: bool = False
+    timed_out: bool = False
+    error_type: str | None = None
+    message: str = ""
+    duration: float = 0.0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as a JSON-ready dict."""
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> TestResult:
+        """Rebuild from :meth:`to_dict` output (unknown keys are ignored)."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: v for k, v in data.items() if k in names})
+
+
+@dataclass
+class ProgramResult:
+    """Outcome of one program and its tests.
+
+    Attributes:
+        status: ``"ok"`` (the program loaded and its tests ran), ``"syntax_error"``,
+            ``"load_error"`` (its top level raised or the entry point is missing),
+            ``"load_timeout"``, ``"setup_error"`` (the trusted ``setup`` raised), or
+            ``"internal_error"`` (the sandbox itself failed; no test counts as passed).
+        tests: One :class:`TestResult` per test, in order.
+        tests_total: Number of tests given.
+        tests_run: Tests that were started.
+        tests_passed: Tests that passed.
+        timeouts: Tests that timed out.
+        crashed: The untrusted process died unexpectedly at least once (exit, signal, limit).
+        stopped_early: ``max_timeouts`` was reached and the remaining tests were not run.
+        wall_time: Seconds from dispatch to result, as measured by the caller's process.
+        error_type: For a program-level failure, the exception type name.
+        message: For a program-level failure, a short detail.
+        output: The beginning of what the program wrote to stdout/stderr (decoded, capped).
+    """
+
+    status: str
+    tests: list[TestResult] = field(default_factory=list)
+    tests_total: int = 0
+    tests_run: int = 0
+    tests_passed: int = 0
+    timeouts: int = 0
+    crashed: bool = False
+    stopped_early: bool = False
+    wall_time: float = 0.0
+    error_type: str | None = None
+    message: str = ""
+    output: str = ""
+
+    @property
+    def all_passed(self) -> bool:
+        """True when there is at least one test and every test passed."""
+        return self.tests_total > 0 and self.tests_passed == self.tests_total
+
+    def to_dict(self) -> dict[str, Any]:
+        """The result as a JSON-ready dict."""
+        return asdict(self)
+
+    def to_json(self) -> str:
+        """The result as a JSON string."""
+        return json.dumps(self.to_dict())
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> ProgramResult:
+        """Rebuild from :meth:`to_dict` output (unknown keys are ignored)."""
+        names = {f.name for f in fields(cls)}
+        kwargs = {k: v for k, v in data.items() if k in names}
+        kwargs["tests"] = [TestResult.from_dict(t) for t in data.get("tests", [])]
+        return cls(**kwargs)
