@@ -97,6 +97,18 @@ def _introduction_half(first_half: bool) -> Policy:
     return policy
 
 
+def _coding_helper(observation: str, info: dict[str, Any]) -> str:
+    """An identity helper: right only where the answer is the input."""
+    return "```python\ndef aux(value):\n    return value\n```"
+
+
+def _coding_main(observation: str, info: dict[str, Any]) -> str:
+    """Passes the first argument through aux: a trivial wrapper, as the reward calls it."""
+    match = re.search(r"Implement the function `(\w+)`", observation)
+    name = match.group(1) if match else "solution"
+    return f"def {name}(*args):\n    return aux(args[0]) if args else None\n"
+
+
 def scripted_policy(env_id: str, agent: str, seed: int = 0) -> Policy:
     """The built-in scripted policy of ``agent`` in ``env_id``."""
     name = env_id.split("/")[-1]
@@ -108,6 +120,8 @@ def scripted_policy(env_id: str, agent: str, seed: int = 0) -> Policy:
         return _concise_summary if agent.startswith("summarizer") else _detailed_summary
     if name.startswith("ArxivExpansion"):
         return _introduction_half(first_half=agent.startswith("background"))
+    if name.startswith("CoopCoding"):
+        return _coding_helper if agent.startswith("helper") else _coding_main
     raise ValueError(f"No scripted policy for {env_id!r}")
 
 
