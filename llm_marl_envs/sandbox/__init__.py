@@ -15,11 +15,11 @@ in force on this machine.
 """
 
 from llm_marl_envs.sandbox.pool import (
-    DEFAULT_UID_BASE,
     SandboxError,
     SandboxPool,
     capabilities,
     default_hidden_paths,
+    default_uid_base,
     run_many,
     run_tests,
     shutdown,
@@ -28,7 +28,6 @@ from llm_marl_envs.sandbox.results import ProgramResult, SandboxLimits, TestResu
 from llm_marl_envs.sandbox.split import split_asserts
 
 __all__ = [
-    "DEFAULT_UID_BASE",
     "ProgramResult",
     "SandboxError",
     "SandboxLimits",
@@ -36,6 +35,7 @@ __all__ = [
     "TestResult",
     "capabilities",
     "default_hidden_paths",
+    "default_uid_base",
     "run_many",
     "run_tests",
     "shutdown",

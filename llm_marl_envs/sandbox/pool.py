@@ -23,12 +23,21 @@ from typing import Any
 from llm_marl_envs.sandbox import _codec as codec
 from llm_marl_envs.sandbox.results import ProgramResult, SandboxLimits, TestResult
 
-__all__ = ["DEFAULT_UID_BASE", "SandboxError", "SandboxPool", "capabilities",
-           "default_hidden_paths", "run_many", "run_tests", "shutdown"]
+__all__ = ["SandboxError", "SandboxPool", "capabilities", "default_hidden_paths",
+           "default_uid_base", "run_many", "run_tests", "shutdown"]
 
-DEFAULT_UID_BASE = 65000
-"""Slot ``i`` of the process's pools runs untrusted code as uid/gid ``DEFAULT_UID_BASE + i``
-(Debian reserves 65000-65533; no account or file should use them)."""
+_UID_FLOOR, _UIDS_PER_PROCESS = 1_000_000, 64
+
+
+def default_uid_base(pid: int | None = None) -> int:
+    """First sandbox uid of the process ``pid`` (default: this one): ``1,000,000 + 64 * pid``.
+
+    Slot ``i`` of a process's pools runs untrusted code as uid/gid ``base + i``. Deriving the
+    range from the pid gives every live process its own uids, so two trainers on one machine
+    never share a uid (and cannot signal each other's programs); the range lies far above
+    any account (Linux pids are below 2**22, uids below 2**32).
+    """
+    return _UID_FLOOR + _UIDS_PER_PROCESS * (os.getpid() if pid is None else pid)
 
 WORKER = Path(__file__).with_name("_worker.py")
 SANDBOX_ENV = {
@@ -197,18 +206,20 @@ class SandboxPool:
         workers: Most programs run at once (default ``os.cpu_count()``).
         isolation: ``"auto"`` (the strongest isolation the OS allows) or ``"none"`` (rlimits
             and a process group only; for tests of the fallback path, never for training).
-        uid_base: First uid of the sandbox slots (root only); see :data:`DEFAULT_UID_BASE`.
+        uid_base: First uid of the sandbox slots (root only); default
+            :func:`default_uid_base` of this process.
         hide_paths: Files or directories the program must not read (where mount namespaces
             work), e.g. datasets holding the answers; default :func:`default_hidden_paths`.
     """
 
     def __init__(self, workers: int | None = None, *, isolation: str = "auto",
-                 uid_base: int = DEFAULT_UID_BASE, hide_paths: Iterable[str] | None = None
+                 uid_base: int | None = None, hide_paths: Iterable[str] | None = None
                  ) -> None:
         if isolation not in ("auto", "none"):
             raise ValueError("isolation must be 'auto' or 'none'")
         self.workers = max(1, workers or os.cpu_count() or 1)
-        self.isolation, self.uid_base = isolation, uid_base
+        self.isolation = isolation
+        self.uid_base = default_uid_base() if uid_base is None else uid_base
         self.hide_paths = [os.path.realpath(p) for p in (
             default_hidden_paths() if hide_paths is None else hide_paths)]
         self._idle: queue.LifoQueue[_Zygote] = queue.LifoQueue()

@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from llm_marl_envs.sandbox import SandboxLimits, SandboxPool
+from llm_marl_envs.sandbox import SandboxLimits, SandboxPool, default_uid_base
 
 ADD = "def add(a, b):\n    return a + b\n"
 ADD_TESTS = ["assert candidate(1, 2) == 3", "assert candidate(-1, 1) == 0"]
@@ -69,7 +69,8 @@ def assert_no_leftovers(pool: SandboxPool | None = None) -> None:
         assert len(below) == 1, f"stray processes under fork server {zygote}: {below}"
     if pool is not None:
         assert set(pool.worker_pids()) <= children
-    assert processes_of_uids(range(65000, 65064)) == []
+    base = default_uid_base()
+    assert processes_of_uids(range(base, base + 64)) == []
 
 
 def check_still_works(pool: SandboxPool) -> None:

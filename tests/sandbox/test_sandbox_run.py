@@ -25,7 +25,14 @@ from sandbox_helpers import (
 )
 
 import llm_marl_envs.sandbox.pool as pool_module
-from llm_marl_envs.sandbox import ProgramResult, SandboxLimits, SandboxPool, run_many, run_tests
+from llm_marl_envs.sandbox import (
+    ProgramResult,
+    SandboxLimits,
+    SandboxPool,
+    default_uid_base,
+    run_many,
+    run_tests,
+)
 
 LOOP = "def f(x):\n    while True:\n        pass\n"
 REPO = Path(__file__).resolve().parents[2]
@@ -153,7 +160,7 @@ def test_capabilities_describe_the_isolation(caps):
                 "warnings"):
         assert key in caps
     if os.geteuid() == 0:
-        assert caps["setuid"] and caps["uid"] >= 65000
+        assert caps["setuid"] and caps["uid"] >= default_uid_base()
 
 
 def test_degraded_mode_warns_once_and_still_works():
@@ -225,7 +232,7 @@ def test_a_fork_server_killed_from_outside_is_replaced():
 
 PARENT = """
 from llm_marl_envs.sandbox import SandboxLimits, SandboxPool
-pool = SandboxPool(1, uid_base=65100)
+pool = SandboxPool(1)
 pool.run("def f(x):\\n    while True: pass\\n", ["candidate(1)"], "f",
          limits=SandboxLimits(timeout=60))
 """
@@ -235,7 +242,7 @@ pool.run("def f(x):\\n    while True: pass\\n", ["candidate(1)"], "f",
 def test_killing_the_parent_leaves_no_process_behind():
     parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd="/",
                               env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
-    sandbox_uid = range(65100, 65101)
+    sandbox_uid = range(default_uid_base(parent.pid), default_uid_base(parent.pid) + 64)
     try:
         deadline = time.monotonic() + 30
         while not processes_of_uids(sandbox_uid):  # the looping program is running
