@@ -72,7 +72,7 @@ def bench_env(env_id: str, answers: list[str], seconds: float, **kwargs) -> tupl
     while time.perf_counter() < deadline:
         for _ in range(100):
             env.reset()
-            for agent in env.agent_iter():
+            for _agent in env.agent_iter():
                 _, _, terminated, truncated, _ = env.last()
                 if terminated or truncated:
                     env.step(None)

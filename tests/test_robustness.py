@@ -103,7 +103,7 @@ def test_non_string_actions_raise_and_change_nothing(env_id, action):
 @pytest.mark.parametrize("env_id", ENV_IDS)
 def test_dead_agents_take_only_none(env_id):
     env, _ = _first_turn(env_id)
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         _, _, terminated, truncated, _ = env.last()
         if terminated or truncated:
             with pytest.raises(ValueError, match="None"):
@@ -115,7 +115,7 @@ def test_dead_agents_take_only_none(env_id):
 
 
 def _finish_episode(env):
-    for agent in env.agent_iter():
+    for _agent in env.agent_iter():
         _, _, terminated, truncated, _ = env.last()
         env.step(None if terminated or truncated else "fine, 12")
     assert env.agents == []

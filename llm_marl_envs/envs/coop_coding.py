@@ -112,6 +112,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.turn_weights = weights
         self.limits = SandboxLimits(timeout=float(test_timeout))
         self.problem: dict[str, str] = {}
+        self.tests: tuple[str, ...] = ()
         self.round = 0
 
     # ------------------------------------------------------------------ episode
@@ -196,7 +197,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
     def _render_header(self) -> str:
         return (
             f"=== {self.metadata['name']} | seed {self.np_random_seed} | {self.data_source} "
-            f"row {self.row_id} ({self.problem.get('task_id')}) | {len(getattr(self, 'tests', ()))} tests ===\n"
+            f"row {self.row_id} ({self.problem.get('task_id')}) | {len(self.tests)} tests ===\n"
             f"{self.problem.get('prompt', '').strip()}"
         )
 

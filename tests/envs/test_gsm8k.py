@@ -25,10 +25,6 @@ def _play(env, pioneer: str, observer: str, seed=0, options=None):
     return returns, infos
 
 
-def _gold(env):
-    return env.gold
-
-
 @pytest.mark.parametrize(
     ("mode", "p_right", "o_right", "expected"),
     [
