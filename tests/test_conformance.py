@@ -80,13 +80,14 @@ def test_parallel_api(env_id):
 def test_max_cycles(env_id):
     """PettingZoo's max_cycles_test where it applies; the same contract checked on AEC otherwise.
 
-    ``max_cycles_test`` needs a Parallel form and an episode of at least 4 cycles. One-shot
-    games (one turn per agent, such as CORY's pioneer -> observer chain) end by termination
-    before any cycle limit, so for them we check that: ``max_cycles`` is accepted, a natural
-    end is a termination (never a truncation), and a non-positive ``max_cycles`` is refused.
+    ``max_cycles_test`` needs a Parallel form and an episode of at least 4 cycles. For the
+    others (one-shot games such as CORY's pioneer -> observer chain, turn-based games such as
+    the maze, the Donor game whose round is half the agents) we check the contract on AEC with
+    ``env.num_cycles``: ``max_cycles=k`` ends a longer episode after exactly k cycles by
+    truncation, a natural end is a termination (never a truncation), and a non-positive
+    ``max_cycles`` is refused.
     """
-    probe = llm_marl_envs.make(env_id)
-    natural_cycles = _cycles_played(probe)
+    natural_cycles, natural_end = _play_random(llm_marl_envs.make(env_id))
     if _has_parallel(env_id) and natural_cycles >= 4:
         module = SimpleNamespace(
             env=lambda **kw: llm_marl_envs.make(env_id, **kw),
@@ -95,22 +96,27 @@ def test_max_cycles(env_id):
         with _OnlyExpectedWarnings():
             max_cycles_test(module)
         return
+    open_ended = natural_end == "truncation"  # the default max_cycles is the horizon (maze)
     for max_cycles in (1, 4, 1000):
-        env = llm_marl_envs.make(env_id, max_cycles=max_cycles)
-        assert _cycles_played(env) == min(natural_cycles, max_cycles)
+        cycles, end = _play_random(llm_marl_envs.make(env_id, max_cycles=max_cycles))
+        if open_ended or max_cycles < natural_cycles:
+            assert (cycles, end) == (max_cycles, "truncation")
+        else:
+            assert (cycles, end) == (natural_cycles, "termination")
     with pytest.raises(ValueError, match="max_cycles"):
         llm_marl_envs.make(env_id, max_cycles=0)
 
 
-def _cycles_played(env) -> int:
-    """Play one episode with random actions; return the largest number of turns of any agent."""
+def _play_random(env) -> tuple[int, str]:
+    """Play one episode with random actions; return the cycles played and how it ended."""
     env.reset(seed=0)
-    turns = dict.fromkeys(env.possible_agents, 0)
+    ends = set()
     for agent in env.agent_iter():
         _, _, terminated, truncated, _ = env.last()
         if terminated or truncated:
+            ends.add("truncation" if truncated else "termination")
             env.step(None)
             continue
-        turns[agent] += 1
         env.step(env.action_space(agent).sample())
-    return max(turns.values())
+    assert len(ends) == 1, f"agents ended differently: {ends}"
+    return env.num_cycles, ends.pop()

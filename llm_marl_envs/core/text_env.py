@@ -179,7 +179,7 @@ class TextAECEnv(AECEnv):
         self.num_moves += 1
         self._play(agent, cleaned)
         live = [a for a in self.agents if not (self.terminations[a] or self.truncations[a])]
-        if live and self.num_moves >= self.max_cycles * len(self.possible_agents):
+        if live and self.num_cycles >= self.max_cycles:
             for a in live:
                 self.truncations[a] = True
         if len(live) < len(self.agents) or (live and self.truncations[live[0]]):
@@ -191,6 +191,15 @@ class TextAECEnv(AECEnv):
     def observe(self, agent: str) -> TextObservation:
         """The agent's current prompt ('' before it has been given one)."""
         return TextObservation(self._prompts[agent])
+
+    @property
+    def num_cycles(self) -> int:
+        """Cycles completed in this episode; ``max_cycles`` truncates when it is reached.
+
+        A cycle is one action per agent here; games whose rounds are shaped differently (the
+        Donor game: half the agents act per round) count their rounds instead.
+        """
+        return self.num_moves // len(self.possible_agents)
 
     # ------------------------------------------------------------------ helpers for subclasses
     def _set_prompt(self, agent: str, text: str, messages: list[dict[str, str]]) -> None:
