@@ -30,6 +30,7 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/env_overhead.py
 	$(OFFLINE) $(BIN)/python benchmarks/sandbox_humaneval.py
+	$(OFFLINE) $(BIN)/python benchmarks/game_envs.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -34,7 +34,7 @@ def env_table(markdown: bool = False) -> str:
         return "\n".join(lines)
     blocks = []
     for r in rows:
-        blocks.append("\n".join([r[0]] + [f"    {h:<7} {v}" for h, v in zip(header[1:], r[1:])]))
+        blocks.append("\n".join([r[0]] + [f"    {h:<7} {v}" for h, v in zip(header[1:], r[1:], strict=True)]))
     return "\n\n".join(blocks)
 
 

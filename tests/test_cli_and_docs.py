@@ -39,6 +39,13 @@ def test_readme_table_matches_the_registry():
     assert table.strip() == env_table(markdown=True)
 
 
+def test_readme_maze_example_runs(capsys):
+    code = README.split("## Multi-round games", 1)[1].split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(code, "README maze example", "exec"), {})
+    out = capsys.readouterr().out
+    assert "success after" in out and "MazeCollab-v0" in out
+
+
 def test_readme_quick_start_runs(capsys):
     code = README.split("## Quick start", 1)[1].split("```python", 1)[1].split("```", 1)[0]
     exec(compile(code, "README quick start", "exec"), {})

@@ -23,7 +23,7 @@ from llm_marl_envs.core.optional import MissingDependencyError
 assert "site-packages" in llm_marl_envs.__file__, llm_marl_envs.__file__
 print("registry:", llm_marl_envs.registry.registry_path())
 for env_id in llm_marl_envs.list_envs():
-    kwargs = {"data_source": "bundled"}
+    kwargs = {} if "Maze" in env_id or "Donor" in env_id else {"data_source": "bundled"}  # games: no data
     if "IMDB" in env_id:
         kwargs["scorer"] = lambda texts: [float(len(t)) for t in texts]  # core install: no VADER
     try:

@@ -73,7 +73,7 @@ def _detailed_summary(observation: str, info: dict[str, Any]) -> str:
     """Extractive: three sentences of the post joined by transition words."""
     sentences = [s for s in _source_sentences(observation) if not s.startswith(("SUBREDDIT", "TITLE"))]
     links = ("", "However, ", "As a result, ")
-    return " ".join(link + s for link, s in zip(links, sentences[:3]))
+    return " ".join(link + s for link, s in zip(links, sentences[:3], strict=False))
 
 
 def _introduction_half(first_half: bool) -> Policy:
@@ -110,7 +110,12 @@ def _coding_main(observation: str, info: dict[str, Any]) -> str:
 
 
 def scripted_policy(env_id: str, agent: str, seed: int = 0) -> Policy:
-    """The built-in scripted policy of ``agent`` in ``env_id``."""
+    """The built-in scripted policy of ``agent`` in ``env_id``.
+
+    For the games these are reference policies: the maze's oracle (privileged, see
+    :mod:`llm_marl_envs.rollout.maze_policies`, which also has a random pair) and the Donor
+    game's reputation reciprocator (:mod:`llm_marl_envs.rollout.donor_policies` has the others).
+    """
     name = env_id.split("/")[-1]
     if name.startswith("GSM8K"):
         return _gsm8k_pioneer if agent.startswith("pioneer") else _gsm8k_observer
@@ -122,6 +127,14 @@ def scripted_policy(env_id: str, agent: str, seed: int = 0) -> Policy:
         return _introduction_half(first_half=agent.startswith("background"))
     if name.startswith("CoopCoding"):
         return _coding_helper if agent.startswith("helper") else _coding_main
+    if name.startswith("MazeCollab"):
+        from llm_marl_envs.rollout.maze_policies import oracle_gnome
+
+        return oracle_gnome
+    if name.startswith("DonorGame"):
+        from llm_marl_envs.rollout.donor_policies import reputation_reciprocator
+
+        return reputation_reciprocator()
     raise ValueError(f"No scripted policy for {env_id!r}")
 
 
