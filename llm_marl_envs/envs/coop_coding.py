@@ -77,6 +77,8 @@ class CoopCodingEnv(SimultaneousTextEnv):
     """Cooperative coding by a helper and a main agent (see the module docstring)."""
 
     metadata = {**SimultaneousTextEnv.metadata, "name": "CoopCoding-v0"}
+    #: Scoring a round runs the tests in the sandbox: the rollout engine steps it in threads.
+    heavy_step = True
 
     def __init__(
         self,

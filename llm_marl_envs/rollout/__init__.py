@@ -1,5 +1,19 @@
-"""Playing environments: scripted policies (batched LLM rollouts come in a later version)."""
+"""Playing environments: the batched rollout engine, episode records, scripted policies."""
 
+from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
+from llm_marl_envs.rollout.records import EpisodeRecord, TurnRecord, read_jsonl, sft_examples, write_jsonl
 from llm_marl_envs.rollout.scripted import Policy, play_episode, scripted_policy
 
-__all__ = ["Policy", "play_episode", "scripted_policy"]
+__all__ = [
+    "EpisodeRecord",
+    "Policy",
+    "RolloutError",
+    "RolloutResult",
+    "TurnRecord",
+    "play_episode",
+    "read_jsonl",
+    "rollout",
+    "scripted_policy",
+    "sft_examples",
+    "write_jsonl",
+]

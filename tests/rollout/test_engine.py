@@ -1,0 +1,165 @@
+"""The batched rollout engine with scripted policies (model policies: tests/rollout/test_model_rollouts.py)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+import llm_marl_envs
+from llm_marl_envs.policies import Completion, Policy, PolicyError
+from llm_marl_envs.rollout import (
+    RolloutError,
+    play_episode,
+    read_jsonl,
+    rollout,
+    scripted_policy,
+    sft_examples,
+)
+
+DATA = {"data_source": "bundled"}
+# Scripted policies without internal state: their answers do not depend on call order, so
+# batched and one-at-a-time rollouts must agree exactly.
+STATELESS = {
+    "llm_marl_envs/GSM8K-v0": DATA,
+    "llm_marl_envs/TLDRSummarization-v0": DATA,
+    "llm_marl_envs/CoopCoding-v0": {},
+    "llm_marl_envs/MazeCollab-v0": {},
+    "llm_marl_envs/DonorGame-v0": {"num_agents": 4},
+}
+
+
+def _policies(env_id, **kwargs):
+    env = llm_marl_envs.make(env_id, **kwargs)
+    return {a: scripted_policy(env_id, a) for a in env.possible_agents}
+
+
+def _dicts(result):
+    return [episode.to_dict(include_tokens=True) for episode in result.episodes]
+
+
+@pytest.mark.parametrize("env_id", sorted(STATELESS))
+def test_batched_equals_one_at_a_time(env_id):
+    kwargs = STATELESS[env_id]
+    episodes = 3 if "Coop" in env_id else 6
+    batched = rollout(env_id, _policies(env_id, **kwargs), episodes=episodes, batch_size=4,
+                      seed=7, env_kwargs=kwargs, progress=False)
+    sequential = rollout(env_id, _policies(env_id, **kwargs), episodes=episodes, batch_size=1,
+                         seed=7, env_kwargs=kwargs, progress=False)
+    assert _dicts(batched) == _dicts(sequential)
+    assert [e.episode for e in batched.episodes] == list(range(episodes))
+    assert batched.turns == sum(e.num_turns for e in batched.episodes)
+
+
+@pytest.mark.parametrize("env_id", ["llm_marl_envs/MazeCollab-v0", "llm_marl_envs/GSM8K-v0"])
+def test_records_match_a_plain_aec_loop(env_id):
+    kwargs = STATELESS[env_id]
+    result = rollout(env_id, _policies(env_id, **kwargs), episodes=3, batch_size=2, seed=11,
+                     env_kwargs=kwargs, progress=False)
+    env = llm_marl_envs.make(env_id, **kwargs)
+    for record in result.episodes:
+        assert play_episode(env, _policies(env_id, **kwargs), seed=record.seed) == pytest.approx(record.returns)
+        # Per-turn rewards add up to the return for the agent that moves first; others may
+        # also receive rewards before their first action (the maze pays the team each turn).
+        first = record.turns[0].agent
+        assert sum(t.reward for t in record.turns if t.agent == first) == pytest.approx(record.returns[first])
+        assert record.data_source == env.data_source and record.row_id == env.row_id
+    maze = result.episodes[0]
+    if "Maze" in env_id:
+        assert all(info["success"] for info in maze.final_infos.values())
+        assert maze.num_turns == maze.final_infos["gnome_0"]["optimal_steps"]
+
+
+def test_groups_share_a_seed_and_a_task():
+    result = rollout("llm_marl_envs/GSM8K-v0", _policies("llm_marl_envs/GSM8K-v0", **DATA), episodes=6,
+                     batch_size=4, seed=100, group_size=3, env_kwargs=DATA, progress=False)
+    seeds = [e.seed for e in result.episodes]
+    assert seeds == [100, 100, 100, 101, 101, 101] and [e.group for e in result.episodes] == [0, 0, 0, 1, 1, 1]
+    first = {e.group: set() for e in result.episodes}
+    for e in result.episodes:
+        first[e.group].add(e.turns[0].observation)
+    assert all(len(prompts) == 1 for prompts in first.values())
+
+
+def test_jsonl_round_trip_and_sft_examples(tmp_path):
+    out = tmp_path / "episodes.jsonl"
+    env_id = "llm_marl_envs/MazeCollab-v0"
+    result = rollout(env_id, _policies(env_id), episodes=4, batch_size=3, out=out, progress=False)
+    lines = out.read_text(encoding="utf-8").splitlines()
+    assert len(lines) == 4 and all(json.loads(line)["env_id"] == env_id for line in lines)
+    loaded = sorted(read_jsonl(out), key=lambda e: e.episode)
+    assert [e.to_dict() for e in loaded] == [e.to_dict() for e in result.episodes]
+    examples = sft_examples(loaded, agents=["gnome_0"])
+    assert examples and all(x["agent"] == "gnome_0" for x in examples)
+    assert all(x["messages"][-1]["role"] == "assistant" and x["messages"][0]["role"] == "system" for x in examples)
+    assert len(examples) == sum(1 for e in loaded for t in e.turns if t.agent == "gnome_0")
+    assert sft_examples(loaded, min_return=100.0) == []
+
+
+class _FailsAfter(Policy):
+    """Answers like the maze oracle, then fails on call ``limit``."""
+
+    name = "flaky"
+
+    def __init__(self, limit, error=PolicyError("server said 500")):
+        self.calls, self.limit, self.error = 0, limit, error
+        self.inner = scripted_policy("llm_marl_envs/MazeCollab-v0", "gnome_0")
+
+    def generate(self, prompts):
+        self.calls += 1
+        if self.calls >= self.limit:
+            raise self.error
+        return [Completion(self.inner(p.observation, p.info)) for p in prompts]
+
+
+@pytest.mark.parametrize("error", [PolicyError("server said 500"), ValueError("model blew up")])
+def test_a_failing_policy_keeps_the_finished_episodes(tmp_path, error):
+    out = tmp_path / "partial.jsonl"
+    with pytest.raises(RolloutError) as caught:
+        rollout("llm_marl_envs/MazeCollab-v0", _FailsAfter(40, error), episodes=20, batch_size=2,
+                out=out, progress=False)
+    kept = caught.value.result.episodes
+    assert 0 < len(kept) < 20
+    assert "finished episode(s) kept" in str(caught.value) and str(out) in str(caught.value)
+    assert sorted(e.episode for e in read_jsonl(out)) == [e.episode for e in kept]
+    assert all(all(info["success"] for info in e.final_infos.values()) for e in kept)
+
+
+def test_non_string_answers_are_a_policy_error():
+    with pytest.raises(RolloutError, match="str text"):
+        rollout("llm_marl_envs/MazeCollab-v0", lambda observation, info: 42, episodes=1, progress=False)
+
+
+def test_parallel_env_factories_and_shared_policies():
+    make = lambda: llm_marl_envs.make_parallel("llm_marl_envs/TLDRSummarization-v0", **DATA)  # noqa: E731
+    calls = []
+
+    def shared(observation, info):
+        calls.append(info["role"])
+        return "A short summary of the post."
+
+    result = rollout(make, shared, episodes=4, batch_size=4, progress=False)
+    assert len(result.episodes) == 4 and result.episodes[0].env_id == "TLDRSummarization-v0"
+    # one shared policy: both agents' prompts of a step go into one call
+    assert result.policy_calls == {"shared": 2}
+    assert len(set(calls)) == 2  # both agents' roles went through the one policy
+
+
+def test_bad_arguments_are_clear():
+    with pytest.raises(ValueError, match="batch_size"):
+        rollout("llm_marl_envs/MazeCollab-v0", lambda o, i: "stay", episodes=1, batch_size=0)
+    with pytest.raises(ValueError, match="missing"):
+        rollout("llm_marl_envs/MazeCollab-v0", {"gnome_0": lambda o, i: "stay"}, episodes=1)
+    with pytest.raises(llm_marl_envs.UnknownEnvironmentError):
+        rollout("llm_marl_envs/Mazecollab-v0", lambda o, i: "stay", episodes=1)
+    with pytest.raises(TypeError, match="Policy or a callable"):
+        rollout("llm_marl_envs/MazeCollab-v0", "not a policy", episodes=1)
+    assert rollout("llm_marl_envs/MazeCollab-v0", lambda o, i: "stay", episodes=0).episodes == []
+
+
+def test_heavy_steps_run_in_threads_and_count_env_time():
+    env_id = "llm_marl_envs/CoopCoding-v0"
+    result = rollout(env_id, _policies(env_id), episodes=4, batch_size=4, progress=False)
+    assert len(result.episodes) == 4
+    assert result.env_seconds > 0 and sum(result.policy_seconds.values()) >= 0
+    assert all(e.turns[-1].reward_components.get("tests_total", 0) > 0 for e in result.episodes)
