@@ -2,9 +2,16 @@
 
 ``llm-marl list [--markdown]``
     The registered environments (id, agents, turn structure, reward, paper).
-``llm-marl demo [--episodes N] [--seed S] [--env ID ...]``
-    Plays every registered environment (or the ones named) with the built-in scripted
-    policies, offline, printing readable transcripts and a reward summary.
+``llm-marl demo [--policy SPEC] [--episodes N] [--seed S] [--env ID ...]``
+    Plays every registered environment (or the ones named) with the embedded model (the
+    default; short episodes) or with ``--policy scripted``, offline, printing a transcript
+    per environment and a reward summary.
+``llm-marl rollout ENV_ID --policy SPEC [--agent AGENT=SPEC] --episodes N --batch-size B --seed S --out FILE.jsonl``
+    Batched rollouts (one JSON object per episode per line), a progress bar and a summary
+    table. Policy specs: ``default``, ``tiny``, ``hf:NAME_OR_PATH``, ``openai:URL[#MODEL]``,
+    ``scripted``, ``random``.
+``llm-marl play ENV_ID [--human AGENT] [--policy SPEC]``
+    Play one or more agents yourself in the terminal against models or scripted policies.
 ``llm-marl docs [--out docs/envs]``
     Writes one Markdown page per environment from its module docstring, plus an index.
 """
@@ -16,7 +23,10 @@ import importlib
 import sys
 from pathlib import Path
 
-from llm_marl_envs.registry import list_envs, make, spec
+from llm_marl_envs.playing import parse_assignments, run_demo, run_play, run_rollout
+from llm_marl_envs.policies.specs import POLICY_SPECS
+from llm_marl_envs.registry import list_envs, spec
+from llm_marl_envs.rollout.engine import RolloutError
 
 __all__ = ["env_pages", "env_table", "main"]
 
@@ -53,26 +63,26 @@ def env_pages() -> dict[str, str]:
     return pages
 
 
-def _demo(env_ids: list[str], episodes: int, seed: int) -> int:
-    from llm_marl_envs.rollout.scripted import play_episode, scripted_policy
+def _generation(args: argparse.Namespace) -> dict:
+    """Model sampling options from the command line (temperature 0 = greedy)."""
+    options = {"max_new_tokens": args.max_new_tokens}
+    if args.temperature > 0:
+        options.update(do_sample=True, temperature=args.temperature, top_p=args.top_p)
+    return options
 
-    summary = []
-    for env_id in env_ids:
-        env = make(env_id, render_mode="ansi")
-        policies = {a: scripted_policy(env_id, a, seed) for a in env.possible_agents}
-        totals = {a: 0.0 for a in env.possible_agents}
-        for episode in range(episodes):
-            rewards = play_episode(env, policies, seed=seed + episode)
-            print(env.render(), end="\n\n")
-            for agent, value in rewards.items():
-                totals[agent] += value
-        summary.append((env_id, {a: v / episodes for a, v in totals.items()}))
-        env.close()
-    print(f"Summary: scripted policies, {episodes} episode(s) per environment, seeds {seed}..{seed + episodes - 1}")
-    for env_id, means in summary:
-        rewards = ", ".join(f"{a}={v:.3f}" for a, v in means.items())
-        print(f"  {env_id:<36} mean return: {rewards}")
-    return 0
+
+def _add_model_options(parser: argparse.ArgumentParser, max_new_tokens: int) -> None:
+    parser.add_argument("--max-new-tokens", type=int, default=max_new_tokens, help="tokens a model may write per turn")
+    parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature; 0 = greedy (default)")
+    parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (with --temperature > 0)")
+
+
+def _add_env_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("env_id", help="a registered id, e.g. llm_marl_envs/MazeCollab-v0")
+    parser.add_argument("--policy", default="default", help=f"policy of every agent: {', '.join(POLICY_SPECS)}")
+    parser.add_argument("--agent", action="append", metavar="AGENT=SPEC", help="a different policy for one agent (repeatable)")
+    parser.add_argument("--env-arg", action="append", metavar="KEY=VALUE", help="environment argument (repeatable; YAML values)")
+    parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -80,10 +90,27 @@ def main(argv: list[str] | None = None) -> int:
     sub = parser.add_subparsers(dest="command", required=True)
     p_list = sub.add_parser("list", help="list the registered environments")
     p_list.add_argument("--markdown", action="store_true", help="print a Markdown table")
-    p_demo = sub.add_parser("demo", help="play every environment with scripted policies")
+    p_demo = sub.add_parser("demo", help="play every environment with a model (default) or scripted policies")
+    p_demo.add_argument("--policy", default="default", help=f"one of {', '.join(POLICY_SPECS)} (default: the embedded model)")
     p_demo.add_argument("--episodes", type=int, default=2, help="episodes per environment")
     p_demo.add_argument("--seed", type=int, default=0, help="seed of the first episode")
     p_demo.add_argument("--env", nargs="*", default=None, help="environment ids (default: all)")
+    _add_model_options(p_demo, 64)
+    p_roll = sub.add_parser("rollout", help="play many episodes in batches; JSONL records and a summary")
+    _add_env_options(p_roll)
+    p_roll.add_argument("--episodes", type=int, default=8, help="number of episodes")
+    p_roll.add_argument("--batch-size", type=int, default=8, help="episodes played in lockstep")
+    p_roll.add_argument("--group-size", type=int, default=1, help="consecutive episodes sharing a seed (GRPO groups)")
+    p_roll.add_argument("--out", default=None, help="write one JSON object per episode to this file")
+    p_roll.add_argument("--include-tokens", action="store_true", help="also write token ids and log-probabilities")
+    p_roll.add_argument("--show", type=int, default=0, help="print the transcripts of the first N episodes")
+    p_roll.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_model_options(p_roll, 128)
+    p_play = sub.add_parser("play", help="play an environment yourself, against models or scripted policies")
+    _add_env_options(p_play)
+    p_play.set_defaults(policy="scripted")
+    p_play.add_argument("--human", action="append", metavar="AGENT", help="an agent you play (repeatable; default: the first)")
+    _add_model_options(p_play, 128)
     p_docs = sub.add_parser("docs", help="write the environment doc pages")
     p_docs.add_argument("--out", default="docs/envs", help="output folder")
     args = parser.parse_args(argv)
@@ -97,12 +124,33 @@ def main(argv: list[str] | None = None) -> int:
     if args.command == "list":
         print(env_table(markdown=args.markdown))
         return 0
-    if args.episodes < 1:
+    if getattr(args, "episodes", 1) < 1:
         parser.error("--episodes must be at least 1")
-    env_ids = args.env or list_envs()
-    for env_id in env_ids:
-        spec(env_id)  # unknown ids fail here, with suggestions
-    return _demo(env_ids, args.episodes, args.seed)
+    if args.command == "demo":
+        env_ids = args.env or list_envs()
+        for env_id in env_ids:
+            spec(env_id)  # unknown ids fail here, with suggestions
+        run_demo(env_ids, policy=args.policy, episodes=args.episodes, seed=args.seed, generation=_generation(args))
+        return 0
+    try:
+        agent_policies = {k: str(v) for k, v in parse_assignments(args.agent, "--agent").items()}
+        env_kwargs = parse_assignments(args.env_arg, "--env-arg")
+    except ValueError as error:
+        parser.error(str(error))
+    if args.command == "play":
+        run_play(args.env_id, humans=args.human, policy=args.policy, agent_policies=agent_policies,
+                 seed=args.seed, env_kwargs=env_kwargs, generation=_generation(args))
+        return 0
+    try:
+        run_rollout(
+            args.env_id, policy=args.policy, agent_policies=agent_policies, episodes=args.episodes,
+            batch_size=args.batch_size, seed=args.seed, group_size=args.group_size, env_kwargs=env_kwargs,
+            out=args.out, include_tokens=args.include_tokens, generation=_generation(args),
+            show=args.show, progress=False if args.no_progress else None,
+        )
+    except RolloutError:
+        return 1
+    return 0
 
 
 if __name__ == "__main__":

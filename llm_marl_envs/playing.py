@@ -1,0 +1,261 @@
+"""What the ``llm-marl`` command runs: rollouts with summaries, the demo, and terminal play.
+
+Kept apart from :mod:`llm_marl_envs.cli` (argument parsing) so the pieces are importable and
+testable: :func:`run_rollout`, :func:`run_demo`, :func:`run_play`, :func:`summary_table`,
+:func:`format_episode`.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any
+
+import yaml
+
+from llm_marl_envs.policies.base import Policy, Prompt
+from llm_marl_envs.policies.specs import PolicyFactory
+from llm_marl_envs.registry import make, spec
+from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
+from llm_marl_envs.rollout.records import EpisodeRecord
+
+__all__ = [
+    "DEMO_ENV_KWARGS",
+    "format_episode",
+    "parse_assignments",
+    "run_demo",
+    "run_play",
+    "run_rollout",
+    "summary_table",
+]
+
+# The demo with a model keeps every environment short enough for a laptop CPU: a handful of
+# turns per episode (the games are cut by max_cycles or made smaller).
+DEMO_ENV_KWARGS: dict[str, dict[str, Any]] = {
+    "llm_marl_envs/GSM8K-v0": {"data_source": "procedural", "difficulty": 1},
+    "llm_marl_envs/IMDBSentiment-v0": {"data_source": "bundled"},
+    "llm_marl_envs/TLDRSummarization-v0": {"data_source": "bundled"},
+    "llm_marl_envs/ArxivExpansion-v0": {"data_source": "bundled"},
+    "llm_marl_envs/CoopCoding-v0": {},
+    "llm_marl_envs/MazeCollab-v0": {"size": 5, "max_cycles": 3},
+    "llm_marl_envs/DonorGame-v0": {"num_agents": 4, "num_rounds": 2},
+}
+
+
+def parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
+    """``["key=value", ...]`` to a dict; values are read as YAML (numbers, booleans, lists)."""
+    result: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{what} must look like KEY=VALUE, got {item!r}")
+        try:
+            result[key] = yaml.safe_load(value) if value else ""
+        except yaml.YAMLError:
+            result[key] = value
+    return result
+
+
+def build_policies(
+    factory: PolicyFactory, env_id: str, default: str, per_agent: Mapping[str, str], env_kwargs: Mapping[str, Any]
+) -> dict[str, Policy]:
+    env = make(env_id, **env_kwargs)
+    unknown = sorted(set(per_agent) - set(env.possible_agents))
+    if unknown:
+        raise ValueError(f"{env_id} has no agent(s) {unknown}; its agents are {env.possible_agents}")
+    return {
+        agent: factory(per_agent.get(agent, default), agent, env.action_space(agent))
+        for agent in env.possible_agents
+    }
+
+
+def summary_table(results: Mapping[str, RolloutResult]) -> str:
+    """One row per (environment, agent): mean return and spread, success, format failures."""
+    header = ("environment", "agent", "episodes", "mean return", "std", "min", "max", "success", "format fail", "turns/ep")
+    rows = []
+    for env_id, result in results.items():
+        episodes = result.episodes
+        if not episodes:
+            rows.append((env_id.split("/")[-1], "-", "0", "-", "-", "-", "-", "-", "-", "-"))
+            continue
+        for agent in episodes[0].returns:
+            returns = [e.returns.get(agent, 0.0) for e in episodes]
+            turns = [t for e in episodes for t in e.turns if t.agent == agent]
+            failures = sum(t.format_error is not None for t in turns)
+            successes = [e.final_infos.get(agent, {}).get("success") for e in episodes]
+            success = (
+                f"{sum(bool(s) for s in successes) / len(successes):.0%}"
+                if all(isinstance(s, bool) for s in successes) else "-"
+            )
+            rows.append((
+                env_id.split("/")[-1], agent, str(len(episodes)), _num(statistics.fmean(returns)),
+                _num(statistics.pstdev(returns)), _num(min(returns)), _num(max(returns)), success,
+                f"{failures}/{len(turns)}", f"{len(turns) / len(episodes):.1f}",
+            ))
+    widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
+    lines = ["  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
+             for r in [header, *rows]]
+    lines.insert(1, "-" * len(lines[0]))
+    return "\n".join(lines)
+
+
+def _num(x: float) -> str:
+    return "nan" if math.isnan(x) else f"{x:.3f}"
+
+
+def timing_line(result: RolloutResult) -> str:
+    policy = sum(result.policy_seconds.values())
+    wall = max(result.wall_seconds, 1e-9)
+    return (
+        f"{len(result.episodes)} episodes, {result.turns} turns in {result.wall_seconds:.1f} s "
+        f"({len(result.episodes) / wall:.2f} episodes/s); policy {policy / wall:.0%} of the time, "
+        f"environment {result.env_seconds / wall:.1%}"
+    )
+
+
+def format_episode(record: EpisodeRecord, max_chars: int = 600) -> str:
+    """A readable transcript of one recorded episode (prompts cut to their last lines)."""
+    head = (
+        f"=== {record.env_id} | episode {record.episode} | seed {record.seed} | "
+        f"{record.data_source} row {record.row_id} ==="
+    )
+    lines = [head]
+    for number, turn in enumerate(record.turns, 1):
+        prompt = turn.observation if len(turn.observation) <= max_chars else "..." + turn.observation[-max_chars:]
+        action = turn.action if len(turn.action) <= max_chars else turn.action[:max_chars] + " [...]"
+        lines.append(f"--- turn {number}: {turn.agent} ({turn.role}) sees:")
+        lines.extend("  | " + line for line in prompt.splitlines())
+        lines.append(f"--- {turn.agent} answers:")
+        lines.extend("  > " + line for line in (action.splitlines() or [""]))
+        note = f"  reward {turn.reward:+.3f}"
+        if turn.format_error:
+            note += f", format failure: {turn.format_error}"
+        lines.append(note)
+    returns = ", ".join(f"{a}={v:.3f}" for a, v in record.returns.items())
+    lines.append(f"=== returns: {returns}")
+    return "\n".join(lines)
+
+
+def run_rollout(
+    env_id: str,
+    *,
+    policy: str = "default",
+    agent_policies: Mapping[str, str] | None = None,
+    episodes: int = 8,
+    batch_size: int = 8,
+    seed: int = 0,
+    group_size: int = 1,
+    env_kwargs: Mapping[str, Any] | None = None,
+    out: str | None = None,
+    include_tokens: bool = False,
+    generation: Mapping[str, Any] | None = None,
+    show: int = 0,
+    progress: bool | None = None,
+    factory: PolicyFactory | None = None,
+    write: Callable[[str], None] = print,
+) -> RolloutResult:
+    """Build the policies, run :func:`~llm_marl_envs.rollout.rollout`, print a summary.
+
+    Raises :class:`~llm_marl_envs.rollout.RolloutError` after printing what finished.
+    """
+    spec(env_id)
+    env_kwargs = dict(env_kwargs or {})
+    factory = factory or PolicyFactory(env_id, seed, **dict(generation or {}))
+    policies = build_policies(factory, env_id, policy, dict(agent_policies or {}), env_kwargs)
+    try:
+        result = rollout(
+            env_id, policies, episodes=episodes, batch_size=batch_size, seed=seed, group_size=group_size,
+            env_kwargs=env_kwargs, out=out, include_tokens=include_tokens, progress=progress,
+        )
+    except RolloutError as error:
+        write(f"rollout stopped: {error}")
+        if error.result.episodes:
+            write(summary_table({env_id: error.result}))
+        raise
+    for record in result.episodes[:show]:
+        write(format_episode(record))
+    write(summary_table({env_id: result}))
+    write(timing_line(result) + (f"; episodes written to {out}" if out else ""))
+    return result
+
+
+def run_demo(
+    env_ids: Sequence[str],
+    *,
+    policy: str = "default",
+    episodes: int = 2,
+    seed: int = 0,
+    generation: Mapping[str, Any] | None = None,
+    write: Callable[[str], None] = print,
+) -> dict[str, RolloutResult]:
+    """Play every environment with one policy spec; print a transcript each and a summary.
+
+    With a model policy the environments use :data:`DEMO_ENV_KWARGS` (short episodes); the
+    model is loaded once and shared by every agent and environment.
+    """
+    model = policy not in ("scripted", "random")
+    factory_cache: dict[str, Policy] = {}
+    results = {}
+    started = time.perf_counter()
+    for env_id in env_ids:
+        kwargs = DEMO_ENV_KWARGS.get(env_id, {}) if model else {}
+        factory = PolicyFactory(env_id, seed, **dict(generation or {}))
+        factory._models = factory_cache  # one model for all environments
+        write(f"\n##### {env_id} ({policy} policy, {episodes} episode(s), {kwargs or 'default settings'})")
+        policies = build_policies(factory, env_id, policy, {}, kwargs)
+        result = rollout(env_id, policies, episodes=episodes, batch_size=episodes, seed=seed,
+                         env_kwargs=kwargs, progress=False)
+        write(format_episode(result.episodes[0], max_chars=400))
+        write(timing_line(result))
+        results[env_id] = result
+    write(f"\nSummary: {policy} policy, {episodes} episode(s) per environment, seed {seed}, "
+          f"{time.perf_counter() - started:.0f} s in all")
+    write(summary_table(results))
+    return results
+
+
+def run_play(
+    env_id: str,
+    *,
+    humans: Sequence[str] | None = None,
+    policy: str = "scripted",
+    agent_policies: Mapping[str, str] | None = None,
+    seed: int | None = None,
+    env_kwargs: Mapping[str, Any] | None = None,
+    generation: Mapping[str, Any] | None = None,
+    read: Callable[[str], str] = input,
+    write: Callable[[str], None] = print,
+) -> dict[str, float]:
+    """A person plays ``humans`` (default: the first agent); the others use their policies."""
+    env = make(env_id, **dict(env_kwargs or {}))
+    humans = list(humans or [env.possible_agents[0]])
+    unknown = sorted(set(humans) - set(env.possible_agents))
+    if unknown:
+        raise ValueError(f"{env_id} has no agent(s) {unknown}; its agents are {env.possible_agents}")
+    specs = {agent: "human" for agent in humans}
+    specs.update({a: s for a, s in (agent_policies or {}).items() if a not in humans})
+    factory = PolicyFactory(env_id, seed or 0, **dict(generation or {}))
+    policies = build_policies(factory, env_id, policy, specs, dict(env_kwargs or {}))
+    for agent in humans:
+        policies[agent].read, policies[agent].write = read, write
+    env.reset(seed=seed)
+    write(f"{env_id}: you play {', '.join(humans)}; the others play '{policy}'. "
+          "One line per action (end a line with \\ to continue it).")
+    totals = {a: 0.0 for a in env.possible_agents}
+    for agent in env.agent_iter():
+        observation, reward, terminated, truncated, info = env.last()
+        totals[agent] += float(reward)
+        if terminated or truncated:
+            env.step(None)
+            continue
+        prompt = Prompt(agent, str(observation), list(info.get("messages") or []), info)
+        text = policies[agent].generate([prompt])[0].text
+        if agent not in humans:
+            write(f"[{agent}] {text}")
+        env.step(text)
+    write("Game over. Returns: " + ", ".join(f"{a}={v:.3f}" for a, v in totals.items()))
+    factory.close()
+    return totals
+
