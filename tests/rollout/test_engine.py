@@ -163,3 +163,24 @@ def test_heavy_steps_run_in_threads_and_count_env_time():
     assert len(result.episodes) == 4
     assert result.env_seconds > 0 and sum(result.policy_seconds.values()) >= 0
     assert all(e.turns[-1].reward_components.get("tests_total", 0) > 0 for e in result.episodes)
+
+
+def test_heavy_steps_leave_the_main_thread_and_give_the_same_episodes():
+    import threading
+
+    from llm_marl_envs.envs.maze_collab import MazeCollabEnv
+
+    threads = set()
+
+    class SlowMaze(MazeCollabEnv):
+        heavy_step = True
+
+        def step(self, action):
+            threads.add(threading.current_thread().name)
+            super().step(action)
+
+    policies = _policies("llm_marl_envs/MazeCollab-v0")
+    threaded = rollout(SlowMaze, policies, episodes=5, batch_size=3, progress=False)
+    assert any(name.startswith("env-step") for name in threads)  # live steps ran in workers
+    inline = rollout(SlowMaze, policies, episodes=5, batch_size=3, env_workers=0, progress=False)
+    assert _dicts(threaded) == _dicts(inline)
