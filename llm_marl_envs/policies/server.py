@@ -1,0 +1,501 @@
+"""Serve any :class:`Policy` over the OpenAI-compatible HTTP API, with micro-batching.
+
+>>> from llm_marl_envs.policies import CallablePolicy
+>>> from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+>>> with serve_policy(CallablePolicy(lambda observation, info: "left")) as server:
+...     client = OpenAIPolicy(server.url)
+...     print(client.generate([Prompt("gnome_0", "left or right?", [], {})])[0].text)
+...     client.close()
+left
+
+Endpoints (under ``/v1``):
+
+- ``POST /v1/chat/completions``: ``messages`` become ``Prompt(agent="remote",
+  observation=<the last user message, or all messages rendered as "role: content" lines>,
+  messages=messages, info={})``.
+- ``POST /v1/completions``: ``prompt`` (a string or a list of strings) becomes
+  ``Prompt(agent="remote", observation=prompt, messages=[], info={})``.
+- ``GET /v1/models``: lists ``model_name``.
+
+Answers follow the OpenAI JSON shape; ``usage`` carries the token counts the policy reports
+(``prompt_ids`` / ``completion_ids``), and ``logprobs`` is filled when the request asks for it
+and the completion has them (token strings are ``"token_id:<id>"`` when the ids are known, as
+vLLM's ``--return-tokens-as-token-ids`` writes them). Sampling fields of a request
+(``max_tokens``, ``temperature``, ``stop``, ``seed``, ...) are ignored: the policy's own
+settings apply. ``n > 1`` and ``stream`` are refused with HTTP 400.
+
+Micro-batching: one worker thread owns the policy. Requests that arrive within ``batch_wait``
+seconds of the first waiting one (up to ``max_batch`` prompts) are answered by a single
+``policy.generate`` call, so a model that is efficient on batches stays efficient when served,
+and a policy that is not thread-safe is only ever called from that one thread.
+
+Bad requests get HTTP 400, unknown paths 404, a policy exception HTTP 500, each with an OpenAI
+style ``{"error": {"message", "type", ...}}`` body. The server does not close the policy.
+
+Run a model from the command line (needs the ``hf`` extra)::
+
+    python -m llm_marl_envs.policies.server --model tiny --port 8000
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import queue
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+from llm_marl_envs.policies.base import Completion, Policy, Prompt
+
+__all__ = ["PolicyServer", "serve_policy"]
+
+log = logging.getLogger(__name__)
+
+_MAX_BODY_BYTES = 16 * 1024 * 1024
+
+
+class _RequestError(Exception):
+    """A request the server refuses; carries the HTTP status and OpenAI error type."""
+
+    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+        super().__init__(message)
+        self.status = status
+        self.kind = kind
+
+
+@dataclass
+class _Job:
+    """One prompt waiting for the worker."""
+
+    prompt: Prompt
+    done: threading.Event = field(default_factory=threading.Event)
+    completion: Completion | None = None
+    error: str | None = None
+
+
+class PolicyServer:
+    """A running server (start it with :func:`serve_policy`); a context manager.
+
+    Attributes:
+        url: The API root for clients, ``http://<host>:<port>/v1``.
+        host, port: Where it listens (``port`` is the real one when 0 was asked).
+        model_name: The model id it reports.
+        request_count: HTTP requests received so far (all endpoints, failed ones included).
+        requests: When started with ``record_requests=True``, one
+            ``{"method", "path", "headers", "body"}`` dict per request (a testing aid).
+    """
+
+    def __init__(
+        self,
+        policy: Policy,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        model_name: str = "llm-marl",
+        max_batch: int = 32,
+        batch_wait: float = 0.01,
+        api_key: str | None = None,
+        delay: float = 0.0,
+        fail_first: int = 0,
+        fail_status: int = 500,
+        record_requests: bool = False,
+    ) -> None:
+        if not isinstance(policy, Policy):
+            raise TypeError(f"serve_policy needs a Policy, got {policy!r}")
+        if not isinstance(max_batch, int) or max_batch < 1:
+            raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
+        if batch_wait < 0 or delay < 0:
+            raise ValueError("batch_wait and delay must be >= 0 seconds")
+        if fail_first < 0 or not 400 <= fail_status <= 599:
+            raise ValueError("fail_first must be >= 0 and fail_status an HTTP error status")
+        self.policy = policy
+        self.model_name = model_name
+        self.max_batch = max_batch
+        self.batch_wait = float(batch_wait)
+        self.delay = float(delay)
+        self.fail_first = fail_first
+        self.fail_status = fail_status
+        self.request_count = 0
+        self.requests: list[dict[str, Any]] = []
+        self._api_key = api_key
+        self._record = record_requests
+        self._lock = threading.Lock()
+        self._closing = threading.Event()
+        self._closed = False
+        self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+
+        self._httpd = ThreadingHTTPServer((host, port), _Handler)
+        self._httpd.daemon_threads = False  # so server_close() joins the handler threads
+        self._httpd.block_on_close = True
+        self._httpd.policy_server = self  # type: ignore[attr-defined]
+        self.host, self.port = self._httpd.server_address[:2]
+        self.url = f"http://{self.host}:{self.port}/v1"
+        self._worker = threading.Thread(target=self._work, name="policy-server-worker", daemon=True)
+        self._serving = threading.Thread(
+            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
+            name="policy-server-http", daemon=True,
+        )
+        self._worker.start()
+        self._serving.start()
+
+    def __enter__(self) -> PolicyServer:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        return f"PolicyServer({self.url!r}, policy={getattr(self.policy, 'name', self.policy)!r})"
+
+    def close(self) -> None:
+        """Stop accepting requests, answer those queued, and join the threads (idempotent)."""
+        with self._lock:
+            if self._closed:
+                return
+            self._closed = True
+            self._queue.put(None)  # after every job already queued
+        self._closing.set()  # wakes handlers sleeping in an injected delay
+        self._httpd.shutdown()
+        self._httpd.server_close()
+        self._worker.join()
+        self._serving.join()
+
+    def serve_forever(self) -> None:
+        """Block until interrupted (Ctrl-C), then close."""
+        try:
+            while self._serving.is_alive():
+                self._serving.join(0.5)
+        except KeyboardInterrupt:
+            pass
+        finally:
+            self.close()
+
+    # ------------------------------------------------------------------ batching
+    def submit(self, prompts: list[Prompt]) -> list[Completion]:
+        """Queue prompts for the worker and wait for their completions (called by handlers)."""
+        jobs = [_Job(prompt) for prompt in prompts]
+        with self._lock:
+            if self._closed:
+                raise _RequestError(503, "the server is shutting down", "server_error")
+            for job in jobs:
+                self._queue.put(job)
+        for job in jobs:
+            job.done.wait()
+        failed = next((job.error for job in jobs if job.error is not None), None)
+        if failed is not None:
+            raise _RequestError(500, failed, "server_error")
+        return [job.completion for job in jobs]  # type: ignore[misc]
+
+    def _work(self) -> None:
+        """The worker: gather a batch, call the policy once, hand out the answers."""
+        stopping = False
+        while not stopping:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            deadline = time.monotonic() + self.batch_wait
+            while len(batch) < self.max_batch:
+                try:
+                    job = self._queue.get(timeout=max(0.0, deadline - time.monotonic()))
+                except queue.Empty:
+                    break
+                if job is None:
+                    stopping = True
+                    break
+                batch.append(job)
+            self._run_batch(batch)
+
+    def _run_batch(self, batch: list[_Job]) -> None:
+        try:
+            completions = self.policy.generate([job.prompt for job in batch])
+            if len(completions) != len(batch):
+                raise RuntimeError(
+                    f"the policy returned {len(completions)} completions for {len(batch)} prompts"
+                )
+        except Exception as error:  # noqa: BLE001 - reported to every client of the batch
+            log.exception("policy %r failed on a batch of %d", self.policy, len(batch))
+            for job in batch:
+                job.error = f"{type(error).__name__}: {error}"
+                job.done.set()
+            return
+        for job, completion in zip(batch, completions):
+            job.completion = completion
+            job.done.set()
+
+    def _count(self, method: str, path: str, headers: dict[str, str], body: Any) -> int:
+        """Count (and maybe record) a request; its 1-based number."""
+        with self._lock:
+            self.request_count += 1
+            if self._record:
+                self.requests.append(
+                    {"method": method, "path": path, "headers": headers, "body": body}
+                )
+            return self.request_count
+
+
+def serve_policy(
+    policy: Policy,
+    host: str = "127.0.0.1",
+    port: int = 0,
+    *,
+    model_name: str = "llm-marl",
+    max_batch: int = 32,
+    batch_wait: float = 0.01,
+    api_key: str | None = None,
+    delay: float = 0.0,
+    fail_first: int = 0,
+    fail_status: int = 500,
+    record_requests: bool = False,
+) -> PolicyServer:
+    """Serve ``policy`` on ``host:port`` (0 = a free port) from background threads.
+
+    Args:
+        policy: The policy; only the server's worker thread calls it. Not closed by the server.
+        host: Interface to listen on (keep ``127.0.0.1`` unless others must reach it).
+        port: TCP port; 0 picks a free one (read ``server.port`` / ``server.url``).
+        model_name: The model id reported in answers and ``/v1/models``.
+        max_batch: Most prompts per ``policy.generate`` call.
+        batch_wait: Seconds the worker waits for more requests after the first one arrives.
+        api_key: If set, requests must send ``Authorization: Bearer <api_key>`` (else HTTP 401).
+        delay: Testing aid: seconds every request waits before it is handled (client timeouts).
+        fail_first: Testing aid: the first ``fail_first`` requests are answered ``fail_status``.
+        fail_status: Testing aid: the HTTP status of those injected failures.
+        record_requests: Testing aid: keep each request's method, path, headers and body in
+            ``server.requests``.
+
+    Returns:
+        The running :class:`PolicyServer`; call ``close()`` or use it in a ``with`` block.
+    """
+    return PolicyServer(
+        policy, host, port, model_name=model_name, max_batch=max_batch, batch_wait=batch_wait,
+        api_key=api_key, delay=delay, fail_first=fail_first, fail_status=fail_status,
+        record_requests=record_requests,
+    )
+
+
+# ---------------------------------------------------------------------- HTTP
+class _Handler(BaseHTTPRequestHandler):
+    server_version = "llm-marl-policy-server"
+    timeout = 30  # seconds a silent client may hold a handler thread
+
+    @property
+    def _policy_server(self) -> PolicyServer:
+        return self.server.policy_server  # type: ignore[attr-defined]
+
+    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
+        log.debug("%s - %s", self.address_string(), format % args)
+
+    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
+        self._handle("GET")
+
+    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
+        self._handle("POST")
+
+    def _handle(self, method: str) -> None:
+        srv = self._policy_server
+        path = self.path.split("?", 1)[0].rstrip("/")
+        try:
+            body = self._read_json() if method == "POST" else None
+        except _RequestError as error:
+            body = None
+            bad_body: _RequestError | None = error
+        else:
+            bad_body = None
+        number = srv._count(method, path, dict(self.headers.items()), body)
+        try:
+            if srv.delay and srv._closing.wait(srv.delay):
+                raise _RequestError(503, "the server is shutting down", "server_error")
+            if number <= srv.fail_first:
+                raise _RequestError(
+                    srv.fail_status, f"injected failure {number}/{srv.fail_first}", "server_error"
+                )
+            if srv._api_key is not None and self.headers.get("Authorization") != (
+                f"Bearer {srv._api_key}"
+            ):
+                raise _RequestError(401, "missing or wrong API key", "authentication_error")
+            if bad_body is not None:
+                raise bad_body
+            if method == "GET" and path == "/v1/models":
+                answer = {"object": "list", "data": [
+                    {"id": srv.model_name, "object": "model", "created": 0, "owned_by": "llm-marl"}
+                ]}
+            elif method == "POST" and path == "/v1/chat/completions":
+                answer = _chat_completion(srv, body)
+            elif method == "POST" and path == "/v1/completions":
+                answer = _text_completion(srv, body)
+            else:
+                raise _RequestError(404, f"no route for {method} {path}", "not_found_error")
+            self._send(200, answer)
+        except _RequestError as error:
+            self._send_error(error.status, str(error), error.kind)
+        except Exception as error:  # noqa: BLE001 - a server bug must still answer the client
+            log.exception("error handling %s %s", method, path)
+            self._send_error(500, f"{type(error).__name__}: {error}", "server_error")
+
+    def _send_error(self, status: int, message: str, kind: str) -> None:
+        self._send(status, {"error": {"message": message, "type": kind, "param": None,
+                                      "code": status}})
+
+    def _read_json(self) -> Any:
+        try:
+            length = int(self.headers.get("Content-Length", ""))
+        except ValueError:
+            raise _RequestError(411, "a Content-Length header is required") from None
+        if not 0 <= length <= _MAX_BODY_BYTES:
+            raise _RequestError(413, f"the body must be at most {_MAX_BODY_BYTES} bytes")
+        raw = self.rfile.read(length)
+        try:
+            body = json.loads(raw)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise _RequestError(400, f"the body is not valid JSON: {error}") from None
+        if not isinstance(body, dict):
+            raise _RequestError(400, "the body must be a JSON object")
+        return body
+
+    def _send(self, status: int, payload: dict[str, Any]) -> None:
+        data = json.dumps(payload).encode("utf-8")
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+        except OSError:  # the client gave up (timed out) before the answer
+            log.debug("client %s left before the answer", self.address_string())
+
+
+# ---------------------------------------------------------------------- request -> response
+def _check_common(body: dict[str, Any]) -> None:
+    if body.get("stream"):
+        raise _RequestError(400, "streaming is not supported by this server")
+    if body.get("n") not in (None, 1):
+        raise _RequestError(400, "only n=1 is supported by this server")
+
+
+def _message_text(content: Any) -> str:
+    """A message's content as text (a string, None, or a list of ``{"type": "text"}`` parts)."""
+    if content is None:
+        return ""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
+        if all(isinstance(text, str) for text in parts):
+            return "".join(parts)
+    raise _RequestError(400, "message content must be a string or a list of text parts")
+
+
+def _chat_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
+    _check_common(body)
+    raw_messages = body.get("messages")
+    if not isinstance(raw_messages, list) or not raw_messages:
+        raise _RequestError(400, "'messages' must be a non-empty list")
+    messages = []
+    for message in raw_messages:
+        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
+            raise _RequestError(400, "each message must be an object with a string 'role'")
+        messages.append({"role": message["role"], "content": _message_text(message.get("content"))})
+    user_turns = [m["content"] for m in messages if m["role"] == "user"]
+    rendered = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
+    observation = user_turns[-1] if user_turns else rendered
+    prompt = Prompt(agent="remote", observation=observation, messages=messages, info={})
+    completion = srv.submit([prompt])[0]
+    choice: dict[str, Any] = {
+        "index": 0,
+        "message": {"role": "assistant", "content": completion.text},
+        "logprobs": None,
+        "finish_reason": "stop",
+    }
+    if body.get("logprobs") and completion.logprobs is not None:
+        choice["logprobs"] = {"content": [
+            {"token": token, "logprob": logprob, "bytes": None, "top_logprobs": []}
+            for token, logprob in zip(_token_names(completion), completion.logprobs)
+        ]}
+    return _envelope(srv, "chatcmpl", "chat.completion", [choice], [completion])
+
+
+def _text_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
+    _check_common(body)
+    texts = body.get("prompt")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise _RequestError(400, "'prompt' must be a string or a non-empty list of strings")
+    completions = srv.submit([Prompt(agent="remote", observation=t, messages=[], info={})
+                              for t in texts])
+    want_logprobs = body.get("logprobs") is not None and body.get("logprobs") is not False
+    choices = []
+    for index, completion in enumerate(completions):
+        logprobs = None
+        if want_logprobs and completion.logprobs is not None:
+            logprobs = {
+                "tokens": _token_names(completion),
+                "token_logprobs": list(completion.logprobs),
+                "top_logprobs": None,
+                "text_offset": None,
+            }
+        choices.append({"index": index, "text": completion.text, "logprobs": logprobs,
+                        "finish_reason": "stop"})
+    return _envelope(srv, "cmpl", "text_completion", choices, completions)
+
+
+def _token_names(completion: Completion) -> list[str]:
+    """``token_id:<id>`` per generated token when the ids are known, else empty strings."""
+    ids = completion.completion_ids
+    if ids is not None and len(ids) == len(completion.logprobs or []):
+        return [f"token_id:{token_id}" for token_id in ids]
+    return [""] * len(completion.logprobs or [])
+
+
+def _envelope(srv: PolicyServer, prefix: str, kind: str, choices: list[dict[str, Any]],
+              completions: list[Completion]) -> dict[str, Any]:
+    answer: dict[str, Any] = {
+        "id": f"{prefix}-{uuid.uuid4().hex}",
+        "object": kind,
+        "created": int(time.time()),
+        "model": srv.model_name,
+        "choices": choices,
+    }
+    usage: dict[str, int] = {}
+    if all(c.prompt_ids is not None for c in completions):
+        usage["prompt_tokens"] = sum(len(c.prompt_ids or []) for c in completions)
+    if all(c.completion_ids is not None for c in completions):
+        usage["completion_tokens"] = sum(len(c.completion_ids or []) for c in completions)
+    if len(usage) == 2:
+        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
+    if usage:
+        answer["usage"] = usage
+    return answer
+
+
+# ---------------------------------------------------------------------- command line
+def main(argv: list[str] | None = None) -> None:
+    """``python -m llm_marl_envs.policies.server --model tiny|default|PATH --port 8000``."""
+    parser = argparse.ArgumentParser(description="Serve a transformers policy over the OpenAI API.")
+    parser.add_argument("--model", default="default", help="tiny, default, or a model path/id")
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=8000)
+    parser.add_argument("--max-batch", type=int, default=32)
+    parser.add_argument("--batch-wait", type=float, default=0.01)
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO)
+    from llm_marl_envs.policies.hf import HFPolicy  # heavy: only here
+
+    policy = HFPolicy.from_spec(args.model)
+    server = serve_policy(policy, args.host, args.port, model_name=args.model,
+                          max_batch=args.max_batch, batch_wait=args.batch_wait)
+    log.info("serving %s at %s (Ctrl-C stops)", args.model, server.url)
+    try:
+        server.serve_forever()
+    finally:
+        policy.close()
+
+
+if __name__ == "__main__":
+    main()
