@@ -1,0 +1,140 @@
+"""Loading models by name: ``"default"``, ``"tiny"``, a Hub id or a local folder.
+
+Also the small helpers the other model modules share: the user cache folder, dtype names,
+tokenizer set-up for batched generation, and a seeded RNG context that leaves the caller's
+global torch RNG as it was.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+from llm_marl_envs.core.optional import require
+
+__all__ = ["cache_dir", "load_model", "prepare_tokenizer", "resolve_dtype", "seeded"]
+
+_DTYPE_NAMES = {
+    "float32": "float32",
+    "fp32": "float32",
+    "float": "float32",
+    "float64": "float64",
+    "fp64": "float64",
+    "double": "float64",
+    "bfloat16": "bfloat16",
+    "bf16": "bfloat16",
+    "float16": "float16",
+    "fp16": "float16",
+    "half": "float16",
+}
+
+
+def cache_dir() -> Path:
+    """The folder for converted models (not created here).
+
+    ``$LLM_MARL_CACHE`` if set, else ``$XDG_CACHE_HOME/llm_marl_envs``, else
+    ``~/.cache/llm_marl_envs``.
+    """
+    if os.environ.get("LLM_MARL_CACHE"):
+        return Path(os.environ["LLM_MARL_CACHE"]).expanduser()
+    if os.environ.get("XDG_CACHE_HOME"):
+        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "llm_marl_envs"
+    return Path.home() / ".cache" / "llm_marl_envs"
+
+
+def resolve_dtype(dtype: Any) -> Any:
+    """A ``torch.dtype`` from a dtype, its name (``"bf16"``, ``"float32"``...) or None (float32)."""
+    torch = require("torch", "train", "loading a model")
+    if dtype is None:
+        return torch.float32
+    if isinstance(dtype, torch.dtype):
+        return dtype
+    name = _DTYPE_NAMES.get(str(dtype).lower().removeprefix("torch."))
+    if name is None:
+        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(set(_DTYPE_NAMES))}")
+    return getattr(torch, name)
+
+
+def prepare_tokenizer(tokenizer: Any, left_padding: bool = True) -> Any:
+    """Set what batched generation needs: a pad token (``<|im_end|>`` or eos) if missing, and
+    (unless ``left_padding=False``) left padding."""
+    if tokenizer.pad_token is None:
+        vocab = tokenizer.get_vocab()
+        if "<|im_end|>" in vocab:
+            tokenizer.pad_token = "<|im_end|>"
+        elif tokenizer.eos_token is not None:
+            tokenizer.pad_token = tokenizer.eos_token
+        else:
+            tokenizer.add_special_tokens({"pad_token": "<|pad|>"})
+    if left_padding:
+        tokenizer.padding_side = "left"
+    return tokenizer
+
+
+@contextlib.contextmanager
+def seeded(seed: int, device: Any = None) -> Iterator[None]:
+    """Seed torch's RNG for the block, then restore the caller's RNG state.
+
+    The CPU generator is always forked; so is the generator of ``device`` when it is an
+    accelerator (for CUDA, only that device's).
+    """
+    torch = require("torch", "train", "seeded generation")
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    if device.type == "cpu":
+        with torch.random.fork_rng(devices=[]):
+            torch.default_generator.manual_seed(seed)
+            yield
+    elif device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        with torch.random.fork_rng(devices=[index], device_type="cuda"):
+            torch.default_generator.manual_seed(seed)
+            with torch.cuda.device(index):
+                torch.cuda.manual_seed(seed)
+            yield
+    else:
+        with torch.random.fork_rng(device_type=device.type):
+            torch.manual_seed(seed)
+            yield
+
+
+def load_model(
+    spec: str | os.PathLike[str], dtype: Any = None, device: Any = None
+) -> tuple[Any, Any]:
+    """Load ``(model, tokenizer)`` by name.
+
+    Args:
+        spec: ``"default"`` (the embedded SmolLM2-135M-Instruct, see
+            :func:`llm_marl_envs.models.load_default_model`), ``"tiny"`` (the random test
+            model, :func:`llm_marl_envs.models.tiny_model`), or a Hugging Face Hub id / local
+            folder for ``AutoModelForCausalLM.from_pretrained``.
+        dtype: Weight dtype (default float32); a ``torch.dtype`` or its name.
+        device: Where to put the model (default: CPU).
+
+    Returns:
+        The model in eval mode and its tokenizer, with a pad token and left padding.
+    """
+    spec_text = os.fspath(spec)
+    if spec_text == "default":
+        from llm_marl_envs.models.embedded import load_default_model
+
+        model, tokenizer = load_default_model(dtype=dtype)
+    elif spec_text == "tiny":
+        from llm_marl_envs.models.tiny import tiny_model
+
+        model, tokenizer = tiny_model(dtype=dtype)
+    else:
+        transformers = require("transformers", "train", f"loading the model {spec_text!r}")
+        tokenizer = transformers.AutoTokenizer.from_pretrained(spec_text)
+        model = transformers.AutoModelForCausalLM.from_pretrained(
+            spec_text, dtype=resolve_dtype(dtype)
+        )
+    prepare_tokenizer(tokenizer)
+    if model.generation_config.pad_token_id is None:
+        model.generation_config.pad_token_id = tokenizer.pad_token_id
+    if device is not None:
+        model.to(device)
+    model.eval()
+    return model, tokenizer

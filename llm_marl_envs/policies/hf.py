@@ -1,0 +1,341 @@
+"""A :class:`~llm_marl_envs.policies.Policy` backed by a local transformers causal LM.
+
+>>> from llm_marl_envs.policies.hf import HFPolicy
+>>> policy = HFPolicy.from_spec("default", max_new_tokens=48)         # doctest: +SKIP
+>>> policy = HFPolicy.from_spec("tiny", do_sample=True, seed=1)       # doctest: +SKIP
+>>> [c.text for c in policy.generate(prompts)]                        # doctest: +SKIP
+
+**Prompt.** With a chat template (by default when the tokenizer has one) the model sees
+``prompt.messages`` rendered with ``add_generation_prompt=True``; a prompt without messages
+is sent as one user message holding ``prompt.observation``. ``system_prompt`` is put first
+when the messages have no system message. Without a chat template the model sees
+``prompt.observation`` (after ``system_prompt`` and a blank line). Prompts longer than the
+model's context minus ``max_new_tokens`` lose their beginning (one warning per policy).
+
+**Batching.** One call pads the prompts on the left and runs ``model.generate`` once per
+micro-batch of ``batch_size`` (default: all); completions come back in prompt order.
+Generation stops at eos / ``<|im_end|>`` or after ``max_new_tokens``.
+
+**Completions.** ``text`` is the decoded new tokens (special tokens skipped, stripped);
+``prompt_ids`` the unpadded prompt tokens the model saw; ``completion_ids`` the new tokens up
+to and including eos when one was generated; ``logprobs`` (when ``return_logprobs``) the
+log-probability of each completion token under the distribution it was drawn from, i.e. the
+log-softmax of the logits after temperature and top-p. With greedy decoding, or sampling at
+``temperature=1, top_p=1``, that is the model's own log-probability.
+
+**Randomness.** Call ``n`` of a policy draws its samples under a seed derived from
+``(seed, n)`` inside a forked RNG: the same seed gives the same samples, and the caller's
+global torch RNG is left as it was. Samples depend on how prompts are grouped into
+micro-batches; greedy outputs do not.
+
+**LoRA.** ``lora_adapter=path`` loads a saved peft adapter on top of the model;
+:meth:`HFPolicy.add_lora` wraps the model in a fresh trainable adapter and returns the peft
+model for a trainer (which then trains ``policy.model`` in place).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import warnings
+from collections.abc import Sequence
+from typing import Any
+
+from llm_marl_envs.core.optional import require
+from llm_marl_envs.models.loading import load_model, prepare_tokenizer, seeded
+from llm_marl_envs.policies.base import Completion, Policy, Prompt
+
+torch = require("torch", "train", "the transformers policy (HFPolicy)")
+
+__all__ = ["HFPolicy"]
+
+
+class HFPolicy(Policy):
+    """Generates actions with a transformers causal LM (see the module docstring).
+
+    Args:
+        model: A causal LM (``AutoModelForCausalLM``-like, or a peft model).
+        tokenizer: Its tokenizer; a pad token is set if missing (``<|im_end|>`` or eos).
+        max_new_tokens: Most tokens generated per completion.
+        temperature: Sampling temperature (``do_sample=True`` only; <= 0 means greedy).
+        top_p: Nucleus sampling mass (``do_sample=True`` only).
+        do_sample: Sample (True) or decode greedily (False).
+        seed: Seed of the sampling stream (see :meth:`reseed`).
+        use_chat_template: Render ``prompt.messages`` with the chat template; None: when the
+            tokenizer has one.
+        system_prompt: A system message used when the prompt's messages have none.
+        batch_size: Prompts per ``model.generate`` call (memory bound); None: all at once.
+        device: Move the model there; None: leave it where it is.
+        return_logprobs: Fill ``Completion.logprobs``.
+        lora_adapter: Folder of a saved peft LoRA adapter to load on top of ``model``.
+        lora_trainable: Load that adapter trainable (to continue training it).
+        name: Name for records; default ``"hf:<model name>"``.
+    """
+
+    def __init__(
+        self,
+        model: Any,
+        tokenizer: Any,
+        *,
+        max_new_tokens: int = 64,
+        temperature: float = 1.0,
+        top_p: float = 1.0,
+        do_sample: bool = False,
+        seed: int = 0,
+        use_chat_template: bool | None = None,
+        system_prompt: str | None = None,
+        batch_size: int | None = None,
+        device: Any = None,
+        return_logprobs: bool = True,
+        lora_adapter: str | os.PathLike[str] | None = None,
+        lora_trainable: bool = False,
+        name: str | None = None,
+    ) -> None:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if batch_size is not None and batch_size < 1:
+            raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
+        if not 0.0 < top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        # Pads are placed by hand (on the left); the tokenizer's padding side is left alone.
+        self.tokenizer = prepare_tokenizer(tokenizer, left_padding=False)
+        if device is not None:
+            model.to(device)
+        if lora_adapter is not None:
+            peft = require("peft", "train", "loading a LoRA adapter")
+            model = peft.PeftModel.from_pretrained(
+                model, os.fspath(lora_adapter), is_trainable=lora_trainable
+            )
+        self.model = model
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.do_sample = bool(do_sample) and self.temperature > 0
+        self.system_prompt = system_prompt
+        self.batch_size = batch_size
+        self.return_logprobs = return_logprobs
+        if use_chat_template is None:
+            use_chat_template = bool(getattr(tokenizer, "chat_template", None))
+        self.use_chat_template = use_chat_template
+        self.eos_token_ids = self._eos_token_ids()
+        config = getattr(model, "config", None)
+        model_name = getattr(config, "_name_or_path", "") or type(model).__name__
+        self.name = name or f"hf:{model_name}"
+        self.reseed(seed)
+        self._warned_truncation = False
+
+    @classmethod
+    def from_spec(
+        cls,
+        spec: str | os.PathLike[str] = "default",
+        *,
+        dtype: Any = None,
+        device: Any = None,
+        **kwargs: Any,
+    ) -> HFPolicy:
+        """A policy over :func:`llm_marl_envs.models.load_model` (``"default"``, ``"tiny"``, a
+        Hub id or a folder); ``kwargs`` go to the constructor."""
+        model, tokenizer = load_model(spec, dtype=dtype, device=device)
+        kwargs.setdefault("name", f"hf:{os.fspath(spec)}")
+        return cls(model, tokenizer, **kwargs)
+
+    # --- set-up -------------------------------------------------------------------------
+
+    def add_lora(
+        self,
+        r: int = 8,
+        alpha: int = 16,
+        target_modules: Sequence[str] | str | None = None,
+        dropout: float = 0.0,
+    ) -> Any:
+        """Wrap the model in a new trainable LoRA adapter; returns the peft model.
+
+        ``target_modules`` None uses peft's default for the architecture (``q_proj``,
+        ``v_proj`` for Llama; ``c_attn`` for GPT-2). Only the adapter's weights are trainable.
+        Save it with ``policy.model.save_pretrained(folder)``; load it back with
+        ``HFPolicy(model, tokenizer, lora_adapter=folder)``.
+        """
+        peft = require("peft", "train", "LoRA adapters")
+        if hasattr(self.model, "peft_config"):
+            raise ValueError("this policy's model already has a LoRA adapter")
+        model_type = getattr(getattr(self.model, "config", None), "model_type", "")
+        config = peft.LoraConfig(
+            r=r,
+            lora_alpha=alpha,
+            target_modules=list(target_modules)
+            if isinstance(target_modules, (list, tuple))
+            else target_modules,
+            lora_dropout=dropout,
+            fan_in_fan_out=model_type == "gpt2",  # GPT-2's Conv1D layers store W transposed
+            task_type="CAUSAL_LM",
+        )
+        self.model = peft.get_peft_model(self.model, config)
+        return self.model
+
+    def reseed(self, seed: int) -> None:
+        """Restart the sampling stream: the next calls replay those of a new policy with ``seed``."""
+        self.seed = int(seed)
+        self._calls = 0
+
+    # --- prompts ------------------------------------------------------------------------
+
+    def render(self, prompt: Prompt) -> str:
+        """The text the model is given for ``prompt`` (before tokenisation)."""
+        if self.use_chat_template:
+            messages = [dict(m) for m in prompt.messages] or [
+                {"role": "user", "content": prompt.observation}
+            ]
+            if self.system_prompt and messages[0].get("role") != "system":
+                messages.insert(0, {"role": "system", "content": self.system_prompt})
+            return self.tokenizer.apply_chat_template(
+                messages, tokenize=False, add_generation_prompt=True
+            )
+        if self.system_prompt:
+            return f"{self.system_prompt}\n\n{prompt.observation}"
+        return prompt.observation
+
+    def encode(self, prompts: Sequence[Prompt]) -> list[list[int]]:
+        """The prompt token ids the model sees (rendered, tokenised, left-truncated)."""
+        if not prompts:
+            return []
+        texts = [self.render(p) for p in prompts]
+        # A rendered chat already holds its special tokens.
+        encoded = self.tokenizer(
+            texts, add_special_tokens=not self.use_chat_template, padding=False, truncation=False
+        )["input_ids"]
+        limit = self._prompt_limit()
+        if limit is not None and any(len(ids) > limit for ids in encoded):
+            if not self._warned_truncation:
+                warnings.warn(
+                    f"{self.name}: prompts longer than {limit} tokens (the model's context minus "
+                    f"max_new_tokens={self.max_new_tokens}) are cut from the left",
+                    stacklevel=2,
+                )
+                self._warned_truncation = True
+            encoded = [ids[-limit:] for ids in encoded]
+        return [list(ids) for ids in encoded]
+
+    # --- generation ---------------------------------------------------------------------
+
+    def generate(self, prompts: Sequence[Prompt]) -> list[Completion]:
+        """One completion per prompt, in order (see the module docstring)."""
+        prompt_ids = self.encode(prompts)
+        call = self._calls
+        self._calls += 1
+        if not prompt_ids:
+            return []
+        size = self.batch_size or len(prompt_ids)
+        completions: list[Completion] = []
+        was_training = self.model.training
+        self.model.eval()
+        try:
+            for index, start in enumerate(range(0, len(prompt_ids), size)):
+                batch = prompt_ids[start : start + size]
+                completions.extend(
+                    self._generate_batch(batch, _derive_seed(self.seed, call, index))
+                )
+        finally:
+            if was_training:
+                self.model.train()
+        return completions
+
+    def _generate_batch(self, prompt_ids: list[list[int]], seed: int) -> list[Completion]:
+        device = self._device()
+        width = max(len(ids) for ids in prompt_ids)
+        pad = self.tokenizer.pad_token_id
+        input_ids = torch.full((len(prompt_ids), width), pad, dtype=torch.long)
+        attention_mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
+        for row, ids in enumerate(prompt_ids):
+            if ids:
+                input_ids[row, width - len(ids) :] = torch.tensor(ids, dtype=torch.long)
+                attention_mask[row, width - len(ids) :] = 1
+        options: dict[str, Any] = {
+            "max_new_tokens": self.max_new_tokens,
+            "do_sample": self.do_sample,
+            "num_beams": 1,
+            "repetition_penalty": 1.0,
+            "eos_token_id": self.eos_token_ids,
+            "pad_token_id": pad,
+            "return_dict_in_generate": True,
+            "output_scores": self.return_logprobs,
+        }
+        if self.do_sample:
+            # Exactly temperature + top-p: no top-k from the global defaults.
+            options.update(temperature=self.temperature, top_p=self.top_p, top_k=0, min_p=None)
+        with torch.inference_mode(), seeded(seed, device):
+            output = self.model.generate(
+                input_ids=input_ids.to(device), attention_mask=attention_mask.to(device), **options
+            )
+            new_tokens = output.sequences[:, width:]
+            logprobs = None
+            if self.return_logprobs:
+                steps = [  # in float32 at least (bf16 scores lose too much)
+                    torch.log_softmax(
+                        scores.to(torch.promote_types(scores.dtype, torch.float32)), -1
+                    ).gather(1, new_tokens[:, t : t + 1])
+                    for t, scores in enumerate(output.scores)
+                ]
+                logprobs = torch.cat(steps, dim=1).cpu().tolist()
+        new_tokens = new_tokens.cpu().tolist()
+
+        completions = []
+        for row, ids in enumerate(prompt_ids):
+            tokens = new_tokens[row]
+            end = next(
+                (i + 1 for i, t in enumerate(tokens) if t in self.eos_token_ids), len(tokens)
+            )
+            tokens = tokens[:end]
+            text = self.tokenizer.decode(tokens, skip_special_tokens=True).strip()
+            completions.append(
+                Completion(
+                    text=text,
+                    prompt_ids=list(ids),
+                    completion_ids=tokens,
+                    logprobs=logprobs[row][:end] if logprobs is not None else None,
+                )
+            )
+        return completions
+
+    # --- helpers ------------------------------------------------------------------------
+
+    def _device(self) -> Any:
+        try:
+            return next(self.model.parameters()).device
+        except StopIteration:
+            return torch.device("cpu")
+
+    def _eos_token_ids(self) -> list[int]:
+        ids: list[int] = []
+        candidates: list[Any] = [self.tokenizer.eos_token_id]
+        if "<|im_end|>" in self.tokenizer.get_vocab():
+            candidates.append(self.tokenizer.convert_tokens_to_ids("<|im_end|>"))
+        generation_config = getattr(self.model, "generation_config", None)
+        configured = getattr(generation_config, "eos_token_id", None)
+        candidates.extend(configured if isinstance(configured, (list, tuple)) else [configured])
+        for token in candidates:
+            if token is not None and int(token) not in ids:
+                ids.append(int(token))
+        if not ids:
+            raise ValueError("the tokenizer and model define no eos token; set tokenizer.eos_token")
+        return ids
+
+    def _prompt_limit(self) -> int | None:
+        config = getattr(self.model, "config", None)
+        context = getattr(config, "max_position_embeddings", None) or getattr(
+            config, "n_positions", None
+        )
+        if not context:
+            return None
+        limit = int(context) - self.max_new_tokens
+        if limit < 1:
+            raise ValueError(
+                f"max_new_tokens={self.max_new_tokens} leaves no room for a prompt in the "
+                f"model's context of {context} tokens"
+            )
+        return limit
+
+
+def _derive_seed(seed: int, call: int, batch: int) -> int:
+    """A 63-bit seed for micro-batch ``batch`` of call ``call`` of a policy seeded ``seed``."""
+    digest = hashlib.sha256(f"hf-policy:{seed}:{call}:{batch}".encode()).digest()
+    return int.from_bytes(digest[:8], "little") >> 1

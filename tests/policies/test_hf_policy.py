@@ -1,0 +1,293 @@
+"""HFPolicy on the tiny model: batching, logprobs, seeding, truncation, LoRA, an episode."""
+
+from __future__ import annotations
+
+import math
+import warnings
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("transformers")
+
+import llm_marl_envs
+from llm_marl_envs.models import tiny_model
+from llm_marl_envs.policies import Completion, Policy, Prompt
+from llm_marl_envs.policies.hf import HFPolicy
+
+SENTENCE = "You are a gnome in a maze and the exit is two cells to the left of the door"
+
+
+def _prompts(n: int = 8) -> list[Prompt]:
+    prompts = []
+    for i in range(n):
+        question = " ".join(SENTENCE.split()[: 1 + 2 * i])
+        messages = [
+            {"role": "system", "content": "Answer with one move."},
+            {"role": "user", "content": question},
+        ]
+        prompts.append(Prompt(f"gnome_{i % 2}", question, messages, {}))
+    return prompts
+
+
+@pytest.fixture(scope="module")
+def tiny():
+    return tiny_model(seed=0)
+
+
+def _same(a: list[Completion], b: list[Completion]) -> bool:
+    return [(c.text, c.completion_ids) for c in a] == [(c.text, c.completion_ids) for c in b]
+
+
+def test_is_a_policy_and_answers_in_order(tiny):
+    policy = HFPolicy(*tiny, max_new_tokens=8)
+    assert isinstance(policy, Policy) and policy.use_chat_template
+    completions = policy.generate(_prompts())
+    assert len(completions) == 8
+    assert all(isinstance(c.text, str) and c.text == c.text.strip() for c in completions)
+    assert policy.generate([]) == []
+
+
+def test_batched_equals_one_by_one(tiny):
+    policy = HFPolicy(*tiny, max_new_tokens=24)
+    prompts = _prompts()
+    batched = policy.generate(prompts)
+    alone = [policy.generate([p])[0] for p in prompts]
+    assert _same(batched, alone)
+    assert [c.prompt_ids for c in batched] == [c.prompt_ids for c in alone]
+    assert len({len(c.prompt_ids) for c in batched}) == 8  # really different lengths
+
+
+def test_micro_batches_match_one_batch(tiny):
+    prompts = _prompts()
+    whole = HFPolicy(*tiny, max_new_tokens=16).generate(prompts)
+    micro = HFPolicy(*tiny, max_new_tokens=16, batch_size=3).generate(prompts)
+    assert _same(whole, micro)
+
+
+def test_prompt_ids_are_the_rendered_chat(tiny):
+    model, tokenizer = tiny
+    policy = HFPolicy(model, tokenizer, max_new_tokens=4)
+    prompt = _prompts()[2]
+    [completion] = policy.generate([prompt])
+    rendered = tokenizer.apply_chat_template(
+        prompt.messages, tokenize=False, add_generation_prompt=True
+    )
+    assert completion.prompt_ids == tokenizer(rendered, add_special_tokens=False)["input_ids"]
+    assert policy.render(prompt) == rendered
+
+
+# generate() computes scores in float32, so float64 models agree to float32 rounding.
+@pytest.mark.parametrize(("dtype", "atol"), [(torch.float64, 1e-5), (torch.float32, 1e-3)])
+def test_greedy_logprobs_match_a_forward_pass(dtype, atol):
+    model, tokenizer = tiny_model(seed=1, dtype=dtype)
+    completions = HFPolicy(model, tokenizer, max_new_tokens=12).generate(_prompts())
+    for completion in completions:
+        assert len(completion.logprobs) == len(completion.completion_ids) > 0
+        assert all(math.isfinite(x) and x <= 0 for x in completion.logprobs)
+        ids = torch.tensor([completion.prompt_ids + completion.completion_ids])
+        with torch.no_grad():
+            log_probs = torch.log_softmax(model(ids).logits[0].double(), dim=-1)
+        start = len(completion.prompt_ids) - 1
+        positions = torch.arange(start, start + len(completion.completion_ids))
+        expected = log_probs[positions, torch.tensor(completion.completion_ids)]
+        # Greedy picks the most likely token at every step.
+        assert torch.equal(log_probs[positions].argmax(-1), torch.tensor(completion.completion_ids))
+        assert torch.allclose(
+            torch.tensor(completion.logprobs, dtype=torch.float64), expected, atol=atol
+        )
+
+
+def test_sampling_is_seeded_and_leaves_global_rng_alone(tiny):
+    prompts = _prompts()
+    before = torch.random.get_rng_state()
+    first = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, seed=7).generate(prompts)
+    assert torch.equal(before, torch.random.get_rng_state())
+    again = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, seed=7).generate(prompts)
+    other = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, seed=8).generate(prompts)
+    greedy = HFPolicy(*tiny, max_new_tokens=16).generate(prompts)
+    assert _same(first, again)
+    assert not _same(first, other)
+    assert not _same(first, greedy)
+    for completion in first:
+        assert len(completion.logprobs) == len(completion.completion_ids)
+        assert all(math.isfinite(x) for x in completion.logprobs)
+
+
+def test_successive_calls_draw_fresh_samples_and_reseed_replays(tiny):
+    prompts = _prompts(4)
+    policy = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, temperature=1.5, seed=3)
+    first, second = policy.generate(prompts), policy.generate(prompts)
+    assert not _same(first, second)
+    policy.reseed(3)
+    assert _same(policy.generate(prompts), first)
+
+
+def test_top_p_sampling_logprobs_are_of_the_truncated_distribution(tiny):
+    policy = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, top_p=0.5, seed=0)
+    for completion in policy.generate(_prompts()):
+        assert all(math.isfinite(x) and x <= 1e-6 for x in completion.logprobs)
+
+
+def test_max_new_tokens_is_respected(tiny):
+    for limit in (1, 5):
+        for completion in HFPolicy(*tiny, max_new_tokens=limit).generate(_prompts()):
+            assert 1 <= len(completion.completion_ids) <= limit
+            assert len(completion.logprobs) == len(completion.completion_ids)
+
+
+def test_completion_stops_at_eos_and_keeps_it(tiny):
+    prompts = _prompts()
+    free = HFPolicy(*tiny, max_new_tokens=20).generate(prompts)
+    stop_token = free[0].completion_ids[2]  # pretend this token ends a turn
+    policy = HFPolicy(*tiny, max_new_tokens=20)
+    policy.eos_token_ids = [*policy.eos_token_ids, stop_token]
+    stopped = policy.generate(prompts)
+    for before, after in zip(free, stopped):
+        ids = before.completion_ids
+        end = ids.index(stop_token) + 1 if stop_token in ids else len(ids)
+        assert after.completion_ids == ids[:end]
+        assert len(after.logprobs) == end
+    assert stopped[0].completion_ids[-1] == stop_token and len(stopped[0].completion_ids) <= 3
+
+
+def test_empty_messages_fall_back_to_the_observation(tiny):
+    model, tokenizer = tiny
+    prompt = Prompt("gnome_0", "Where is the exit?", [], {})
+    [chat] = HFPolicy(model, tokenizer, max_new_tokens=4).generate([prompt])
+    assert "Where is the exit?" in tokenizer.decode(chat.prompt_ids)
+    [plain] = HFPolicy(model, tokenizer, max_new_tokens=4, use_chat_template=False).generate(
+        [prompt]
+    )
+    assert plain.prompt_ids == tokenizer("Where is the exit?")["input_ids"]
+
+
+def test_system_prompt_is_used_when_messages_have_none(tiny):
+    policy = HFPolicy(*tiny, system_prompt="You are gnome_0.")
+    with_system = _prompts()[1]
+    without = Prompt("a", "go", [{"role": "user", "content": "go"}], {})
+    assert "You are gnome_0." not in policy.render(with_system)
+    assert policy.render(without).startswith("<|im_start|>system\nYou are gnome_0.<|im_end|>")
+    plain = HFPolicy(*tiny, system_prompt="Rules.", use_chat_template=False)
+    assert plain.render(without) == "Rules.\n\ngo"
+
+
+def test_long_prompts_are_cut_from_the_left_with_one_warning(tiny):
+    model, tokenizer = tiny
+    policy = HFPolicy(model, tokenizer, max_new_tokens=24, use_chat_template=False)
+    long_text = " ".join(["move left then right"] * 400) + " EXIT"
+    full = tokenizer(long_text)["input_ids"]
+    limit = model.config.n_positions - 24
+    assert len(full) > limit
+    with pytest.warns(UserWarning, match="cut from the left"):
+        [completion] = policy.generate([Prompt("a", long_text, [], {})])
+    assert completion.prompt_ids == full[-limit:]
+    assert len(completion.completion_ids) <= 24
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        policy.generate([Prompt("a", long_text, [], {})])  # warned once only
+
+
+def test_restores_training_mode(tiny):
+    model, tokenizer = tiny_model()
+    model.train()
+    HFPolicy(model, tokenizer, max_new_tokens=2).generate(_prompts(2))
+    assert model.training
+
+
+def test_without_logprobs(tiny):
+    [completion] = HFPolicy(*tiny, max_new_tokens=3, return_logprobs=False).generate(_prompts(1))
+    assert completion.logprobs is None and completion.completion_ids
+
+
+def test_from_spec_tiny():
+    policy = HFPolicy.from_spec("tiny", max_new_tokens=4, dtype="float64")
+    assert policy.name == "hf:tiny"
+    assert next(policy.model.parameters()).dtype == torch.float64
+    assert len(policy.generate(_prompts(2))) == 2
+
+
+def test_invalid_arguments(tiny):
+    with pytest.raises(ValueError):
+        HFPolicy(*tiny, max_new_tokens=0)
+    with pytest.raises(ValueError):
+        HFPolicy(*tiny, batch_size=0)
+    with pytest.raises(ValueError):
+        HFPolicy(*tiny, top_p=0.0)
+    with pytest.raises(ValueError, match="no room"):
+        HFPolicy(*tiny, max_new_tokens=5000).generate(_prompts(1))
+
+
+# --- LoRA -------------------------------------------------------------------------------
+
+
+def _trainable(model) -> int:
+    return sum(p.numel() for p in model.parameters() if p.requires_grad)
+
+
+@pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing:FutureWarning")
+def test_add_lora_trains_only_the_adapter_and_still_generates():
+    pytest.importorskip("peft")
+    model, tokenizer = tiny_model()
+    policy = HFPolicy(model, tokenizer, max_new_tokens=8)
+    base = policy.generate(_prompts())
+    total = _trainable(model)
+    peft_model = policy.add_lora(r=4, alpha=8)
+    assert policy.model is peft_model
+    assert 0 < _trainable(peft_model) < total
+    assert _same(policy.generate(_prompts()), base)  # a fresh adapter starts as a no-op
+    with pytest.raises(ValueError, match="already"):
+        policy.add_lora()
+
+
+@pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing:FutureWarning")
+def test_saved_adapter_reloads_to_the_same_outputs(tmp_path):
+    pytest.importorskip("peft")
+    model, tokenizer = tiny_model()
+    policy = HFPolicy(model, tokenizer, max_new_tokens=12)
+    base = policy.generate(_prompts())
+    policy.add_lora(r=4, alpha=8)
+    generator = torch.Generator().manual_seed(0)
+    with torch.no_grad():
+        for name, parameter in policy.model.named_parameters():
+            if "lora_B" in name:  # stand-in for training: make the adapter matter
+                parameter.copy_(torch.randn(parameter.shape, generator=generator))
+    tuned = policy.generate(_prompts())
+    assert not _same(tuned, base)
+    policy.model.save_pretrained(tmp_path)
+
+    fresh_model, fresh_tokenizer = tiny_model()
+    reloaded = HFPolicy(fresh_model, fresh_tokenizer, max_new_tokens=12, lora_adapter=tmp_path)
+    assert _same(reloaded.generate(_prompts()), tuned)
+    assert _trainable(reloaded.model) == 0
+
+
+# --- in an environment ------------------------------------------------------------------
+
+
+def test_plays_a_gsm8k_episode(tiny):
+    policy = HFPolicy(*tiny, max_new_tokens=16)
+    env = llm_marl_envs.make("llm_marl_envs/GSM8K-v0", data_source="bundled")
+    env.reset(seed=0)
+    actions = {}
+    for agent in env.agent_iter():
+        observation, _, terminated, truncated, info = env.last()
+        if terminated or truncated:
+            env.step(None)
+            continue
+        prompt = Prompt(agent, str(observation), info["messages"], info)
+        [completion] = policy.generate([prompt])
+        assert isinstance(completion.text, str)
+        actions[agent] = completion.text
+        env.step(completion.text)
+    assert set(actions) == {"pioneer_0", "observer_0"}
+    env.close()
+
+
+def test_tokenizer_padding_side_is_left_alone():
+    model, tokenizer = tiny_model()
+    tokenizer.padding_side = "right"
+    policy = HFPolicy(model, tokenizer, max_new_tokens=12)
+    prompts = _prompts()
+    assert _same(policy.generate(prompts), [policy.generate([p])[0] for p in prompts])
+    assert tokenizer.padding_side == "right"
