@@ -39,6 +39,9 @@ from llm_marl_envs.rollout import rollout
 
 model, env_id, env_kwargs, episodes, batch_size, max_new_tokens = json.loads(sys.argv[1])
 policy = HFPolicy.from_spec(model, max_new_tokens=max_new_tokens, seed=0)
+# Warm up (first-call allocations, lazy inits) on another seed, so both modes start warm.
+rollout(env_id, policy, episodes=2, batch_size=2, seed=10_000, env_kwargs=env_kwargs, progress=False)
+policy.reseed(0)
 result = rollout(env_id, policy, episodes=episodes, batch_size=batch_size, seed=0,
                  env_kwargs=env_kwargs, progress=False)
 digests = [hashlib.sha256(json.dumps(e.to_dict(), sort_keys=True).encode()).hexdigest()
@@ -89,7 +92,8 @@ def main() -> None:
         f"{args.episodes} episodes (seeds 0..{args.episodes - 1}, greedy decoding, at most "
         f"{args.max_new_tokens} new tokens per turn) played with `batch_size={args.episodes}` and with "
         "`batch_size=1`, each configuration in its own process (peak RSS is that process's "
-        "maximum resident memory, model included); model loading is not timed.",
+        "maximum resident memory, model included); model loading and one warm-up rollout of "
+        "two other episodes are not timed.",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}, "
         f"torch threads {threads}, CPU only.",

@@ -1,9 +1,9 @@
 """A tiny random GPT-2 and its tokenizer, built in-process, for tests and smoke runs.
 
-:func:`tiny_model` needs no download and no file: a byte-level BPE tokenizer is trained
-by the ``tokenizers`` library on the short built-in :data:`CORPUS` (a few milliseconds),
+:func:`tiny_model` needs no download: a byte-level BPE tokenizer is trained by the
+``tokenizers`` library on the built-in :data:`CORPUS` and the bundled data samples,
 wrapped in a transformers fast tokenizer with ChatML special tokens and a chat template,
-and a 2-layer GPT-2 (~0.2M parameters) is initialised from ``seed``.
+and a 2-layer GPT-2 (~0.5M parameters) is initialised from ``seed``.
 
 The weights are drawn with a wide ``initializer_range`` so that next-token logits are well
 separated: greedy decoding then gives the same tokens whether a prompt is generated alone or
@@ -17,6 +17,7 @@ argmax). Its text is gibberish (often invalid UTF-8, decoded as U+FFFD).
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any
 
 from llm_marl_envs.core.optional import require
@@ -70,8 +71,44 @@ Turn 1. Turn 2. Player A, player B, pioneer, observer, agent, reward, episode, d
 """
 
 
+def _training_texts() -> list[str]:
+    """:data:`CORPUS` plus every text field of the package's bundled data samples."""
+    import json
+    from importlib import resources
+
+    texts = CORPUS.splitlines(keepends=True)
+    samples = resources.files("llm_marl_envs.data") / "samples"
+    for entry in sorted(samples.iterdir(), key=lambda e: e.name):
+        if entry.name.endswith(".jsonl"):
+            for line in entry.read_text(encoding="utf-8").splitlines():
+                if line.strip():
+                    texts.extend(v for v in json.loads(line).values() if isinstance(v, str))
+    return texts
+
+
+@lru_cache(maxsize=1)
+def _trained_bpe_json() -> str:
+    tokenizers = require("tokenizers", "train", "the tiny test model")
+    bpe = tokenizers.Tokenizer(tokenizers.models.BPE())
+    bpe.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
+    bpe.decoder = tokenizers.decoders.ByteLevel()
+    trainer = tokenizers.trainers.BpeTrainer(
+        vocab_size=4096,
+        min_frequency=2,
+        special_tokens=list(SPECIAL_TOKENS),
+        initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
+        show_progress=False,
+    )
+    bpe.train_from_iterator(_training_texts(), trainer=trainer)
+    return bpe.to_str()
+
+
 def tiny_tokenizer() -> Any:
-    """A byte-level BPE tokenizer trained on :data:`CORPUS` (deterministic).
+    """A byte-level BPE tokenizer (4,096 tokens) trained in-process (deterministic).
+
+    Trained on :data:`CORPUS` and the texts of the bundled data samples (~0.2 MB, about
+    0.15 s once per process), so the environments' prompts take realistic token counts (a
+    GSM8K prompt is ~200 tokens).
 
     Special tokens ``<|endoftext|>`` (bos), ``<|im_start|>``, ``<|im_end|>`` (eos and pad);
     left padding; the ChatML :data:`CHAT_TEMPLATE`. Any text round-trips through
@@ -79,18 +116,7 @@ def tiny_tokenizer() -> Any:
     """
     tokenizers = require("tokenizers", "train", "the tiny test model")
     transformers = require("transformers", "train", "the tiny test model")
-
-    bpe = tokenizers.Tokenizer(tokenizers.models.BPE())
-    bpe.pre_tokenizer = tokenizers.pre_tokenizers.ByteLevel(add_prefix_space=False)
-    bpe.decoder = tokenizers.decoders.ByteLevel()
-    trainer = tokenizers.trainers.BpeTrainer(
-        vocab_size=1024,
-        min_frequency=2,
-        special_tokens=list(SPECIAL_TOKENS),
-        initial_alphabet=tokenizers.pre_tokenizers.ByteLevel.alphabet(),
-        show_progress=False,
-    )
-    bpe.train_from_iterator(CORPUS.splitlines(keepends=True), trainer=trainer)
+    bpe = tokenizers.Tokenizer.from_str(_trained_bpe_json())
     return transformers.PreTrainedTokenizerFast(
         tokenizer_object=bpe,
         bos_token="<|endoftext|>",
