@@ -31,6 +31,7 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/env_overhead.py
 	$(OFFLINE) $(BIN)/python benchmarks/sandbox_humaneval.py
 	$(OFFLINE) $(BIN)/python benchmarks/game_envs.py
+	$(OFFLINE) $(BIN)/python benchmarks/rollout_speed.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -66,6 +66,8 @@ def env_pages() -> dict[str, str]:
 def _generation(args: argparse.Namespace) -> dict:
     """Model sampling options from the command line (temperature 0 = greedy)."""
     options = {"max_new_tokens": args.max_new_tokens}
+    if args.dtype:
+        options["dtype"] = args.dtype
     if args.temperature > 0:
         options.update(do_sample=True, temperature=args.temperature, top_p=args.top_p)
     return options
@@ -75,6 +77,7 @@ def _add_model_options(parser: argparse.ArgumentParser, max_new_tokens: int) -> 
     parser.add_argument("--max-new-tokens", type=int, default=max_new_tokens, help="tokens a model may write per turn")
     parser.add_argument("--temperature", type=float, default=0.0, help="sampling temperature; 0 = greedy (default)")
     parser.add_argument("--top-p", type=float, default=1.0, help="nucleus sampling (with --temperature > 0)")
+    parser.add_argument("--dtype", default=None, help="model weights: float32 (default) or bf16 (faster batches on CPUs with AMX)")
 
 
 def _add_env_options(parser: argparse.ArgumentParser) -> None:
