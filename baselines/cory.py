@@ -1,0 +1,493 @@
+"""CORY: two LLM agents fine-tuned together by sequential cooperative PPO (CleanRL style).
+
+Paper: Ma et al., "Coevolving with the Other You: Fine-Tuning LLM with Sequential Cooperative
+Multi-Agent Reinforcement Learning", NeurIPS 2024 (arXiv 2410.06101); docs/SPECS.md section 7.
+
+    python baselines/cory.py                              # CORY on IMDB, embedded SmolLM2-135M
+    python baselines/cory.py --algo ppo                   # the single-agent PPO baseline
+    python baselines/cory.py --lora --shared-base --bf16-autocast
+    python baselines/cory.py --env llm_marl_envs/GSM8K-v0 --env-kwargs '{"difficulty": 2}'
+    python baselines/cory.py --resume                     # continue a killed run exactly
+
+**Agents.** Two copies of the same pretrained LM, "A" and "B", each an independent PPO learner:
+the causal LM, a value head (a scalar linear head on the last hidden state, initialised small)
+and its own AdamW optimizer and KL controller. One frozen reference model (the initial weights)
+serves both: a third copy with full fine-tuning; with ``--lora`` the base model with its
+adapters disabled. ``--lora --shared-base`` puts both agents' adapters on ONE frozen base.
+
+**One iteration.** ``batch_size`` episodes are played through the package's rollout engine
+(pioneer_0 answers, observer_0 sees the task and the pioneer's answer and answers too), each
+agent sampling with its own ``HFPolicy``. For each agent's completions (tokens t = 1..T):
+
+    r_t = -eta * KL_t + [t = T] * R,   KL_t = sum_v pi(v | s_t) (log pi(v | s_t) - log pi_ref(v | s_t))
+
+the full-vocabulary KL between the policy and the reference at each generated position (as in
+CORY; computed from the logits of both models before the update), R the task reward paid by
+the env: ``cory`` trains on the collective r1 + r2 (``reward_mode="collective"``), ``ppo`` on
+the pioneer's own r1 (``"individual"``; the observer's turn is a fixed stub, neither trained
+nor part of the reward). Then GAE (gamma, lambda; the value after the last token is 0),
+advantages whitened over the batch, and ``ppo_epochs`` passes over shuffled mini-batches of
+the clipped PPO loss: max(-A rho, -A clip(rho, 1 +- clip)) + vf_coef * 0.5 * max((V - G)^2,
+(V_clip - G)^2). eta follows the adaptive controller of Ziegler et al. (2019):
+eta *= 1 + clip(KL / target - 1, -0.2, 0.2) * batch_size / horizon, KL = mean summed KL.
+
+**Role exchange.** After every ``swap_every`` iterations A and B swap roles (model, value head,
+optimizer and KL controller travel together): metrics say ``role_swap: true`` on the iteration
+after which the roles were exchanged, and ``pioneer_model`` names the model that played pioneer.
+
+**Outputs** in ``--out-dir``: ``metrics.jsonl`` (one line per iteration; keys ending in
+``_pioneer`` / ``_observer`` are per role: task_reward (r1 / r2), kl (summed over tokens),
+combined_reward (own task reward - eta * kl, the paper's "combined reward"), kl_coef,
+policy_loss, value_loss, clip_frac, completion_tokens), ``curves.png``, and ``checkpoint/``
+(per model: weights or adapter, value head, optimizer, KL controller; ``state.json``: next
+iteration, roles, metrics, args). Every random stream (episode seeds, sampling, mini-batch
+order) is derived from (seed, iteration), so ``--resume`` replays a killed run exactly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import resource
+import shutil
+import time
+import typing
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm import tqdm
+
+from llm_marl_envs.models import load_model
+from llm_marl_envs.models.loading import seeded
+from llm_marl_envs.models.scoring import completion_logprobs
+from llm_marl_envs.policies.hf import HFPolicy
+from llm_marl_envs.rollout import rollout
+
+IMDB, GSM8K = "llm_marl_envs/IMDBSentiment-v0", "llm_marl_envs/GSM8K-v0"
+ROLES = ("pioneer_0", "observer_0")
+# Per-env defaults for the Args left at None (lr, kl_coef: SPECS section 7).
+ENV_DEFAULTS = {
+    IMDB: {"lr": 1.41e-5, "kl_coef": 0.3, "max_new_tokens": 24, "env_kwargs": {}},
+    GSM8K: {"lr": 1e-5, "kl_coef": 0.01, "max_new_tokens": 96,
+            "env_kwargs": {"data_source": "procedural", "difficulty": 1}},
+}
+TIMING_KEYS = ("seconds", "rollout_seconds", "train_seconds", "cpu_seconds", "peak_rss_mb")  # vary
+# Changing these between a run and its --resume is allowed; any other change is refused.
+RESUMABLE_CHANGES = ("iterations", "resume", "checkpoint_every", "out_dir", "threads")
+
+
+def arg(default, help: str):  # noqa: A002 - the argparse word
+    return field(default=default, metadata={"help": help})
+
+
+@dataclass
+class Args:
+    env: str = arg(IMDB, f"environment id: {IMDB} or {GSM8K}")
+    env_kwargs: dict | None = arg(None, "JSON dict of env arguments; None: {} for IMDB, "
+                                  '{"data_source": "procedural", "difficulty": 1} for GSM8K '
+                                  "(reward_mode is always set by --algo)")
+    algo: str = arg("cory", "'cory': pioneer + observer on r1 + r2 with role exchange; "
+                    "'ppo': the pioneer alone on its own reward r1")
+    model: str = arg("default", "'default' (embedded SmolLM2-135M-Instruct), 'tiny' (random "
+                     "test model), or a Hub id / local folder")
+    iterations: int = arg(40, "PPO iterations (rollout + update) in the whole run")
+    batch_size: int = arg(16, "episodes per iteration (= completions per agent per update)")
+    mini_batch_size: int = arg(8, "completions per gradient step")
+    ppo_epochs: int = arg(4, "passes over each batch")
+    lr: float | None = arg(None, "AdamW learning rate; None: 1.41e-5 for IMDB (CORY's value), "
+                           "1e-5 for GSM8K")
+    kl_coef: float | None = arg(None, "initial KL coefficient eta; None: 0.3 for IMDB, 0.01 for GSM8K")
+    adaptive_kl: bool = arg(True, "adapt eta towards --kl-target (Ziegler et al.); else eta is fixed")
+    kl_target: float = arg(6.0, "target KL (summed over tokens) of the adaptive controller")
+    kl_horizon: int = arg(10_000, "horizon of the adaptive controller, in episodes")
+    gamma: float = arg(1.0, "discount of GAE")
+    lam: float = arg(0.95, "lambda of GAE")
+    clip: float = arg(0.2, "PPO ratio clip range")
+    value_clip: float = arg(0.2, "value clip range around the old values")
+    vf_coef: float = arg(0.1, "weight of the value loss")
+    max_grad_norm: float = arg(1.0, "gradient-norm clip per step (0: off)")
+    swap_every: int = arg(5, "role exchange period T_REx in iterations (0: never; cory only)")
+    max_new_tokens: int | None = arg(None, "tokens per completion; None: 24 (IMDB), 96 (GSM8K)")
+    temperature: float = arg(1.0, "sampling temperature (log-probs and KL use the same one)")
+    lora: bool = arg(False, "train LoRA adapters instead of all weights")
+    shared_base: bool = arg(False, "with --lora: both agents' adapters on ONE frozen base model")
+    lora_r: int = arg(8, "LoRA rank")
+    lora_alpha: int = arg(16, "LoRA alpha")
+    bf16_autocast: bool = arg(False, "bfloat16 autocast in the scoring and training passes "
+                              "(~1.5x faster on CPU; generation stays float32)")
+    threads: int = arg(0, "torch CPU threads (0: torch's default, one per core)")
+    seed: int = arg(0, "seed of every random stream (episodes, sampling, LoRA/value-head init)")
+    out_dir: str | None = arg(None, "output folder; None: runs/<algo>-<env>-<seed>")
+    resume: bool = arg(False, "continue from <out-dir>/checkpoint if there is one")
+    checkpoint_every: int = arg(10, "save a checkpoint (and curves.png) every N iterations and at the end")
+
+
+def parse_args(argv: list[str] | None = None) -> Args:
+    """Command line -> Args: one ``--kebab-case`` option per field (bools get ``--no-...``)."""
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
+    hints = typing.get_type_hints(Args)
+    for f in dataclasses.fields(Args):
+        flag, kind = "--" + f.name.replace("_", "-"), hints[f.name]
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=f.metadata["help"])
+            continue
+        kind = next((k for k in typing.get_args(kind) if k is not type(None)), kind)
+        parser.add_argument(flag, type=json.loads if kind is dict else kind, default=f.default,
+                            help=f.metadata["help"], metavar=kind.__name__.upper())
+    return Args(**vars(parser.parse_args(argv)))
+
+
+def resolve(args: Args) -> Args:
+    """Fill the fields left at None with the env's defaults; check the combinations."""
+    if args.algo not in ("cory", "ppo"):
+        raise ValueError(f"--algo must be 'cory' or 'ppo', got {args.algo!r}")
+    if args.shared_base and not args.lora:
+        raise ValueError("--shared-base needs --lora (full fine-tuning cannot share weights)")
+    defaults = ENV_DEFAULTS.get(args.env, ENV_DEFAULTS[IMDB])
+    filled = {k: copy.deepcopy(v) for k, v in defaults.items() if getattr(args, k) is None}
+    out_dir = args.out_dir or f"runs/{args.algo}-{args.env.split('/')[-1]}-{args.seed}"
+    return dataclasses.replace(args, **filled, out_dir=out_dir)
+
+
+# ------------------------------------------------------------------ small pieces
+class KLController:
+    """eta of the KL penalty; adaptive (Ziegler et al. 2019) when ``target`` is set."""
+
+    def __init__(self, value: float, target: float | None = None, horizon: int = 10_000) -> None:
+        self.value, self.target, self.horizon = float(value), target, horizon
+
+    def update(self, kl: float, n_steps: int) -> None:
+        if self.target is not None:
+            error = float(np.clip(kl / self.target - 1.0, -0.2, 0.2))
+            self.value *= 1.0 + error * n_steps / self.horizon
+
+
+def gae(rewards, values, mask, gamma: float, lam: float):
+    """Advantages and returns of right-padded sequences ``(batch, T)``; V after the end is 0."""
+    advantages = torch.zeros_like(rewards)
+    running = torch.zeros(rewards.shape[0])
+    next_value = torch.zeros(rewards.shape[0])
+    for t in reversed(range(rewards.shape[1])):
+        delta = rewards[:, t] + gamma * next_value - values[:, t]
+        running = (delta + gamma * lam * running) * mask[:, t]
+        advantages[:, t] = running
+        next_value = values[:, t] * mask[:, t]
+    return advantages, advantages + values * mask
+
+
+def masked_mean(x, mask):
+    return (x * mask).sum() / mask.sum().clamp(min=1.0)
+
+
+def whiten(x, mask):
+    mean = masked_mean(x, mask)
+    var = masked_mean((x - mean) ** 2, mask)
+    return (x - mean) * torch.rsqrt(var + 1e-8) * mask
+
+
+def padded(rows: list[list[int]], width: int) -> torch.Tensor:
+    """Token-id rows right-padded with 0 into a ``(len(rows), width)`` tensor."""
+    out = torch.zeros((len(rows), width), dtype=torch.long)
+    for i, row in enumerate(rows):
+        out[i, : len(row)] = torch.tensor(row, dtype=torch.long)
+    return out
+
+
+class AdapterPolicy(HFPolicy):
+    """An HFPolicy that switches a (possibly shared) peft model to its own adapter first."""
+
+    adapter: str | None = None
+
+    def activate(self) -> None:
+        if self.adapter is not None:
+            self.model.set_adapter(self.adapter)
+
+    def generate(self, prompts):
+        self.activate()
+        return super().generate(prompts)
+
+
+@dataclass
+class Learner:
+    """One PPO learner: an LM (or its adapter) + value head + optimizer + KL controller."""
+
+    label: str  # "A" or "B": the underlying model, which keeps its label through role swaps
+    policy: AdapterPolicy
+    value_head: torch.nn.Linear
+    optimizer: torch.optim.Optimizer
+    kl_ctl: KLController
+    params: list[torch.nn.Parameter]
+
+    def weights(self) -> dict[str, torch.Tensor]:  # what a checkpoint keeps of the LM
+        names = {id(p) for p in self.params}
+        return {k: v for k, v in self.policy.model.named_parameters() if id(v) in names}
+
+
+def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | None, int]:
+    """Learners "A" (and "B" for cory), the frozen reference (None with LoRA) and the pad id."""
+    base, tokenizer = load_model(args.model)
+    labels = ["A", "B"] if args.algo == "cory" else ["A"]
+    generation = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, do_sample=True)
+    reference = None
+    models = [base] + [copy.deepcopy(base) for _ in labels[1:] if not args.shared_base]
+    if not args.lora:
+        reference = copy.deepcopy(base).requires_grad_(False)
+    learners = {}
+    with seeded(args.seed):  # LoRA and value-head initialisation; the global RNG is left alone
+        for i, label in enumerate(labels):
+            if args.shared_base and i > 0:  # a second adapter on the first agent's peft model
+                shared = learners["A"].policy.model
+                shared.add_adapter(f"model_{label}", copy.deepcopy(shared.peft_config["default"]))
+                policy = AdapterPolicy(shared, tokenizer, **generation, name=f"cory:{label}")
+                policy.adapter = f"model_{label}"
+            else:
+                policy = AdapterPolicy(models[i], tokenizer, **generation, name=f"cory:{label}")
+                if args.lora:
+                    policy.add_lora(r=args.lora_r, alpha=args.lora_alpha)
+                    policy.adapter = "default"
+            policy.model.eval()  # no dropout: the PPO ratio must be 1 before the first step
+            if policy.adapter is None:
+                params = list(policy.model.parameters())
+            else:
+                params = [p for n, p in policy.model.named_parameters() if f".{policy.adapter}." in n]
+            head = torch.nn.Linear(base.config.hidden_size, 1)
+            torch.nn.init.normal_(head.weight, std=1e-3)
+            torch.nn.init.zeros_(head.bias)
+            optimizer = torch.optim.AdamW([*params, *head.parameters()], lr=args.lr)
+            kl_ctl = KLController(args.kl_coef, args.kl_target if args.adaptive_kl else None, args.kl_horizon)
+            learners[label] = Learner(label, policy, head, optimizer, kl_ctl, params)
+    return learners, reference, tokenizer.pad_token_id
+
+
+# ------------------------------------------------------------------ PPO for one learner
+def forward(learner, prompts, completions, targets, run, reference=False):
+    """Log-probs, logits, values and mask of completions under the learner (differentiable).
+
+    With ``reference=True``: under the frozen reference instead (the separate copy, or this
+    learner's model with its adapters disabled); values are then None."""
+    model, context = learner.policy.model, nullcontext()
+    if reference and run.ref_model is not None:
+        model = run.ref_model
+    elif reference:
+        context = model.disable_adapter()
+    learner.policy.activate()
+    with context, torch.autocast("cpu", dtype=torch.bfloat16, enabled=run.bf16_autocast):
+        _, mask, *hidden, logits = completion_logprobs(
+            model, prompts, completions, pad_id=run.pad_id, return_hidden=not reference, return_logits=True)
+    logits = logits.float() / run.temperature
+    logprobs = torch.log_softmax(logits, -1).gather(-1, targets[:, : mask.shape[1], None]).squeeze(-1)
+    values = None if reference else learner.value_head(hidden[0].float()).squeeze(-1) * mask
+    return logprobs * mask, logits, values, mask
+
+
+def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[str, float]:
+    """Shape the rewards of one agent's turns, then run the PPO epochs; returns its stats."""
+    prompts = [t.prompt_ids for t in turns]
+    completions = [t.completion_ids for t in turns]
+    n, width = len(turns), max(len(c) for c in completions)
+    targets = padded(completions, width)
+    chunks = [list(range(i, min(i + run.mini_batch_size, n))) for i in range(0, n, run.mini_batch_size)]
+
+    # 1. Old log-probs, values and full-vocabulary KL to the reference, before any update.
+    old_logprobs, old_values, kl, mask = (torch.zeros(n, width) for _ in range(4))
+    with torch.no_grad():
+        for idx in chunks:
+            sub = ([prompts[i] for i in idx], [completions[i] for i in idx], targets[idx])
+            lp, logits, v, m = forward(learner, *sub, run)
+            ref_logits = forward(learner, *sub, run, reference=True)[1]
+            log_p, log_q = torch.log_softmax(logits, -1), torch.log_softmax(ref_logits, -1)
+            k = m.shape[1]
+            old_logprobs[idx, :k], old_values[idx, :k], mask[idx, :k] = lp, v, m
+            kl[idx, :k] = (log_p.exp() * (log_p - log_q)).sum(-1) * m
+
+    # 2. Per-token rewards: -eta * KL everywhere, + the task reward at the last token.
+    eta = learner.kl_ctl.value
+    scores = torch.tensor([float(t.reward) for t in turns])
+    rewards = -eta * kl
+    rewards[torch.arange(n), mask.sum(1).long() - 1] += scores
+    advantages, returns = gae(rewards, old_values, mask, run.gamma, run.lam)
+    advantages = whiten(advantages, mask)
+
+    # 3. PPO epochs over shuffled mini-batches.
+    stats: dict[str, list[float]] = {"policy_loss": [], "value_loss": [], "clip_frac": []}
+    for _ in range(run.ppo_epochs):
+        order = rng.permutation(n)
+        for start in range(0, n, run.mini_batch_size):
+            idx = torch.as_tensor(order[start : start + run.mini_batch_size])
+            logprobs, _, values, m = forward(learner, [prompts[i] for i in idx],
+                                             [completions[i] for i in idx], targets[idx], run)
+            k = m.shape[1]
+            adv, ret = advantages[idx, :k], returns[idx, :k]
+            ratio = torch.exp(logprobs - old_logprobs[idx, :k])
+            pg_loss = masked_mean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - run.clip, 1 + run.clip)), m)
+            v_old = old_values[idx, :k]
+            v_clipped = v_old + (values - v_old).clamp(-run.value_clip, run.value_clip)
+            vf_loss = 0.5 * masked_mean(torch.max((values - ret) ** 2, (v_clipped - ret) ** 2), m)
+            loss = pg_loss + run.vf_coef * vf_loss
+            learner.optimizer.zero_grad(set_to_none=True)
+            loss.backward()
+            if run.max_grad_norm > 0:
+                torch.nn.utils.clip_grad_norm_([*learner.params, *learner.value_head.parameters()],
+                                               run.max_grad_norm)
+            learner.optimizer.step()
+            stats["policy_loss"].append(pg_loss.item())
+            stats["value_loss"].append(vf_loss.item())
+            stats["clip_frac"].append(masked_mean(((ratio - 1).abs() > run.clip).float(), m).item())
+
+    kl_sum = kl.sum(1).mean().item()
+    learner.kl_ctl.update(kl_sum, n_steps=n)
+    task = float(np.mean([t.reward_components.get("task_reward", t.reward) for t in turns]))
+    return {
+        "task_reward": task,
+        "kl": kl_sum,
+        "combined_reward": task - eta * kl_sum,
+        "kl_coef": eta,
+        **{k: float(np.mean(v)) for k, v in stats.items()},
+        "completion_tokens": mask.sum(1).mean().item(),
+    }
+
+
+# ------------------------------------------------------------------ checkpoints and plots
+def save_checkpoint(out: Path, learners, state: dict) -> None:
+    """Write ``checkpoint/`` atomically (a killed save leaves the previous one intact)."""
+    tmp, final, old = out / "checkpoint.tmp", out / "checkpoint", out / "checkpoint.old"
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir()
+    for label, learner in learners.items():
+        torch.save({"weights": learner.weights(), "value_head": learner.value_head.state_dict(),
+                    "optimizer": learner.optimizer.state_dict(), "kl_coef": learner.kl_ctl.value},
+                   tmp / f"learner_{label}.pt")
+    (tmp / "state.json").write_text(json.dumps(state, indent=1))
+    if final.exists():
+        final.rename(old)
+    tmp.rename(final)
+    shutil.rmtree(old, ignore_errors=True)
+
+
+def load_checkpoint(folder: Path, learners, args: Args) -> dict:
+    state = json.loads((folder / "state.json").read_text())
+    changed = [k for k, v in dataclasses.asdict(args).items()
+               if k not in RESUMABLE_CHANGES and state["args"].get(k) != v]
+    if changed:
+        raise SystemExit(f"--resume: {changed} differ from the checkpoint's run; use the same values")
+    for label, learner in learners.items():
+        saved = torch.load(folder / f"learner_{label}.pt", weights_only=True)
+        with torch.no_grad():
+            for name, tensor in learner.weights().items():
+                tensor.copy_(saved["weights"][name])
+        learner.value_head.load_state_dict(saved["value_head"])
+        learner.optimizer.load_state_dict(saved["optimizer"])
+        learner.kl_ctl.value = saved["kl_coef"]
+    return state
+
+
+def plot(metrics: list[dict], path: Path) -> None:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    x = [m["iteration"] for m in metrics]
+    fig, axes = plt.subplots(1, 3, figsize=(15, 4), constrained_layout=True)
+    for ax, key, title in zip(axes, ("task_reward", "kl", "combined_reward"),
+                              ("task reward", "KL to reference (sum over tokens)", "combined reward")):
+        for role in ("pioneer", "observer"):
+            if f"{key}_{role}" in metrics[0]:
+                ax.plot(x, [m[f"{key}_{role}"] for m in metrics], label=role, alpha=0.7)
+        if key != "kl":
+            ax.plot(x, [m[f"{key}_mean"] for m in metrics], label="mean", color="black")
+        for m in metrics:
+            if m["role_swap"]:
+                ax.axvline(m["iteration"] + 0.5, color="grey", linestyle=":", linewidth=0.8)
+        ax.set(title=title, xlabel="iteration")
+        ax.legend()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+
+
+# ------------------------------------------------------------------ training loop
+def observer_stub(observation: str, info: dict) -> str:
+    """The observer's turn in ``--algo ppo``: a fixed answer (its reward is not used)."""
+    return "."
+
+
+def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
+    """Run (or resume) training; returns the metrics and ``{role: learner}`` at the end."""
+    args = resolve(args)
+    if args.threads > 0:
+        torch.set_num_threads(args.threads)
+    out = Path(args.out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    learners, ref_model, pad_id = build_learners(args)
+    # The update code reads these run constants from one object.
+    run = argparse.Namespace(**dataclasses.asdict(args), ref_model=ref_model, pad_id=pad_id)
+    env_kwargs = {**args.env_kwargs, "reward_mode": "collective" if args.algo == "cory" else "individual"}
+    order = list(learners)  # order[0] plays pioneer_0, order[1] observer_0
+    metrics: list[dict] = []
+    start = 0
+    # (checkpoint.old is the previous one if a run was killed while replacing it)
+    saved = [out / n for n in ("checkpoint", "checkpoint.old") if (out / n / "state.json").exists()]
+    if args.resume and saved:
+        state = load_checkpoint(saved[0], learners, args)
+        start, order, metrics = state["iteration"], state["order"], state["metrics"]
+    (out / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+
+    bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, desc=args.algo)
+    for iteration in bar:
+        tick, cpu_tick = time.perf_counter(), time.process_time()
+        roles = {role: learners[label] for role, label in zip(ROLES, order)}  # ppo: pioneer only
+        policies = {role: learner.policy for role, learner in roles.items()}
+        policies.setdefault("observer_0", observer_stub)  # ppo: the observer is not trained
+        for i, learner in enumerate(roles.values()):
+            learner.policy.reseed(args.seed * 1_000_000 + 2 * iteration + i)
+        # Episode k of this iteration resets with seed * 1e6 + iteration * batch_size + k.
+        result = rollout(args.env, policies, episodes=args.batch_size, batch_size=args.batch_size,
+                         seed=args.seed * 1_000_000 + iteration * args.batch_size,
+                         env_kwargs=env_kwargs, progress=False)
+        rollout_seconds = time.perf_counter() - tick
+
+        row: dict = {"iteration": iteration, "pioneer_model": order[0]}
+        for i, (role, learner) in enumerate(roles.items()):
+            turns = [next(t for t in e.turns if t.agent == role) for e in result.episodes]
+            rng = np.random.default_rng([args.seed, iteration, i])
+            stats = ppo_update(learner, turns, run, rng)
+            row.update({f"{k}_{role.split('_')[0]}": v for k, v in stats.items()})
+        for key in ("task_reward", "combined_reward"):
+            row[f"{key}_mean"] = float(np.mean([row[f"{key}_{r.split('_')[0]}"] for r in roles]))
+
+        swap = args.algo == "cory" and args.swap_every > 0 and (iteration + 1) % args.swap_every == 0
+        if swap:  # role exchange: the models (with heads, optimizers, eta) change seats
+            order.reverse()
+        seconds = time.perf_counter() - tick
+        row.update(role_swap=swap, seconds=seconds, rollout_seconds=rollout_seconds,
+                   train_seconds=seconds - rollout_seconds, cpu_seconds=time.process_time() - cpu_tick,
+                   peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        metrics.append(row)
+        with open(out / "metrics.jsonl", "a") as handle:
+            handle.write(json.dumps(row) + "\n")
+        bar.set_postfix(reward=f"{row['task_reward_mean']:.3f}", kl=f"{row['kl_pioneer']:.2f}",
+                        pioneer=order[0])
+
+        if (iteration + 1) % args.checkpoint_every == 0 or iteration + 1 == args.iterations:
+            save_checkpoint(out, learners, {"iteration": iteration + 1, "order": order, "metrics": metrics,
+                                            "args": dataclasses.asdict(args)})
+            plot(metrics, out / "curves.png")
+    if metrics:
+        plot(metrics, out / "curves.png")
+    return metrics, {role: learners[label] for role, label in zip(ROLES, order)}
+
+
+def main(argv: list[str] | None = None) -> list[dict]:
+    """Command-line entry point; returns the metric dicts (one per iteration)."""
+    return train(parse_args(argv))[0]
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,439 @@
+"""MAGRPO: multi-agent group-relative policy optimisation for LLM collaboration (and GRPO).
+
+Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning", arXiv:2508.04652;
+the algorithm as restated in SPECS §8. CleanRL-style: one file, one ``Args`` dataclass, the
+algorithm in straight-line code in :func:`main`.
+
+Each iteration:
+
+1. **Rollout.** ``batch_size * group_size`` episodes through the package's batched engine
+   (``llm_marl_envs.rollout.rollout``, ``group_size=G``): the ``G`` episodes of a group play the
+   same task; each agent samples with its own :class:`~llm_marl_envs.policies.hf.HFPolicy`
+   (temperature 0.7, top-p 0.9), so joint action ``g`` pairs the ``g``-th completion of each agent.
+2. **Joint reward.** ``R_g`` = the discounted sum (``gamma``) of the turn rewards, averaged over
+   the agents. The MAGRPO envs pay every agent the same joint reward, so for one-round tasks
+   ``R_g`` is just the episode's joint reward; multi-turn CoopCoding sums its rounds.
+3. **Advantage.** ``A_g = R_g - mean_group(R)`` (optionally ``/ std``), clamped to
+   ``[-adv_clip, adv_clip]``, the same for every agent (:func:`group_advantages`).
+4. **Update.** Per agent, ``loss = -(1 / (B * G)) * sum_g A_g * sum_t log pi(token_t | prompt,
+   tokens_<t)`` over all of the agent's turns (the paper's ``1/G`` averaged over the ``B`` prompts),
+   with log-probabilities recomputed with gradients by
+   ``llm_marl_envs.models.scoring.completion_logprobs``; one AdamW step per agent. No ratio, no
+   clipping, no KL, no reference model (the paper's version).
+
+``--algo grpo`` is the single-agent baseline (SPECS: "with one agent, MAGRPO reduces to GRPO"):
+ONE model with ONE optimizer plays every agent's role (the rollout engine batches both roles'
+prompts into one call) and is trained on all agents' samples with the same group advantage, i.e.
+a single LLM does both parts of the task. ``--algo magrpo`` gives each agent its own model copy
+and optimizer (both start from the same pretrained weights).
+
+Choices worth knowing:
+
+* Log-probabilities in the loss are the model's own (temperature 1), as in the paper's formula;
+  the samples were drawn at ``temperature``/``top_p``.
+* Models stay in eval mode (dropout off, as TRL's GRPO does): no global RNG is ever used.
+* ``max_new_tokens`` defaults to 48 (the paper uses 256): a CPU budget. On TL;DR it caps the
+  detailed summary near 35 words, so a length ratio of 1.6-3.2 needs the concise agent to stop
+  early: a shorter summarizer is the first thing MAGRPO can learn there.
+* ``--bf16-autocast`` (default on) runs the training forward/backward under CPU bf16 autocast
+  (~1.6x faster here); the weights and AdamW state stay float32. Generation runs in float32:
+  on this CPU bf16 speeds up the prompt prefill but slows token-by-token decoding, which dominates.
+* ``max_grad_norm`` 1.0 (TRL's default; the paper does not say); 0 disables clipping.
+
+Randomness and resuming: the episode seeds of iteration ``i`` are ``seed * 1_000_000 + i * B + b``
+(group ``b``), and every policy is reseeded at each iteration from ``(seed, i, learner)``, so an
+iteration depends only on the weights and optimizer state it starts from (no sampling state
+carries over). The checkpoint (``<out-dir>/checkpoint/state.pt``) holds the trainable weights
+(full model, or LoRA adapter only), the optimizer states, the next iteration, the policy seeds,
+torch's global RNG state (unused here, restored anyway) and the metrics so far;
+``--resume`` continues exactly where a killed run stopped (same metrics, timing aside).
+
+Usage::
+
+    python baselines/magrpo.py                                  # TL;DR, embedded SmolLM2, MAGRPO
+    python baselines/magrpo.py --algo grpo                      # one shared model
+    python baselines/magrpo.py --model tiny --iterations 3 --max-new-tokens 16 --lr 1e-3
+    python baselines/magrpo.py --env llm_marl_envs/CoopCoding-v0 --env-kwargs num_turns=2 --lr 1e-5
+    python baselines/magrpo.py --resume                         # continue runs/magrpo-...-1
+
+Outputs in ``--out-dir``: ``metrics.jsonl`` (one line per iteration), ``curves.png``,
+``checkpoint/state.pt``, ``episodes.jsonl`` (the latest iteration's episodes, to read).
+"""
+
+import argparse
+import ast
+import json
+import os
+import resource
+import sys
+import time
+from dataclasses import asdict, dataclass, fields
+from pathlib import Path
+
+import numpy as np
+import torch
+from tqdm.auto import tqdm
+
+import llm_marl_envs
+from llm_marl_envs.models.scoring import completion_logprobs
+from llm_marl_envs.policies.hf import HFPolicy
+from llm_marl_envs.rollout import rollout
+
+#: Metrics that measure the machine, not the algorithm (they differ between identical runs).
+TIMING_KEYS = (
+    "seconds", "rollout_seconds", "train_seconds", "gen_tokens_per_s", "train_tokens_per_s",
+    "peak_rss_mb",
+)
+
+
+@dataclass
+class Args:
+    env: str = "llm_marl_envs/TLDRSummarization-v0"
+    """registered environment id (TLDRSummarization-v0, ArxivExpansion-v0, CoopCoding-v0, ...)"""
+    env_kwargs: str = '{"data_source": "bundled"}'
+    """environment arguments: a JSON object or key=value pairs separated by commas"""
+    algo: str = "magrpo"
+    """'magrpo' (a model + optimizer per agent) or 'grpo' (one shared model plays every agent)"""
+    model: str = "default"
+    """'default' (embedded SmolLM2-135M-Instruct), 'tiny' (random test model), Hub id or folder"""
+    dtype: str = "float32"
+    """weight dtype; keep float32 to train all weights (bf16 weights lose lr-sized updates)"""
+    bf16_autocast: bool = True
+    """training forward/backward under CPU bf16 autocast (~1.5x faster here; weights stay fp32)"""
+    lora: bool = False
+    """train LoRA adapters (HFPolicy.add_lora) instead of all weights: less memory, larger lr"""
+    lora_r: int = 16
+    """LoRA rank"""
+    lora_alpha: int = 32
+    """LoRA scaling alpha"""
+    iterations: int = 20
+    """training iterations (one rollout + one optimizer step per learner each)"""
+    batch_size: int = 2
+    """prompts (groups) per iteration: B"""
+    group_size: int = 4
+    """G: completions sampled per prompt and agent (joint actions per group), >= 2"""
+    lr: float = 2e-5
+    """AdamW learning rate (paper: 5e-6 writing, 1e-5 coding, over ~1,000 steps; 2e-5 shows
+    learning within the 20 iterations of a CPU run)"""
+    weight_decay: float = 0.0
+    """AdamW weight decay"""
+    max_grad_norm: float = 1.0
+    """clip each learner's gradient to this global norm (0: no clipping)"""
+    gradient_accumulation: int = 1
+    """split each learner's sequences into this many micro-batches (same gradient, less memory)"""
+    temperature: float = 0.7
+    """sampling temperature"""
+    top_p: float = 0.9
+    """nucleus sampling mass"""
+    max_new_tokens: int = 48
+    """most tokens per completion (paper: 256, too slow for 2 CPU cores)"""
+    gamma: float = 1.0
+    """discount over an agent's turns in multi-turn envs (paper's option: 0.9); 1 = plain return"""
+    normalize_std: bool = False
+    """divide advantages by the group's reward std (the paper's MAGRPO does not)"""
+    adv_clip: float = 10.0
+    """clamp advantages to [-adv_clip, adv_clip]"""
+    seed: int = 1
+    """seed of the episodes (tasks) and of sampling"""
+    out_dir: str = ""
+    """output folder (default: runs/<algo>-<env name>-<seed>)"""
+    resume: bool = False
+    """continue from <out-dir>/checkpoint (other arguments must match the checkpoint's)"""
+    checkpoint_every: int = 5
+    """write the checkpoint and curves.png every N iterations (0: only at the end)"""
+    progress: bool = True
+    """show a tqdm progress bar over iterations"""
+
+
+# --- command line: argparse built from Args (field docstrings are the help) ------------------
+
+
+def _field_docs(cls) -> dict[str, str]:
+    """The string literal under each field of a dataclass (how tyro reads CleanRL's Args)."""
+    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
+    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__).body
+    return {
+        a.target.id: b.value.value.strip()
+        for a, b in zip(body, body[1:])
+        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr)
+        and isinstance(b.value, ast.Constant)
+    }
+
+
+def parse_args(argv=None) -> Args:
+    """``Args`` from the command line (``argv`` None: ``sys.argv[1:]``)."""
+    docs = _field_docs(Args)
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
+    )
+    for f in fields(Args):  # every field has a default of its own type
+        flag, kind = "--" + f.name.replace("_", "-"), type(f.default)
+        if kind is bool:
+            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
+                                help=docs[f.name])
+        else:
+            parser.add_argument(flag, type=kind, default=f.default, help=docs[f.name])
+    args = Args(**vars(parser.parse_args(argv)))
+    if args.algo not in ("magrpo", "grpo"):
+        parser.error(f"--algo must be 'magrpo' or 'grpo', got {args.algo!r}")
+    if args.group_size < 2:
+        parser.error("--group-size must be >= 2 (a group of one has no baseline)")
+    return args
+
+
+def parse_env_kwargs(text: str) -> dict:
+    """``'{"a": 1}'`` or ``'a=1,b=x'`` -> dict (values read as JSON when they parse)."""
+    text = text.strip()
+    if text.startswith("{"):
+        return json.loads(text)
+    kwargs = {}
+    for pair in filter(None, (p.strip() for p in text.split(","))):
+        key, _, value = pair.partition("=")
+        try:
+            kwargs[key.strip()] = json.loads(value)
+        except json.JSONDecodeError:
+            kwargs[key.strip()] = value.strip()
+    return kwargs
+
+
+# --- the algorithm's pure parts --------------------------------------------------------------
+
+
+def group_advantages(rewards, group_size: int, normalize_std: bool = False,
+                     clip: float = 10.0) -> torch.Tensor:
+    """``A_g = R_g - mean(group)`` (``/ (std + 1e-8)`` if ``normalize_std``), clamped to
+    ``[-clip, clip]``. ``rewards`` holds consecutive groups; std is the population std."""
+    grouped = torch.as_tensor(rewards, dtype=torch.float64).reshape(-1, group_size)
+    advantages = grouped - grouped.mean(dim=1, keepdim=True)
+    if normalize_std:
+        advantages = advantages / (grouped.std(dim=1, unbiased=False, keepdim=True) + 1e-8)
+    return advantages.clamp(-clip, clip).reshape(-1)
+
+
+def joint_reward(episode, agents, gamma: float) -> float:
+    """Discounted sum of each agent's turn rewards, averaged over the agents."""
+    per_agent = []
+    for agent in agents:
+        rewards = [turn.reward for turn in episode.turns if turn.agent == agent]
+        per_agent.append(sum(gamma**k * r for k, r in enumerate(rewards)))
+    return float(np.mean(per_agent))
+
+
+def derive_seed(*parts: int) -> int:
+    """A 63-bit seed from integers (numpy's SeedSequence; no global RNG)."""
+    return int(np.random.SeedSequence(list(parts)).generate_state(1, np.uint64)[0] >> np.uint64(1))
+
+
+def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, float, int]:
+    """One optimizer step on ``-(1/N) sum_e A_e sum_turns sum_t log pi`` over the learner's turns.
+
+    Returns the loss per agent (its share of the sum), the gradient norm (before clipping)
+    and the number of tokens the model read. When every advantage is 0 (all groups tied) there
+    is no gradient and AdamW leaves the weights alone.
+    """
+    model, optimizer = learner["policy"].model, learner["optimizer"]
+    samples = [  # (agent, prompt ids, completion ids, advantage) of the learner's turns; turns
+        (turn.agent, turn.prompt_ids, turn.completion_ids, float(advantages[e]))  # with A = 0
+        for e, episode in enumerate(episodes)  # add nothing to the gradient: skipped
+        for turn in episode.turns if turn.agent in learner["agents"] and advantages[e] != 0
+    ]
+    losses, tokens = dict.fromkeys(learner["agents"], 0.0), 0
+    optimizer.zero_grad(set_to_none=True)
+    chunk = max(1, -(-len(samples) // args.gradient_accumulation))
+    for begin in range(0, len(samples), chunk):
+        part = samples[begin : begin + chunk]
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16_autocast):
+            logprobs, mask = completion_logprobs(
+                model, [s[1] for s in part], [s[2] for s in part],
+                pad_id=learner["policy"].tokenizer.pad_token_id,
+            )
+        advantage = torch.tensor([s[3] for s in part], dtype=torch.float32)
+        per_sample = -advantage * (logprobs * mask).sum(dim=1) / len(episodes)
+        per_sample.sum().backward()  # micro-batch gradients add up to the full batch's
+        for (agent, *_), value in zip(part, per_sample.tolist()):
+            losses[agent] += value
+        tokens += sum(len(s[1]) + len(s[2]) for s in part)
+    max_norm = args.max_grad_norm if args.max_grad_norm > 0 else float("inf")
+    norm = float(torch.nn.utils.clip_grad_norm_(learner["params"], max_norm))
+    optimizer.step()
+    return losses, norm, tokens
+
+
+# --- checkpoints and plots -------------------------------------------------------------------
+
+
+def save_checkpoint(folder: Path, next_iteration: int, args: Args, learners, metrics) -> None:
+    """Everything ``--resume`` needs, written atomically (never a half-written checkpoint)."""
+    folder.mkdir(parents=True, exist_ok=True)
+    state = {
+        "iteration": next_iteration,
+        "args": asdict(args),
+        "learners": [{
+            "agents": learner["agents"],
+            "params": {n: p.detach().clone()  # trainable weights: the model, or the LoRA adapter
+                       for n, p in learner["policy"].model.named_parameters() if p.requires_grad},
+            "optimizer": learner["optimizer"].state_dict(),
+            "policy_seed": learner["policy"].seed,  # for the record: reseeded every iteration
+        } for learner in learners],
+        "torch_rng": torch.get_rng_state(),  # unused by this script; restored all the same
+        "metrics": metrics,
+    }
+    torch.save(state, folder / "state.pt.tmp")
+    os.replace(folder / "state.pt.tmp", folder / "state.pt")
+
+
+def load_checkpoint(folder: Path, args: Args, learners) -> tuple[int, list[dict]]:
+    """Restore the learners from ``folder``; returns the next iteration and the metrics so far."""
+    state = torch.load(folder / "state.pt", weights_only=False)
+    free = {"iterations", "resume", "checkpoint_every", "progress", "out_dir"}
+    changed = {k: (saved, getattr(args, k)) for k, saved in state["args"].items()
+               if k not in free and getattr(args, k) != saved}
+    if changed:
+        raise ValueError(f"--resume with arguments unlike the checkpoint's (saved, given): "
+                         f"{changed}")
+    for learner, saved in zip(learners, state["learners"], strict=True):
+        model = learner["policy"].model
+        trainable = {n for n, p in model.named_parameters() if p.requires_grad}
+        if set(saved["params"]) != trainable:
+            raise ValueError(f"the checkpoint's weights do not fit {args.model!r} "
+                             f"(lora={args.lora})")
+        model.load_state_dict(saved["params"], strict=False)
+        learner["optimizer"].load_state_dict(saved["optimizer"])
+    torch.set_rng_state(state["torch_rng"])
+    return state["iteration"], state["metrics"]
+
+
+def plot_curves(metrics: list[dict], path: Path, agents: list[str]) -> None:
+    """Reward, loss and completion length per iteration, as a PNG."""
+    from matplotlib.figure import Figure  # the Agg canvas, without pyplot's global state
+
+    its = [m["iteration"] for m in metrics]
+    mean = np.array([m["reward_mean"] for m in metrics])
+    std = np.array([m["reward_std"] for m in metrics])
+    fig = Figure(figsize=(12, 3.6), layout="constrained")
+    ax_r, ax_l, ax_n = fig.subplots(1, 3)
+    ax_r.plot(its, mean, label="mean")
+    ax_r.fill_between(its, mean - std, mean + std, alpha=0.2, label="± std")
+    ax_r.plot(its, [m["reward_max"] for m in metrics], ":", label="max")
+    for agent in agents:
+        ax_l.plot(its, [m[f"loss/{agent}"] for m in metrics], label=agent)
+        ax_n.plot(its, [m[f"completion_tokens/{agent}"] for m in metrics], label=agent)
+    for ax, title in ((ax_r, "joint reward"), (ax_l, "loss"), (ax_n, "completion tokens")):
+        ax.set(title=title, xlabel="iteration")
+        ax.legend(fontsize=8)
+    fig.savefig(path, dpi=100)
+
+
+# --- main ------------------------------------------------------------------------------------
+
+
+def main(argv=None) -> list[dict]:
+    """Train; returns the metrics of every iteration (also in ``<out-dir>/metrics.jsonl``)."""
+    args = parse_args(argv)
+    env_kwargs = parse_env_kwargs(args.env_kwargs)
+    env_name = args.env.split("/")[-1]
+    out_dir = Path(args.out_dir or f"runs/{args.algo}-{env_name}-{args.seed}")
+    out_dir.mkdir(parents=True, exist_ok=True)
+    agents = list(llm_marl_envs.make(args.env, **env_kwargs).possible_agents)
+    n_episodes = args.batch_size * args.group_size
+
+    # Learners: a model + optimizer per agent (magrpo), or one for all agents (grpo).
+    learners = []
+    for played in [[a] for a in agents] if args.algo == "magrpo" else [agents]:
+        policy = HFPolicy.from_spec(
+            args.model, dtype=args.dtype, max_new_tokens=args.max_new_tokens, do_sample=True,
+            temperature=args.temperature, top_p=args.top_p, name=f"{args.algo}:{'+'.join(played)}",
+        )
+        if args.lora:
+            policy.add_lora(r=args.lora_r, alpha=args.lora_alpha)
+        policy.model.eval()  # dropout off for the whole run; gradients still flow
+        params = [p for p in policy.model.parameters() if p.requires_grad]
+        optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
+        learners.append(
+            {"agents": played, "policy": policy, "optimizer": optimizer, "params": params}
+        )
+    policies = {agent: learner["policy"] for learner in learners for agent in learner["agents"]}
+
+    start, metrics = 0, []
+    if args.resume:
+        start, metrics = load_checkpoint(out_dir / "checkpoint", args, learners)
+    with open(out_dir / "metrics.jsonl", "w", encoding="utf-8") as handle:  # drops lines logged
+        handle.writelines(json.dumps(m) + "\n" for m in metrics)  # after the last checkpoint
+
+    bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, unit="it",
+               desc=f"{args.algo} {env_name}", disable=not args.progress, file=sys.stderr)
+    for iteration in bar:
+        tick = time.perf_counter()
+
+        # 1. Rollout: B groups of G episodes; group b plays the task of seed*1e6 + iteration*B + b.
+        for index, learner in enumerate(learners):
+            learner["policy"].reseed(derive_seed(args.seed, iteration, index))
+        result = rollout(
+            args.env, policies, episodes=n_episodes, batch_size=n_episodes,
+            seed=args.seed * 1_000_000 + iteration * args.batch_size, group_size=args.group_size,
+            env_kwargs=env_kwargs, out=out_dir / "episodes.jsonl", progress=False,
+        )
+        episodes = result.episodes  # in order: group b is episodes[b*G : (b+1)*G]
+        rollout_seconds = time.perf_counter() - tick
+
+        # 2-3. Joint rewards and group-relative advantages, the same for every agent.
+        rewards = np.array([joint_reward(episode, agents, args.gamma) for episode in episodes])
+        advantages = group_advantages(rewards, args.group_size, args.normalize_std, args.adv_clip)
+
+        # 4. One policy-gradient step per learner.
+        tick_train = time.perf_counter()
+        losses, grad_norms, train_tokens = {}, {}, 0
+        for learner in learners:
+            loss, norm, tokens = policy_gradient_step(learner, episodes, advantages, args)
+            losses.update(loss)
+            grad_norms["+".join(learner["agents"])] = norm
+            train_tokens += tokens
+        train_seconds = time.perf_counter() - tick_train
+
+        # Metrics. Components: the first agent's last turn (the envs' shared joint score);
+        # raw values such as rho are averaged over the episodes that reached them.
+        turns = {a: [t for ep in episodes for t in ep.turns if t.agent == a] for a in agents}
+        scores = [next(t for t in reversed(ep.turns) if t.agent == agents[0]).reward_components
+                  for ep in episodes]
+        names = sorted({k for c in scores for k, v in c.items() if isinstance(v, (int, float))})
+        gen_tokens = sum(len(t.completion_ids) for a in agents for t in turns[a])
+        seconds = time.perf_counter() - tick
+        row = {
+            "iteration": iteration,
+            "episodes": len(episodes),
+            "reward_mean": float(rewards.mean()),
+            "reward_std": float(rewards.std()),
+            "reward_max": float(rewards.max()),
+            "reward_min": float(rewards.min()),
+            "zero_std_groups": int((rewards.reshape(-1, args.group_size).std(axis=1) == 0).sum()),
+            "advantage_abs_mean": float(advantages.abs().mean()),
+            **{f"reward_components/{k}": float(np.mean([c[k] for c in scores if k in c]))
+               for k in names},
+            **{f"loss/{a}": losses[a] for a in agents},
+            **{f"grad_norm/{name}": norm for name, norm in grad_norms.items()},
+            **{f"completion_tokens/{a}": float(np.mean([len(t.completion_ids) for t in turns[a]]))
+               for a in agents},
+            "format_failures": sum(t.format_error is not None for a in agents for t in turns[a]),
+            "seconds": seconds,
+            "rollout_seconds": rollout_seconds,
+            "train_seconds": train_seconds,
+            "gen_tokens_per_s": gen_tokens / rollout_seconds,
+            "train_tokens_per_s": train_tokens / train_seconds,
+            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB
+        }
+        metrics.append(row)
+        with open(out_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
+            handle.write(json.dumps(row) + "\n")
+        bar.set_postfix(reward=f"{row['reward_mean']:.3f}", s_it=f"{seconds:.0f}")
+
+        done = iteration + 1
+        if done == args.iterations or (args.checkpoint_every and done % args.checkpoint_every == 0):
+            save_checkpoint(out_dir / "checkpoint", done, args, learners, metrics)
+            plot_curves(metrics, out_dir / "curves.png", agents)
+    bar.close()
+    return metrics
+
+
+if __name__ == "__main__":
+    main()

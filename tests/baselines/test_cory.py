@@ -1,0 +1,178 @@
+"""baselines/cory.py: the CORY / PPO trainer, on the tiny model (a few seconds per run)."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import math
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+pytest.importorskip("peft")
+pytest.importorskip("matplotlib")
+
+SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "cory.py"
+
+
+def _load_script():
+    spec = importlib.util.spec_from_file_location("cory_baseline", SCRIPT)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # dataclasses resolve their annotations through sys.modules
+    spec.loader.exec_module(module)
+    return module
+
+
+cory = _load_script()
+
+
+@pytest.fixture(scope="module", autouse=True)
+def one_thread():
+    """The tiny model's ops are too small for two threads; on a busy machine two are far slower."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+def small_run(out_dir: Path, *extra: str) -> list[str]:
+    return [
+        "--model", "tiny", "--env-kwargs", '{"data_source": "bundled"}', "--max-new-tokens", "8",
+        "--batch-size", "4", "--mini-batch-size", "2", "--ppo-epochs", "2", "--lr", "1e-3",
+        "--swap-every", "1", "--out-dir", str(out_dir), *extra,
+    ]
+
+
+def without_timing(metrics: list[dict]) -> list[dict]:
+    return [{k: v for k, v in m.items() if k not in cory.TIMING_KEYS} for m in metrics]
+
+
+@pytest.fixture(scope="module")
+def full_run(tmp_path_factory):
+    """An uninterrupted 4-iteration CORY run, roles exchanged after every iteration."""
+    out = tmp_path_factory.mktemp("cory-full")
+    metrics, roles = cory.train(cory.parse_args(small_run(out, "--iterations", "4", "--checkpoint-every", "2")))
+    return out, metrics, roles
+
+
+# --------------------------------------------------------------------------- pure pieces
+def test_gae_matches_a_hand_computation():
+    rewards = torch.tensor([[0.0, 0.0, 1.0], [0.5, -1.0, 0.0]])
+    values = torch.tensor([[0.5, 0.6, 0.7], [0.2, 0.3, 9.0]])  # 9.0 sits on padding
+    mask = torch.tensor([[1.0, 1.0, 1.0], [1.0, 1.0, 0.0]])
+    advantages, returns = cory.gae(rewards, values, mask, gamma=1.0, lam=0.95)
+    # row 0: deltas 0.1, 0.1, 0.3 -> A2 = 0.3, A1 = 0.1 + 0.95 * 0.3, A0 = 0.1 + 0.95 * A1
+    a1 = 0.1 + 0.95 * 0.3
+    # row 1 ends at t = 1: delta1 = -1 - 0.3, delta0 = 0.5 + 0.3 - 0.2
+    b1 = -1.3
+    expected = [[0.1 + 0.95 * a1, a1, 0.3], [0.6 + 0.95 * b1, b1, 0.0]]
+    close = dict(atol=1e-6, rtol=0.0)
+    torch.testing.assert_close(advantages, torch.tensor(expected), **close)
+    expected_returns = [[expected[0][0] + 0.5, a1 + 0.6, 1.0], [expected[1][0] + 0.2, b1 + 0.3, 0.0]]
+    torch.testing.assert_close(returns, torch.tensor(expected_returns), **close)
+    # gamma < 1 discounts the next value
+    advantages, _ = cory.gae(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, 0.0]]),
+                             torch.ones(1, 2), gamma=0.5, lam=1.0)
+    torch.testing.assert_close(advantages, torch.tensor([[0.5, 1.0]]), **close)
+
+
+def test_adaptive_kl_controller_moves_towards_the_target():
+    above = cory.KLController(0.3, target=6.0, horizon=10_000)
+    above.update(kl=9.0, n_steps=100)  # KL too high: eta grows by 1 + 0.2 * 100 / 10000 (clipped)
+    assert above.value == pytest.approx(0.3 * (1 + 0.2 * 0.01))
+    below = cory.KLController(0.3, target=6.0, horizon=10_000)
+    below.update(kl=5.4, n_steps=100)  # KL too low: eta shrinks by (5.4 / 6 - 1) * 0.01
+    assert below.value == pytest.approx(0.3 * (1 - 0.1 * 0.01))
+    fixed = cory.KLController(0.3, target=None)
+    fixed.update(kl=100.0, n_steps=100)
+    assert fixed.value == 0.3
+
+
+def test_command_line_parsing_and_defaults(tmp_path):
+    args = cory.parse_args(["--lora", "--shared-base", "--no-adaptive-kl", "--env-kwargs", '{"difficulty": 2}',
+                            "--env", cory.GSM8K, "--lr", "3e-5"])
+    assert args.lora and args.shared_base and not args.adaptive_kl and args.lr == 3e-5
+    resolved = cory.resolve(args)
+    assert resolved.env_kwargs == {"difficulty": 2} and resolved.kl_coef == 0.01
+    assert resolved.out_dir == "runs/cory-GSM8K-v0-0"
+    defaults = cory.resolve(cory.parse_args([]))
+    assert (defaults.kl_coef, defaults.ppo_epochs, defaults.swap_every, defaults.lam) == (0.3, 4, 5, 0.95)
+    with pytest.raises(ValueError, match="needs --lora"):
+        cory.resolve(cory.parse_args(["--shared-base"]))
+
+
+# --------------------------------------------------------------------------- whole runs
+def test_cory_run_losses_kl_roles_and_outputs(full_run):
+    out, metrics, roles = full_run
+    assert [m["iteration"] for m in metrics] == [0, 1, 2, 3]
+    for m in metrics:
+        for key in ("policy_loss", "value_loss", "kl", "task_reward", "combined_reward"):
+            assert math.isfinite(m[f"{key}_pioneer"]) and math.isfinite(m[f"{key}_observer"])
+    # policy == reference before the first update: KL is 0; it is not after updates
+    assert metrics[0]["kl_pioneer"] == pytest.approx(0.0, abs=1e-6)
+    assert metrics[0]["kl_observer"] == pytest.approx(0.0, abs=1e-6)
+    assert metrics[-1]["kl_pioneer"] > 1e-3
+    # swap_every=1: the model playing pioneer alternates and every iteration is flagged
+    assert [m["pioneer_model"] for m in metrics] == ["A", "B", "A", "B"]
+    assert all(m["role_swap"] for m in metrics)
+    assert roles["pioneer_0"].label == "A" and roles["observer_0"].label == "B"  # after 4 swaps
+    assert roles["pioneer_0"].policy.model is not roles["observer_0"].policy.model
+    # parameters moved away from the initial (= reference) weights
+    from llm_marl_envs.models import load_model
+
+    initial = dict(load_model("tiny")[0].named_parameters())
+    for learner in roles.values():
+        assert any(not torch.equal(p, initial[n]) for n, p in learner.policy.model.named_parameters())
+    lines = (out / "metrics.jsonl").read_text().splitlines()
+    assert [json.loads(line) for line in lines] == metrics
+    assert (out / "curves.png").stat().st_size > 0
+    assert {p.name for p in (out / "checkpoint").iterdir()} == {"learner_A.pt", "learner_B.pt", "state.json"}
+
+
+def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
+    _, uninterrupted, _ = full_run
+    first = cory.main(small_run(tmp_path, "--iterations", "2"))
+    assert without_timing(first) == without_timing(uninterrupted[:2])  # same seed, same run
+    # a run killed during iteration 2 may have logged more than its checkpoint holds
+    with open(tmp_path / "metrics.jsonl", "a") as handle:
+        handle.write('{"iteration": 2, "partial": true}\n')
+    resumed = cory.main(small_run(tmp_path, "--iterations", "4", "--resume"))
+    assert without_timing(resumed) == without_timing(uninterrupted)
+    logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
+    assert without_timing(logged) == without_timing(uninterrupted)
+    with pytest.raises(SystemExit, match="lr"):
+        cory.main(small_run(tmp_path, "--iterations", "5", "--resume", "--lr", "2e-3"))
+
+
+def test_single_agent_ppo_baseline(tmp_path):
+    metrics = cory.main(small_run(tmp_path, "--algo", "ppo", "--iterations", "2"))
+    assert [m["pioneer_model"] for m in metrics] == ["A", "A"]
+    assert not any(m["role_swap"] for m in metrics)
+    assert not any(key.endswith("_observer") for key in metrics[0])  # the observer is not trained
+    assert metrics[0]["task_reward_mean"] == metrics[0]["task_reward_pioneer"]
+    assert math.isfinite(metrics[1]["policy_loss_pioneer"]) and metrics[0]["kl_pioneer"] == pytest.approx(0.0, abs=1e-6)
+
+
+def test_lora_adapters_share_one_base_model(tmp_path):
+    metrics, roles = cory.train(cory.parse_args(small_run(tmp_path, "--iterations", "2", "--lora", "--shared-base")))
+    pioneer, observer = roles["pioneer_0"], roles["observer_0"]
+    model = pioneer.policy.model
+    assert observer.policy.model is model  # one peft model ...
+    assert pioneer.policy.model.get_base_model() is observer.policy.model.get_base_model()  # ... one base
+    assert set(model.peft_config) == {pioneer.policy.adapter, observer.policy.adapter}
+    assert pioneer.policy.adapter != observer.policy.adapter
+    # each optimizer holds only its own adapter; the base stays frozen
+    assert not {id(p) for p in pioneer.params} & {id(p) for p in observer.params}
+    assert all("lora_" in name for learner in (pioneer, observer) for name in learner.weights())
+    base_names = [n for n, _ in model.named_parameters() if "lora_" not in n]
+    from llm_marl_envs.models import load_model
+
+    assert len(base_names) == len(list(load_model("tiny")[0].parameters()))
+    for learner in (pioneer, observer):  # LoRA B starts at 0 and has been trained
+        assert any(n.endswith(f"lora_B.{learner.policy.adapter}.weight") and p.abs().sum() > 0
+                   for n, p in learner.weights().items())
+    assert metrics[0]["kl_pioneer"] == pytest.approx(0.0, abs=1e-6)  # adapters start as identity
+    assert [m["pioneer_model"] for m in metrics] == ["A", "B"]
+    assert all(math.isfinite(m["policy_loss_observer"]) for m in metrics)
