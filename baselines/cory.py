@@ -5,7 +5,7 @@ Multi-Agent Reinforcement Learning", NeurIPS 2024 (arXiv 2410.06101); docs/SPECS
 
     python baselines/cory.py                              # CORY on IMDB, embedded SmolLM2-135M
     python baselines/cory.py --algo ppo                   # the single-agent PPO baseline
-    python baselines/cory.py --lora --shared-base --bf16-autocast
+    python baselines/cory.py --lora --shared-base --lr 1e-4   # both agents on one base model
     python baselines/cory.py --env llm_marl_envs/GSM8K-v0 --env-kwargs '{"difficulty": 2}'
     python baselines/cory.py --resume                     # continue a killed run exactly
 
@@ -54,6 +54,7 @@ import resource
 import shutil
 import time
 import typing
+import warnings
 from contextlib import nullcontext
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -62,7 +63,7 @@ import numpy as np
 import torch
 from tqdm import tqdm
 
-from llm_marl_envs.models import load_model
+from llm_marl_envs.models import cpu_bf16_is_fast, load_model
 from llm_marl_envs.models.loading import seeded
 from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
@@ -95,10 +96,10 @@ class Args:
                     "'ppo': the pioneer alone on its own reward r1")
     model: str = arg("default", "'default' (embedded SmolLM2-135M-Instruct), 'tiny' (random "
                      "test model), or a Hub id / local folder")
-    iterations: int = arg(40, "PPO iterations (rollout + update) in the whole run")
+    iterations: int = arg(20, "PPO iterations (rollout + update) in the whole run")
     batch_size: int = arg(16, "episodes per iteration (= completions per agent per update)")
     mini_batch_size: int = arg(8, "completions per gradient step")
-    ppo_epochs: int = arg(4, "passes over each batch")
+    ppo_epochs: int = arg(1, "passes over each batch")
     lr: float | None = arg(None, "AdamW learning rate; None: 1.41e-5 for IMDB (CORY's value), "
                            "1e-5 for GSM8K")
     kl_coef: float | None = arg(None, "initial KL coefficient eta; None: 0.3 for IMDB, 0.01 for GSM8K")
@@ -118,13 +119,14 @@ class Args:
     shared_base: bool = arg(False, "with --lora: both agents' adapters on ONE frozen base model")
     lora_r: int = arg(8, "LoRA rank")
     lora_alpha: int = arg(16, "LoRA alpha")
-    bf16_autocast: bool = arg(False, "bfloat16 autocast in the scoring and training passes "
-                              "(~1.5x faster on CPU; generation stays float32)")
+    bf16_autocast: bool = arg(False, "bfloat16 autocast in the scoring and training passes (generation "
+                              "stays float32): ~1.5x faster on CPUs with AVX512-BF16/AMX, many times "
+                              "slower on CPUs without them")
     threads: int = arg(0, "torch CPU threads (0: torch's default, one per core)")
     seed: int = arg(0, "seed of every random stream (episodes, sampling, LoRA/value-head init)")
     out_dir: str | None = arg(None, "output folder; None: runs/<algo>-<env>-<seed>")
     resume: bool = arg(False, "continue from <out-dir>/checkpoint if there is one")
-    checkpoint_every: int = arg(10, "save a checkpoint (and curves.png) every N iterations and at the end")
+    checkpoint_every: int = arg(5, "save a checkpoint (and curves.png) every N iterations and at the end")
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -421,6 +423,9 @@ def observer_stub(observation: str, info: dict) -> str:
 def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     """Run (or resume) training; returns the metrics and ``{role: learner}`` at the end."""
     args = resolve(args)
+    if args.bf16_autocast and not cpu_bf16_is_fast():
+        warnings.warn("--bf16-autocast on a CPU without AVX512-BF16/AMX: torch emulates bf16 and "
+                      "training is many times slower than float32", stacklevel=2)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     out = Path(args.out_dir)

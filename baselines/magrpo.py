@@ -35,9 +35,10 @@ Choices worth knowing:
 * ``max_new_tokens`` defaults to 48 (the paper uses 256): a CPU budget. On TL;DR it caps the
   detailed summary near 35 words, so a length ratio of 1.6-3.2 needs the concise agent to stop
   early: a shorter summarizer is the first thing MAGRPO can learn there.
-* ``--bf16-autocast`` (default on) runs the training forward/backward under CPU bf16 autocast
-  (~1.6x faster here); the weights and AdamW state stay float32. Generation runs in float32:
-  on this CPU bf16 speeds up the prompt prefill but slows token-by-token decoding, which dominates.
+* ``--bf16-autocast`` (default off) runs the training forward/backward under CPU bf16 autocast;
+  the weights and AdamW state stay float32, generation stays float32. It pays only on CPUs with
+  native bf16 (AVX512-BF16 or AMX: ~1.6x faster); elsewhere torch emulates bf16 and it is many
+  times slower, so the trainer warns (``llm_marl_envs.models.cpu_bf16_is_fast``).
 * ``max_grad_norm`` 1.0 (TRL's default; the paper does not say); 0 disables clipping.
 
 Randomness and resuming: the episode seeds of iteration ``i`` are ``seed * 1_000_000 + i * B + b``
@@ -67,6 +68,7 @@ import os
 import resource
 import sys
 import time
+import warnings
 from dataclasses import asdict, dataclass, fields
 from pathlib import Path
 
@@ -75,6 +77,7 @@ import torch
 from tqdm.auto import tqdm
 
 import llm_marl_envs
+from llm_marl_envs.models import cpu_bf16_is_fast
 from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
@@ -98,8 +101,9 @@ class Args:
     """'default' (embedded SmolLM2-135M-Instruct), 'tiny' (random test model), Hub id or folder"""
     dtype: str = "float32"
     """weight dtype; keep float32 to train all weights (bf16 weights lose lr-sized updates)"""
-    bf16_autocast: bool = True
-    """training forward/backward under CPU bf16 autocast (~1.5x faster here; weights stay fp32)"""
+    bf16_autocast: bool = False
+    """training forward/backward under CPU bf16 autocast (weights stay fp32): ~1.5x faster on
+    CPUs with AVX512-BF16/AMX, many times slower on CPUs without them"""
     lora: bool = False
     """train LoRA adapters (HFPolicy.add_lora) instead of all weights: less memory, larger lr"""
     lora_r: int = 16
@@ -331,6 +335,9 @@ def plot_curves(metrics: list[dict], path: Path, agents: list[str]) -> None:
 def main(argv=None) -> list[dict]:
     """Train; returns the metrics of every iteration (also in ``<out-dir>/metrics.jsonl``)."""
     args = parse_args(argv)
+    if args.bf16_autocast and not cpu_bf16_is_fast():
+        warnings.warn("--bf16-autocast on a CPU without AVX512-BF16/AMX: torch emulates bf16 and "
+                      "training is many times slower than float32", stacklevel=2)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     env_name = args.env.split("/")[-1]
     out_dir = Path(args.out_dir or f"runs/{args.algo}-{env_name}-{args.seed}")

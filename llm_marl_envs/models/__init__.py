@@ -20,6 +20,7 @@ from typing import Any
 __all__ = [
     "EmbeddedModelMissingError",
     "cache_dir",
+    "cpu_bf16_is_fast",
     "load_default_model",
     "load_model",
     "tiny_model",
@@ -30,6 +31,7 @@ _WHERE = {
     "load_default_model": "llm_marl_envs.models.embedded",
     "tiny_model": "llm_marl_envs.models.tiny",
     "cache_dir": "llm_marl_envs.models.loading",
+    "cpu_bf16_is_fast": "llm_marl_envs.models.loading",
     "load_model": "llm_marl_envs.models.loading",
 }
 

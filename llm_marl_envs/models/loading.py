@@ -15,7 +15,7 @@ from typing import Any
 
 from llm_marl_envs.core.optional import require
 
-__all__ = ["cache_dir", "load_model", "prepare_tokenizer", "resolve_dtype", "seeded"]
+__all__ = ["cache_dir", "cpu_bf16_is_fast", "load_model", "prepare_tokenizer", "resolve_dtype", "seeded"]
 
 _DTYPE_NAMES = {
     "float32": "float32",
@@ -43,6 +43,19 @@ def cache_dir() -> Path:
     if os.environ.get("XDG_CACHE_HOME"):
         return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "llm_marl_envs"
     return Path.home() / ".cache" / "llm_marl_envs"
+
+
+def cpu_bf16_is_fast() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX).
+
+    Without either, torch emulates bf16 matrix products: bf16 autocast in training was ~30x
+    *slower* than float32 on a 2-core AMD EPYC without AVX-512 (SmolLM2, batch 8 x 144 tokens:
+    backward 225 s versus 6.4 s), while on CPUs with AVX512-BF16 it is ~1.5x faster.
+    """
+    torch = require("torch", "train", "checking bf16 support")
+    cpu = getattr(torch, "cpu", None)
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
+    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
 
 
 def resolve_dtype(dtype: Any) -> Any:

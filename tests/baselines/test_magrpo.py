@@ -86,8 +86,8 @@ def test_env_kwargs_and_args_parsing():
     assert magrpo.parse_env_kwargs("num_turns=2, data_source=bundled") == {
         "num_turns": 2, "data_source": "bundled"}
     assert magrpo.parse_env_kwargs("") == {}
-    args = magrpo.parse_args(["--group-size", "8", "--normalize-std", "--no-bf16-autocast"])
-    assert (args.group_size, args.normalize_std, args.bf16_autocast) == (8, True, False)
+    args = magrpo.parse_args(["--group-size", "8", "--normalize-std", "--bf16-autocast"])
+    assert (args.group_size, args.normalize_std, args.bf16_autocast) == (8, True, True)
     assert args.env == "llm_marl_envs/TLDRSummarization-v0" and args.temperature == 0.7
     with pytest.raises(SystemExit):
         magrpo.parse_args(["--algo", "ppo"])
