@@ -1,6 +1,7 @@
 # Set-up and entry points. Every target is idempotent: the virtual environment is built once
 # and rebuilt only when the dependency declarations change.
-#   make demo   set up, then play every registered environment (the main job)
+#   make demo   set up, then train CORY on IMDB with the embedded model (the main job, ~25 min)
+#   make play   set up, then play every registered environment with the embedded model (~2 min)
 #   make test   set up, then run the test suite (what CI runs)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/)
 
@@ -10,7 +11,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo test bench clean
+.PHONY: setup demo play test bench clean
 
 setup: $(STAMP)
 
@@ -22,6 +23,9 @@ $(STAMP): setup.cfg pyproject.toml setup.py constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
+	$(OFFLINE) $(BIN)/python baselines/cory.py
+
+play: $(STAMP)
 	$(BIN)/llm-marl demo
 
 test: $(STAMP)
@@ -32,6 +36,7 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/sandbox_humaneval.py
 	$(OFFLINE) $(BIN)/python benchmarks/game_envs.py
 	$(OFFLINE) $(BIN)/python benchmarks/rollout_speed.py
+	$(OFFLINE) $(BIN)/python benchmarks/baselines_cost.py
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -28,15 +28,6 @@ def _load_script():
 cory = _load_script()
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """The tiny model's ops are too small for two threads; on a busy machine two are far slower."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 def small_run(out_dir: Path, *extra: str) -> list[str]:
     return [
         "--model", "tiny", "--env-kwargs", '{"data_source": "bundled"}', "--max-new-tokens", "8",

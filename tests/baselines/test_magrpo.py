@@ -33,15 +33,6 @@ def read_metrics(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "metrics.jsonl").read_text().splitlines()]
 
 
-@pytest.fixture(scope="module", autouse=True)
-def one_thread():
-    """The tiny model runs faster on one thread (and a busy machine hurts it less)."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
-
-
 @pytest.fixture(scope="module")
 def full_run(one_thread, tmp_path_factory):
     """4 uninterrupted MAGRPO iterations (checkpoint every 2)."""
