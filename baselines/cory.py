@@ -71,9 +71,11 @@ from llm_marl_envs.rollout import rollout
 
 IMDB, GSM8K = "llm_marl_envs/IMDBSentiment-v0", "llm_marl_envs/GSM8K-v0"
 ROLES = ("pioneer_0", "observer_0")
-# Per-env defaults for the Args left at None (lr, kl_coef: SPECS section 7).
+# Per-env defaults for the Args left at None (kl_coef and GSM8K's lr: SPECS section 7). On IMDB
+# the paper's lr 1.41e-5 drives 100 iterations of batch 256 x 4 epochs; our CPU budget is 20
+# iterations of 16 x 1 epoch, where 1.41e-5 barely moves the policy and 5e-5 learns visibly.
 ENV_DEFAULTS = {
-    IMDB: {"lr": 1.41e-5, "kl_coef": 0.3, "max_new_tokens": 24, "env_kwargs": {}},
+    IMDB: {"lr": 5e-5, "kl_coef": 0.3, "max_new_tokens": 24, "env_kwargs": {}},
     GSM8K: {"lr": 1e-5, "kl_coef": 0.01, "max_new_tokens": 96,
             "env_kwargs": {"data_source": "procedural", "difficulty": 1}},
 }
@@ -100,8 +102,8 @@ class Args:
     batch_size: int = arg(16, "episodes per iteration (= completions per agent per update)")
     mini_batch_size: int = arg(8, "completions per gradient step")
     ppo_epochs: int = arg(1, "passes over each batch")
-    lr: float | None = arg(None, "AdamW learning rate; None: 1.41e-5 for IMDB (CORY's value), "
-                           "1e-5 for GSM8K")
+    lr: float | None = arg(None, "AdamW learning rate; None: 5e-5 for IMDB (the paper: 1.41e-5 "
+                           "with 80x more samples), 1e-5 for GSM8K")
     kl_coef: float | None = arg(None, "initial KL coefficient eta; None: 0.3 for IMDB, 0.01 for GSM8K")
     adaptive_kl: bool = arg(True, "adapt eta towards --kl-target (Ziegler et al.); else eta is fixed")
     kl_target: float = arg(6.0, "target KL (summed over tokens) of the adaptive controller")
@@ -403,7 +405,7 @@ def plot(metrics: list[dict], path: Path) -> None:
         for role in ("pioneer", "observer"):
             if f"{key}_{role}" in metrics[0]:
                 ax.plot(x, [m[f"{key}_{role}"] for m in metrics], label=role, alpha=0.7)
-        if key != "kl":
+        if key != "kl" and f"{key}_observer" in metrics[0]:  # cory: the mean of the two roles
             ax.plot(x, [m[f"{key}_mean"] for m in metrics], label="mean", color="black")
         for m in metrics:
             if m["role_swap"]:
