@@ -1,9 +1,11 @@
 """Log-probabilities of completions under a causal LM, with gradients: what trainers need.
 
 A rollout's :class:`~llm_marl_envs.policies.Completion` carries ``prompt_ids`` and
-``completion_ids``; :func:`completion_logprobs` runs the model once over the right-padded
-concatenations and returns, for every completion token, ``log pi(token | prompt, earlier
-tokens)``, with a mask for the padding. With ``return_hidden=True`` it also returns the last
+``completion_ids``; :func:`completion_logprobs` runs the model once over the
+concatenations (prompts left-padded as in generation, completions right-padded) and returns,
+for every completion token, ``log pi(token | prompt, earlier tokens)``, with a mask for the
+padding. The LM head runs only at the positions that predict completion tokens, so long prompts
+cost no vocabulary-sized logits. With ``return_hidden=True`` it also returns the last
 hidden state at each completion position (for a value head).
 
 >>> # lp, mask = completion_logprobs(model, [[1, 2, 3]], [[4, 5]], pad_id=0)   # lp: (1, 2)
@@ -47,36 +49,41 @@ def completion_logprobs(
     torch = require("torch", "train", "computing log-probabilities")
     if len(prompt_ids) != len(completion_ids):
         raise ValueError(f"{len(prompt_ids)} prompts but {len(completion_ids)} completions")
+    if any(len(p) == 0 for p in prompt_ids):
+        raise ValueError("every prompt needs at least one token (it predicts the first completion token)")
     device = next(model.parameters()).device
-    rows = [list(p) + list(c) for p, c in zip(prompt_ids, completion_ids, strict=True)]
-    width = max(len(r) for r in rows)
+    batch = len(prompt_ids)
+    start = max((len(p) for p in prompt_ids), default=0)  # every completion begins at this column
     steps = max((len(c) for c in completion_ids), default=0)
-    input_ids = torch.full((len(rows), width), pad_id, dtype=torch.long)
-    attention = torch.zeros((len(rows), width), dtype=torch.long)
-    for i, row in enumerate(rows):  # right padding: positions start at 0 for every row
-        input_ids[i, : len(row)] = torch.tensor(row, dtype=torch.long)
-        attention[i, : len(row)] = 1
+    input_ids = torch.full((batch, start + steps), pad_id, dtype=torch.long)
+    attention = torch.zeros((batch, start + steps), dtype=torch.long)
+    targets = torch.zeros((batch, steps), dtype=torch.long)
+    mask = torch.zeros((batch, steps), dtype=torch.float32)
+    for i, (prompt, completion) in enumerate(zip(prompt_ids, completion_ids, strict=True)):
+        # [pad ... prompt | completion ... pad]: prompts left-padded as in generation, so the
+        # logits that predict completion tokens sit in the same columns for every row.
+        row = torch.tensor(list(prompt) + list(completion), dtype=torch.long)
+        first = start - len(prompt)
+        input_ids[i, first : first + len(row)] = row
+        attention[i, first : first + len(row)] = 1
+        targets[i, : len(completion)] = row[len(prompt) :]
+        mask[i, : len(completion)] = 1.0
+    positions = (attention.cumsum(1) - 1).clamp(min=0)  # as generate() numbers left-padded rows
+    # Only the columns start - 1 ... start + steps - 2 predict completion tokens: the LM head runs
+    # on those alone (logits over the prompt would cost (prompt length) x vocab floats per row).
     output = model(
         input_ids=input_ids.to(device),
         attention_mask=attention.to(device),
+        position_ids=positions.to(device),
         output_hidden_states=return_hidden,
+        logits_to_keep=steps + 1,
     )
-    logits = output.logits
-    batch = len(rows)
-    gather_logits = logits.new_zeros((batch, steps, logits.shape[-1]))
-    targets = torch.zeros((batch, steps), dtype=torch.long, device=device)
-    mask = torch.zeros((batch, steps), dtype=torch.float32, device=device)
-    hidden = output.hidden_states[-1] if return_hidden else None
-    gather_hidden = hidden.new_zeros((batch, steps, hidden.shape[-1])) if return_hidden else None
-    for i, (prompt, completion) in enumerate(zip(prompt_ids, completion_ids, strict=True)):
-        n, start = len(completion), len(prompt) - 1  # logits at t predict token t + 1
-        if n == 0:
-            continue
-        gather_logits[i, :n] = logits[i, start : start + n]
-        targets[i, :n] = torch.tensor(list(completion), dtype=torch.long, device=device)
-        mask[i, :n] = 1.0
-        if return_hidden:
-            gather_hidden[i, :n] = hidden[i, start : start + n]
+    targets, mask = targets.to(device), mask.to(device)
+    gather_logits = output.logits[:, :steps] * mask[..., None].to(output.logits.dtype)
+    gather_hidden = None
+    if return_hidden:
+        gather_hidden = output.hidden_states[-1][:, start - 1 : start - 1 + steps]
+        gather_hidden = gather_hidden * mask[..., None].to(gather_hidden.dtype)
     logprobs = torch.log_softmax(gather_logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
     logprobs = logprobs * mask
     result: tuple[Any, ...] = (logprobs, mask)
