@@ -38,7 +38,11 @@ after which the roles were exchanged, and ``pioneer_model`` names the model that
 **Outputs** in ``--out-dir``: ``metrics.jsonl`` (one line per iteration; keys ending in
 ``_pioneer`` / ``_observer`` are per role: task_reward (r1 / r2), kl (summed over tokens),
 combined_reward (own task reward - eta * kl, the paper's "combined reward"), kl_coef,
-policy_loss, value_loss, clip_frac, completion_tokens), ``curves.png``, and ``checkpoint/``
+policy_loss, value_loss, clip_frac, completion_tokens, explained_variance: how much of the returns'
+variance the critic's values explain), ``eval.jsonl`` (task reward and completion length per
+role on a fixed evaluation set: the same ``eval_episodes`` tasks, never trained on, and the same
+sampling seeds every time, before training, every ``eval_every`` iterations and at the end; the
+paired, low-noise measure of what training changed), ``curves.png``, and ``checkpoint/``
 (per model: weights or adapter, value head, optimizer, KL controller; ``state.json``: next
 iteration, roles, metrics, args). Every random stream (episode seeds, sampling, mini-batch
 order) is derived from (seed, iteration), so ``--resume`` replays a killed run exactly.
@@ -82,6 +86,7 @@ ENV_DEFAULTS = {
 TIMING_KEYS = ("seconds", "rollout_seconds", "train_seconds", "cpu_seconds", "peak_rss_mb")  # vary
 # Changing these between a run and its --resume is allowed; any other change is refused.
 RESUMABLE_CHANGES = ("iterations", "resume", "checkpoint_every", "out_dir", "threads")
+EVAL_SEED = 2**40  # evaluation episodes reset with EVAL_SEED + k (training seeds stay far below)
 
 
 def arg(default, help: str):  # noqa: A002 - the argparse word
@@ -129,6 +134,9 @@ class Args:
     out_dir: str | None = arg(None, "output folder; None: runs/<algo>-<env>-<seed>")
     resume: bool = arg(False, "continue from <out-dir>/checkpoint if there is one")
     checkpoint_every: int = arg(5, "save a checkpoint (and curves.png) every N iterations and at the end")
+    eval_episodes: int = arg(64, "episodes of the fixed evaluation set: the same tasks and sampling seeds "
+                             "at every evaluation, none of them used in training (0: no evaluation)")
+    eval_every: int = arg(10, "evaluate before the first update, every N iterations and at the end")
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
@@ -345,6 +353,9 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
             stats["value_loss"].append(vf_loss.item())
             stats["clip_frac"].append(masked_mean(((ratio - 1).abs() > run.clip).float(), m).item())
 
+    # Explained variance of the returns by the old values (1: a perfect critic, <= 0: none).
+    residual = masked_mean((returns - old_values - masked_mean(returns - old_values, mask)) ** 2, mask)
+    spread = masked_mean((returns - masked_mean(returns, mask)) ** 2, mask)
     kl_sum = kl.sum(1).mean().item()
     learner.kl_ctl.update(kl_sum, n_steps=n)
     task = float(np.mean([t.reward_components.get("task_reward", t.reward) for t in turns]))
@@ -355,6 +366,7 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
         "kl_coef": eta,
         **{k: float(np.mean(v)) for k, v in stats.items()},
         "completion_tokens": mask.sum(1).mean().item(),
+        "explained_variance": (1.0 - residual / spread.clamp(min=1e-8)).item(),
     }
 
 
@@ -392,7 +404,7 @@ def load_checkpoint(folder: Path, learners, args: Args) -> dict:
     return state
 
 
-def plot(metrics: list[dict], path: Path) -> None:
+def plot(metrics: list[dict], path: Path, evals: list[dict] = ()) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
@@ -407,6 +419,11 @@ def plot(metrics: list[dict], path: Path) -> None:
                 ax.plot(x, [m[f"{key}_{role}"] for m in metrics], label=role, alpha=0.7)
         if key != "kl" and f"{key}_observer" in metrics[0]:  # cory: the mean of the two roles
             ax.plot(x, [m[f"{key}_mean"] for m in metrics], label="mean", color="black")
+        if key == "task_reward" and evals:  # evaluations sit between iterations (after n updates)
+            for role, marker in (("pioneer", "o"), ("observer", "s")):
+                if f"task_reward_{role}" in evals[0]:
+                    ax.plot([e["iteration"] - 0.5 for e in evals], [e[f"task_reward_{role}"] for e in evals],
+                            marker=marker, linestyle="--", label=f"{role} (eval)")
         for m in metrics:
             if m["role_swap"]:
                 ax.axvline(m["iteration"] + 0.5, color="grey", linestyle=":", linewidth=0.8)
@@ -420,6 +437,29 @@ def plot(metrics: list[dict], path: Path) -> None:
 def observer_stub(observation: str, info: dict) -> str:
     """The observer's turn in ``--algo ppo``: a fixed answer (its reward is not used)."""
     return "."
+
+
+def evaluate(args: Args, roles: dict[str, Learner], env_kwargs: dict, updates: int) -> dict:
+    """Task reward and completion length per role on the fixed evaluation episodes.
+
+    Every evaluation plays the same ``eval_episodes`` tasks with the same sampling seeds, so two
+    evaluations differ only through the weights: a paired measurement, free of the task-to-task
+    noise of the training curves."""
+    policies = {role: learner.policy for role, learner in roles.items()}
+    policies.setdefault("observer_0", observer_stub)
+    for i, learner in enumerate(roles.values()):
+        learner.policy.reseed(EVAL_SEED + i)
+    result = rollout(args.env, policies, episodes=args.eval_episodes, batch_size=args.batch_size,
+                     seed=EVAL_SEED, env_kwargs=env_kwargs, progress=False)
+    row: dict = {"iteration": updates, "pioneer_model": roles["pioneer_0"].label}
+    for role in roles:
+        turns = [next(t for t in e.turns if t.agent == role) for e in result.episodes]
+        name = role.split("_")[0]
+        row[f"task_reward_{name}"] = float(np.mean([t.reward_components.get("task_reward", t.reward)
+                                                    for t in turns]))
+        row[f"completion_tokens_{name}"] = float(np.mean([len(t.completion_ids) for t in turns]))
+    row["task_reward_mean"] = float(np.mean([row[f"task_reward_{r.split('_')[0]}"] for r in roles]))
+    return row
 
 
 def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
@@ -438,13 +478,26 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     env_kwargs = {**args.env_kwargs, "reward_mode": "collective" if args.algo == "cory" else "individual"}
     order = list(learners)  # order[0] plays pioneer_0, order[1] observer_0
     metrics: list[dict] = []
+    evals: list[dict] = []  # one row per evaluation; "iteration" = updates done before it
     start = 0
     # (checkpoint.old is the previous one if a run was killed while replacing it)
     saved = [out / n for n in ("checkpoint", "checkpoint.old") if (out / n / "state.json").exists()]
     if args.resume and saved:
         state = load_checkpoint(saved[0], learners, args)
-        start, order, metrics = state["iteration"], state["order"], state["metrics"]
+        start, order, metrics, evals = state["iteration"], state["order"], state["metrics"], state.get("evals", [])
     (out / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
+    (out / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+
+    def run_eval(updates: int) -> None:
+        row = evaluate(args, {role: learners[label] for role, label in zip(ROLES, order)}, env_kwargs, updates)
+        evals.append(row)
+        with open(out / "eval.jsonl", "a") as handle:
+            handle.write(json.dumps(row) + "\n")
+        tqdm.write(f"eval after {updates} updates: " + ", ".join(
+            f"{k} {v:.3f}" for k, v in row.items() if k.startswith("task_reward")))
+
+    if args.eval_episodes > 0 and start == 0 and not evals:
+        run_eval(0)
 
     bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, desc=args.algo)
     for iteration in bar:
@@ -482,12 +535,15 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
         bar.set_postfix(reward=f"{row['task_reward_mean']:.3f}", kl=f"{row['kl_pioneer']:.2f}",
                         pioneer=order[0])
 
-        if (iteration + 1) % args.checkpoint_every == 0 or iteration + 1 == args.iterations:
+        last = iteration + 1 == args.iterations
+        if args.eval_episodes > 0 and ((iteration + 1) % args.eval_every == 0 or last):
+            run_eval(iteration + 1)
+        if (iteration + 1) % args.checkpoint_every == 0 or last:
             save_checkpoint(out, learners, {"iteration": iteration + 1, "order": order, "metrics": metrics,
-                                            "args": dataclasses.asdict(args)})
-            plot(metrics, out / "curves.png")
+                                            "evals": evals, "args": dataclasses.asdict(args)})
+            plot(metrics, out / "curves.png", evals)
     if metrics:
-        plot(metrics, out / "curves.png")
+        plot(metrics, out / "curves.png", evals)
     return metrics, {role: learners[label] for role, label in zip(ROLES, order)}
 
 

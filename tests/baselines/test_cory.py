@@ -32,7 +32,7 @@ def small_run(out_dir: Path, *extra: str) -> list[str]:
     return [
         "--model", "tiny", "--env-kwargs", '{"data_source": "bundled"}', "--max-new-tokens", "8",
         "--batch-size", "4", "--mini-batch-size", "2", "--ppo-epochs", "2", "--lr", "1e-3",
-        "--swap-every", "1", "--out-dir", str(out_dir), *extra,
+        "--swap-every", "1", "--eval-episodes", "6", "--eval-every", "2", "--out-dir", str(out_dir), *extra,
     ]
 
 
@@ -122,6 +122,27 @@ def test_cory_run_losses_kl_roles_and_outputs(full_run):
     assert {p.name for p in (out / "checkpoint").iterdir()} == {"learner_A.pt", "learner_B.pt", "state.json"}
 
 
+def test_fixed_evaluation_set(full_run, tmp_path):
+    out, metrics, roles = full_run
+    evals = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
+    # before training, after 2 updates (eval_every=2) and at the end; pioneer = the next pioneer
+    assert [e["iteration"] for e in evals] == [0, 2, 4]
+    assert [e["pioneer_model"] for e in evals] == ["A", "A", "A"]  # swap_every=1: back to A
+    for e in evals:
+        assert -1.0 <= e["task_reward_pioneer"] <= 1.0 and -1.0 <= e["task_reward_observer"] <= 1.0
+        assert 0 < e["completion_tokens_pioneer"] <= 8
+    # the evaluation is a pure function of the weights: the untrained model, evaluated by a
+    # separate run, scores exactly what the first evaluation above recorded ...
+    assert cory.main(small_run(tmp_path / "fresh", "--iterations", "0")) == []
+    fresh = json.loads((tmp_path / "fresh" / "eval.jsonl").read_text().splitlines()[0])
+    assert fresh == evals[0]
+    # ... and it touches no training stream: without it, training logs the same metrics
+    unevaluated = cory.main(small_run(tmp_path / "off", "--iterations", "4", "--checkpoint-every", "2",
+                                      "--eval-episodes", "0"))
+    assert without_timing(unevaluated) == without_timing(metrics)
+    assert not (tmp_path / "off" / "eval.jsonl").read_text()
+
+
 def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
     _, uninterrupted, _ = full_run
     first = cory.main(small_run(tmp_path, "--iterations", "2"))
@@ -133,6 +154,8 @@ def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
     assert without_timing(resumed) == without_timing(uninterrupted)
     logged = [json.loads(line) for line in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert without_timing(logged) == without_timing(uninterrupted)
+    full_out = full_run[0]
+    assert (tmp_path / "eval.jsonl").read_text() == (full_out / "eval.jsonl").read_text()
     with pytest.raises(SystemExit, match="lr"):
         cory.main(small_run(tmp_path, "--iterations", "5", "--resume", "--lr", "2e-3"))
 
