@@ -52,3 +52,21 @@ def test_running_mean_and_missing_run(tmp_path):
     assert compare.running_mean(np.array([1.0, 3.0, 5.0]), 2).tolist() == [1.0, 2.0, 4.0]
     with pytest.raises(SystemExit, match="no metrics.jsonl"):
         compare.load(str(tmp_path / "nowhere"))
+
+
+def test_eval_file_uses_each_rows_iteration(tmp_path, capsys):
+    runs = []
+    for seed, rewards in enumerate(([0.2, 0.5, 0.6], [0.3, 0.4, 0.8])):
+        folder = write_run(tmp_path / f"cory-{seed}", [0.0])
+        rows = [{"iteration": it, "task_reward_pioneer": r} for it, r in zip((0, 10, 20), rewards)]
+        (folder / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+        runs.append(f"cory={folder}")
+    x, values = compare.steps(compare.grouped(runs, "eval.jsonl")["cory"], "task_reward_pioneer")
+    assert x.tolist() == [0.0, 10.0, 20.0] and values.mean(0).tolist() == pytest.approx([0.25, 0.45, 0.7])
+    out = tmp_path / "eval.png"
+    compare.main([*runs, "--file", "eval.jsonl", "--keys", "task_reward_pioneer", "--out", str(out),
+                  "--table", "--last", "1"])
+    assert out.stat().st_size > 0
+    assert "| cory | 0.250 -> 0.700 |" in capsys.readouterr().out
+    with pytest.raises(SystemExit, match="no eval.jsonl"):
+        compare.load(str(tmp_path / "nowhere"), "eval.jsonl")
