@@ -89,7 +89,7 @@ def test_command_line_parsing_and_defaults(tmp_path):
     assert resolved.env_kwargs == {"difficulty": 2} and resolved.kl_coef == 0.01
     assert resolved.out_dir == "runs/cory-GSM8K-v0-0"
     defaults = cory.resolve(cory.parse_args([]))
-    assert (defaults.kl_coef, defaults.ppo_epochs, defaults.swap_every, defaults.lam) == (0.3, 1, 5, 0.95)
+    assert (defaults.kl_coef, defaults.ppo_epochs, defaults.swap_every, defaults.lam) == (0.05, 1, 5, 0.95)
     with pytest.raises(ValueError, match="needs --lora"):
         cory.resolve(cory.parse_args(["--shared-base"]))
 
