@@ -81,7 +81,9 @@ ROLES = ("pioneer_0", "observer_0")
 # eta 0.3 weighs the KL against a classifier logit (spread of several units); our offline
 # VADER reward lies in [-1, 1], so the same balance needs an eta several times smaller: 0.05. With
 # 0.3 the KL penalty outweighed the task reward and CORY's agents learned to stop writing
-# (docs/baselines.md has both runs).
+# (docs/baselines.md has both runs). IMDB continuations are also fixed-length (eos masked until
+# max_new_tokens), as the paper's GPT-2 continuations effectively are: an instruct model can end
+# its turn at once, and with eta 0.05 one CORY seed of three still found that way out of the KL.
 ENV_DEFAULTS = {
     IMDB: {"lr": 5e-5, "kl_coef": 0.05, "max_new_tokens": 24, "env_kwargs": {}},
     GSM8K: {"lr": 1e-5, "kl_coef": 0.01, "max_new_tokens": 96,
@@ -125,7 +127,9 @@ class Args:
     vf_coef: float = arg(0.1, "weight of the value loss")
     max_grad_norm: float = arg(1.0, "gradient-norm clip per step (0: off)")
     swap_every: int = arg(5, "role exchange period T_REx in iterations (0: never; cory only)")
-    max_new_tokens: int | None = arg(None, "tokens per completion; None: 24 (IMDB), 96 (GSM8K)")
+    max_new_tokens: int | None = arg(None, "most tokens per completion; None: 24 (IMDB), 96 (GSM8K)")
+    min_new_tokens: int | None = arg(None, "fewest tokens per completion (eos masked before); None: "
+                                     "max_new_tokens for IMDB (fixed length), 0 for GSM8K")
     temperature: float = arg(1.0, "sampling temperature (log-probs and KL use the same one)")
     lora: bool = arg(False, "train LoRA adapters instead of all weights")
     shared_base: bool = arg(False, "with --lora: both agents' adapters on ONE frozen base model")
@@ -170,7 +174,13 @@ def resolve(args: Args) -> Args:
     defaults = ENV_DEFAULTS.get(args.env, ENV_DEFAULTS[IMDB])
     filled = {k: copy.deepcopy(v) for k, v in defaults.items() if getattr(args, k) is None}
     out_dir = args.out_dir or f"runs/{args.algo}-{args.env.split('/')[-1]}-{args.seed}"
-    return dataclasses.replace(args, **filled, out_dir=out_dir)
+    args = dataclasses.replace(args, **filled, out_dir=out_dir)
+    if args.min_new_tokens is None:  # IMDB continuations are fixed-length (see ENV_DEFAULTS)
+        args = dataclasses.replace(args, min_new_tokens=args.max_new_tokens if args.env == IMDB else 0)
+    if not 0 <= args.min_new_tokens <= args.max_new_tokens:
+        raise ValueError(f"--min-new-tokens must be in [0, --max-new-tokens={args.max_new_tokens}], "
+                         f"got {args.min_new_tokens}")
+    return args
 
 
 # ------------------------------------------------------------------ small pieces
@@ -251,7 +261,8 @@ def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | No
     """Learners "A" (and "B" for cory), the frozen reference (None with LoRA) and the pad id."""
     base, tokenizer = load_model(args.model)
     labels = ["A", "B"] if args.algo == "cory" else ["A"]
-    generation = dict(max_new_tokens=args.max_new_tokens, temperature=args.temperature, do_sample=True)
+    generation = dict(max_new_tokens=args.max_new_tokens, min_new_tokens=args.min_new_tokens,
+                      temperature=args.temperature, do_sample=True)
     reference = None
     models = [base] + [copy.deepcopy(base) for _ in labels[1:] if not args.shared_base]
     if not args.lora:

@@ -14,7 +14,9 @@ model's context minus ``max_new_tokens`` lose their beginning (one warning per p
 
 **Batching.** One call pads the prompts on the left and runs ``model.generate`` once per
 micro-batch of ``batch_size`` (default: all); completions come back in prompt order.
-Generation stops at eos / ``<|im_end|>`` or after ``max_new_tokens``.
+Generation stops at eos / ``<|im_end|>`` or after ``max_new_tokens``; with
+``min_new_tokens`` the eos tokens are masked out for the first that many tokens (fixed-length
+completions when it equals ``max_new_tokens``).
 
 **Completions.** ``text`` is the decoded new tokens (special tokens skipped, stripped);
 ``prompt_ids`` the unpadded prompt tokens the model saw; ``completion_ids`` the new tokens up
@@ -57,6 +59,7 @@ class HFPolicy(Policy):
         model: A causal LM (``AutoModelForCausalLM``-like, or a peft model).
         tokenizer: Its tokenizer; a pad token is set if missing (``<|im_end|>`` or eos).
         max_new_tokens: Most tokens generated per completion.
+        min_new_tokens: Fewest tokens generated per completion (eos masked before that).
         temperature: Sampling temperature (``do_sample=True`` only; <= 0 means greedy).
         top_p: Nucleus sampling mass (``do_sample=True`` only).
         do_sample: Sample (True) or decode greedily (False).
@@ -78,6 +81,7 @@ class HFPolicy(Policy):
         tokenizer: Any,
         *,
         max_new_tokens: int = 64,
+        min_new_tokens: int = 0,
         temperature: float = 1.0,
         top_p: float = 1.0,
         do_sample: bool = False,
@@ -93,6 +97,10 @@ class HFPolicy(Policy):
     ) -> None:
         if max_new_tokens < 1:
             raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if not 0 <= min_new_tokens <= max_new_tokens:
+            raise ValueError(
+                f"min_new_tokens must be in [0, max_new_tokens={max_new_tokens}], got {min_new_tokens}"
+            )
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
         if not 0.0 < top_p <= 1.0:
@@ -108,6 +116,7 @@ class HFPolicy(Policy):
             )
         self.model = model
         self.max_new_tokens = int(max_new_tokens)
+        self.min_new_tokens = int(min_new_tokens)
         self.temperature = float(temperature)
         self.top_p = float(top_p)
         self.do_sample = bool(do_sample) and self.temperature > 0
@@ -251,6 +260,7 @@ class HFPolicy(Policy):
                 attention_mask[row, width - len(ids) :] = 1
         options: dict[str, Any] = {
             "max_new_tokens": self.max_new_tokens,
+            "min_new_tokens": self.min_new_tokens,
             "do_sample": self.do_sample,
             "num_beams": 1,
             "repetition_penalty": 1.0,

@@ -90,6 +90,10 @@ def test_command_line_parsing_and_defaults(tmp_path):
     assert resolved.out_dir == "runs/cory-GSM8K-v0-0"
     defaults = cory.resolve(cory.parse_args([]))
     assert (defaults.kl_coef, defaults.ppo_epochs, defaults.swap_every, defaults.lam) == (0.05, 1, 5, 0.95)
+    assert (defaults.min_new_tokens, defaults.max_new_tokens, resolved.min_new_tokens) == (24, 24, 0)
+    assert cory.resolve(cory.parse_args(["--max-new-tokens", "10"])).min_new_tokens == 10
+    with pytest.raises(ValueError, match="--min-new-tokens"):
+        cory.resolve(cory.parse_args(["--min-new-tokens", "30"]))
     with pytest.raises(ValueError, match="needs --lora"):
         cory.resolve(cory.parse_args(["--shared-base"]))
 

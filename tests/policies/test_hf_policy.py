@@ -65,6 +65,29 @@ def test_micro_batches_match_one_batch(tiny):
     assert _same(whole, micro)
 
 
+def test_min_new_tokens_masks_eos_until_then():
+    model, tokenizer = tiny_model(seed=2)
+    policy = HFPolicy(model, tokenizer, max_new_tokens=8)
+    boost = torch.zeros(model.config.vocab_size)
+    boost[policy.eos_token_ids] = 50.0  # a model that wants to stop at once
+    hook = model.lm_head.register_forward_hook(lambda module, inputs, logits: logits + boost)
+    try:
+        prompts = _prompts(4)
+        assert [len(c.completion_ids) for c in policy.generate(prompts)] == [1, 1, 1, 1]
+        at_least = HFPolicy(model, tokenizer, max_new_tokens=8, min_new_tokens=5).generate(prompts)
+        # five tokens that are not eos, then the eos it was held back from
+        assert all(len(c.completion_ids) == 6 for c in at_least)
+        assert all(c.completion_ids[-1] in policy.eos_token_ids for c in at_least)
+        assert all(not set(c.completion_ids[:5]) & set(policy.eos_token_ids) for c in at_least)
+        fixed = HFPolicy(model, tokenizer, max_new_tokens=8, min_new_tokens=8).generate(prompts)
+        assert all(len(c.completion_ids) == len(c.logprobs) == 8 for c in fixed)
+        assert all(math.isfinite(x) for c in fixed for x in c.logprobs)
+    finally:
+        hook.remove()
+    with pytest.raises(ValueError, match="min_new_tokens"):
+        HFPolicy(model, tokenizer, max_new_tokens=8, min_new_tokens=9)
+
+
 def test_prompt_ids_are_the_rendered_chat(tiny):
     model, tokenizer = tiny
     policy = HFPolicy(model, tokenizer, max_new_tokens=4)
