@@ -7,7 +7,8 @@ Each run is a folder written by ``cory.py`` or ``magrpo.py`` (or its ``metrics.j
 optionally labelled ``LABEL=PATH``. Runs with the same label (several seeds) are drawn as
 their mean with a band from the lowest to the highest seed. ``--smooth N`` adds a running
 mean over N iterations. A key missing from a run is skipped for that run. ``--table`` prints
-the first and last values (mean over the last ``--last`` rows) as a Markdown table.
+the first and last values (means over the first ``--first`` and the last ``--last`` rows, over
+seeds too) as a Markdown table.
 ``--file eval.jsonl`` reads another per-run file instead, e.g. ``cory.py``'s evaluations
 (x is each row's ``iteration``: the updates done before it).
 """
@@ -92,15 +93,16 @@ def plot(runs: dict[str, list[list[dict]]], keys: list[str], out: Path, smooth: 
     plt.close(fig)
 
 
-def table(runs: dict[str, list[list[dict]]], keys: list[str], last: int) -> str:
-    lines = ["| run | " + " | ".join(f"{k} (first -> last {last})" for k in keys) + " |",
+def table(runs: dict[str, list[list[dict]]], keys: list[str], last: int, first: int = 1) -> str:
+    head = "first" if first == 1 else f"first {first}"
+    lines = ["| run | " + " | ".join(f"{k} ({head} -> last {last})" for k in keys) + " |",
              "|---|" + "---:|" * len(keys)]
     for label, metrics in runs.items():
         cells = []
         for key in keys:
             values = series(metrics, key)
             cells.append("-" if values is None else
-                         f"{values[:, 0].mean():.3f} -> {values[:, -last:].mean():.3f}")
+                         f"{values[:, :first].mean():.3f} -> {values[:, -last:].mean():.3f}")
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
@@ -115,13 +117,14 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--file", default="metrics.jsonl",
                         help="file read in each run folder, e.g. eval.jsonl (cory.py's evaluations)")
     parser.add_argument("--table", action="store_true", help="print first/last values as Markdown")
-    parser.add_argument("--last", type=int, default=5, help="iterations averaged for 'last' in --table")
+    parser.add_argument("--last", type=int, default=5, help="rows averaged for 'last' in --table")
+    parser.add_argument("--first", type=int, default=1, help="rows averaged for 'first' in --table")
     args = parser.parse_args(argv)
     runs = grouped(args.runs, args.file)
     plot(runs, args.keys, Path(args.out), args.smooth, args.title)
     print(f"wrote {args.out}")
     if args.table:
-        print(table(runs, args.keys, args.last))
+        print(table(runs, args.keys, args.last, args.first))
 
 
 if __name__ == "__main__":

@@ -35,6 +35,8 @@ def test_seeds_with_one_label_are_averaged_and_cut_to_the_shortest(tmp_path):
     assert compare.series(runs["c"], "kl_pioneer") is None  # a key the run lacks is skipped
     text = compare.table(runs, ["task_reward_mean"], last=2)
     assert "| cory | 1.000 -> 2.500 |" in text and "| c | 5.000 -> 5.000 |" in text
+    text = compare.table(runs, ["task_reward_mean"], last=1, first=2)
+    assert "(first 2 -> last 1)" in text and "| cory | 1.500 -> 3.000 |" in text
 
 
 def test_main_writes_a_png(tmp_path, capsys):
