@@ -83,7 +83,8 @@ ROLES = ("pioneer_0", "observer_0")
 # 0.3 the KL penalty outweighed the task reward and CORY's agents learned to stop writing
 # (docs/baselines.md has both runs). IMDB continuations are also fixed-length (eos masked until
 # max_new_tokens), as the paper's GPT-2 continuations effectively are: an instruct model can end
-# its turn at once, and with eta 0.05 one CORY seed of three still found that way out of the KL.
+# its turn at once, and with eta 0.05 one CORY seed of three drifted from short exclamations
+# (which VADER scores high) to empty answers.
 ENV_DEFAULTS = {
     IMDB: {"lr": 5e-5, "kl_coef": 0.05, "max_new_tokens": 24, "env_kwargs": {}},
     GSM8K: {"lr": 1e-5, "kl_coef": 0.01, "max_new_tokens": 96,
