@@ -13,7 +13,8 @@ weight layout change:
 - ``ppo-lora``: single-agent PPO with a LoRA adapter, for context.
 
 Seconds per iteration are the mean of the iterations after the first (the first pays
-allocator warm-up); peak memory includes loading the model.
+allocator warm-up); peak memory includes loading the model. The fixed evaluation set is off
+(``--eval-episodes 0``): it is not part of an iteration.
 
 Targets (issue 6): CORY with shared-base LoRA uses at most 1.3x the memory and 2.2x the time
 per iteration of single-agent PPO with full fine-tuning. Results go to
@@ -51,7 +52,8 @@ def run_config(name: str, iterations: int, model: str, extra: list[str]) -> dict
     env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     with tempfile.TemporaryDirectory() as out:
         command = [sys.executable, str(ROOT / "baselines" / "cory.py"), *CONFIGS[name], "--model", model,
-                   "--iterations", str(iterations), "--checkpoint-every", str(10**6), "--out-dir", out, *extra]
+                   "--iterations", str(iterations), "--checkpoint-every", str(10**6), "--eval-episodes", "0",
+                   "--out-dir", out, *extra]
         proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
         if proc.returncode != 0:
             raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
