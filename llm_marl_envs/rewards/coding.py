@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import ast
 import re
+import warnings
 from dataclasses import dataclass
 
 __all__ = ["CodeAnalysis", "analyse", "build_program", "coding_reward", "extract_code"]
@@ -117,9 +118,18 @@ def _is_trivial_wrapper(function: ast.FunctionDef) -> bool:
     return False
 
 
+def _quiet_parse(code: str) -> ast.Module:
+    """``ast.parse`` without the compiler's warnings: agents' code is data, and its invalid
+    escape sequences (SyntaxWarning, DeprecationWarning before 3.12) are not the user's."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", SyntaxWarning)
+        warnings.simplefilter("ignore", DeprecationWarning)
+        return ast.parse(code)
+
+
 def _parse(code: str) -> ast.Module | None:
     try:
-        return ast.parse(code)
+        return _quiet_parse(code)
     except (SyntaxError, ValueError):  # ValueError: source with NUL bytes
         return None
 
@@ -130,7 +140,7 @@ def analyse(prompt: str, aux_code: str, main_code: str, entry_point: str) -> Cod
     main_fn = _find_function(_parse(main_code), entry_point)
     syntax_error = None
     try:
-        ast.parse(build_program(prompt, aux_code, main_code))
+        _quiet_parse(build_program(prompt, aux_code, main_code))
         syntax_ok = True
     except (SyntaxError, ValueError) as error:
         syntax_ok, syntax_error = False, f"{type(error).__name__}: {error}"

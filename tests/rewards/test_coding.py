@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import warnings
+
 import pytest
 
 from llm_marl_envs.rewards.coding import analyse, build_program, coding_reward, extract_code
@@ -69,3 +71,12 @@ def test_program_keeps_prompt_imports_and_reports_syntax_errors():
     assert not bad.syntax_ok and bad.syntax_error.startswith("SyntaxError")
     with_nul = analyse(PROMPT, "def aux():\n    return '\x00'\n", "def total(xs):\n    return 1\n", "total")
     assert not with_nul.syntax_ok and not with_nul.aux_defined  # NUL bytes: unparsable, no crash
+
+
+def test_agents_invalid_escapes_raise_no_warnings():
+    # Python warns about '\L' while compiling; an agent's code is data, so the env stays quiet.
+    main = "def total(xs):\n    return len('C:\\Let')\n"
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        analysis = analyse(PROMPT, AUX, main, "total")
+    assert analysis.syntax_ok and analysis.aux_defined
