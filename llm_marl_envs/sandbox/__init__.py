@@ -24,7 +24,12 @@ from llm_marl_envs.sandbox.pool import (
     run_tests,
     shutdown,
 )
-from llm_marl_envs.sandbox.results import ProgramResult, SandboxLimits, TestResult
+from llm_marl_envs.sandbox.results import (
+    ProgramResult,
+    SandboxLimits,
+    TestResult,
+    clean_program_text,
+)
 from llm_marl_envs.sandbox.split import split_asserts
 
 __all__ = [
@@ -34,6 +39,7 @@ __all__ = [
     "SandboxPool",
     "TestResult",
     "capabilities",
+    "clean_program_text",
     "default_hidden_paths",
     "default_uid_base",
     "run_many",

@@ -1,14 +1,18 @@
 """Linux isolation primitives for the sandbox worker (stdlib + ctypes; loaded by file path).
 
-Namespaces via ``unshare(2)``, mounts via ``mount(2)`` and ``prctl(2)`` through ctypes, because
-``os.unshare`` only exists from Python 3.12 and ``mount`` not at all. Everything here degrades:
-:func:`setup_isolation` tries each layer and reports what is in force.
+Namespaces via ``unshare(2)``, mounts via ``mount(2)``, ``pivot_root(2)`` and ``prctl(2)``
+through ctypes, because ``os.unshare`` only exists from Python 3.12 and ``mount`` not at all.
+Everything here degrades: :func:`setup_isolation` tries each layer and reports what is in
+force, and :func:`guarantees` turns that into the promises ``docs/sandbox.md`` lists.
 """
 
 from __future__ import annotations
 
 import ctypes
+import importlib.machinery
+import json
 import os
+import platform
 import signal
 import stat
 import sys
@@ -17,8 +21,12 @@ import sysconfig
 CLONE_NEWNS, CLONE_NEWIPC, CLONE_NEWPID, CLONE_NEWNET = 0x20000, 0x8000000, 0x20000000, 0x40000000
 MS_RDONLY, MS_NOSUID, MS_NODEV, MS_NOEXEC = 1, 2, 4, 8
 MS_REMOUNT, MS_BIND, MS_REC, MS_PRIVATE = 32, 4096, 16384, 1 << 18
+MS_NOATIME, MS_NODIRATIME, MS_RELATIME = 1024, 2048, 1 << 21
+MNT_DETACH = 2
 PR_SET_PDEATHSIG = 1
 PRIVATE_DIRS = ("/tmp", "/var/tmp", "/dev/shm", "/run/lock")
+DEVICES = ("null", "zero", "full", "random", "urandom")
+PIVOT_ROOT = {"x86_64": 155, "aarch64": 41}
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -102,8 +110,8 @@ def expose_interpreter(hide: list[str], extra: list[str] = ()) -> None:
     A Python installed under a private home (``/root/.pyenv``, mode 700) is unreadable by an
     unprivileged uid. Each such blocking directory is covered by an empty tmpfs, and only the
     interpreter's own directories are bind-mounted back (which also hides everything else in
-    it), plus the directories in ``extra``. Each path in ``hide`` (e.g. a dataset with the answers) is covered by an empty,
-    read-only tmpfs (a directory) or ``/dev/null`` (a file).
+    it), plus the directories in ``extra``. Each path in ``hide`` (e.g. a dataset with the
+    answers) is covered by an empty, read-only tmpfs (a directory) or ``/dev/null`` (a file).
     """
     unshare(CLONE_NEWNS)
     mount(None, "/", None, MS_REC | MS_PRIVATE)
@@ -126,15 +134,213 @@ def expose_interpreter(hide: list[str], extra: list[str] = ()) -> None:
             mount("/dev/null", path, None, MS_BIND)
 
 
-def setup_isolation(uid: int, mode: str, hide: list[str] = ()) -> dict:
-    """Enter the zygote's namespaces and find out what each attempt can use."""
-    caps = {"mode": "none", "root": os.geteuid() == 0, "network_namespace": False,
-            "ipc_namespace": False, "pid_namespace": False, "mount_namespace": False,
-            "readonly_root": False, "private_tmp": False, "proc_remounted": False,
+# --------------------------------------------------------------------------- the minimal root
+def _loaded_files(packages: list[str]) -> list[str]:
+    """Files the interpreter maps once every standard extension module (and ``packages``) is
+    imported: shared libraries, the dynamic loader, locale data. Found in a throw-away child."""
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        try:
+            os.close(read_fd)
+            devnull = os.open("/dev/null", os.O_RDWR)
+            for fd in (0, 1, 2):  # stdout is the zygote's frame stream: nothing may reach it
+                os.dup2(devnull, fd)
+            for directory in _dynload_dirs():
+                for name in sorted(os.listdir(directory)):
+                    if name.endswith(tuple(importlib.machinery.EXTENSION_SUFFIXES)):
+                        try:
+                            __import__(name.split(".")[0])
+                        except BaseException:  # noqa: BLE001, S110 - e.g. _tkinter without Tk
+                            pass
+            for name in packages:
+                try:
+                    __import__(name)
+                except BaseException:  # noqa: BLE001, S110 - reported when the program imports it
+                    pass
+            with open("/proc/self/maps") as maps:
+                files = sorted({parts[5] for line in maps if len(parts := line.split()) == 6
+                                and parts[5].startswith("/")})
+            data = json.dumps(files).encode()
+            while data:
+                data = data[os.write(write_fd, data):]
+        finally:
+            os._exit(0)
+    os.close(write_fd)
+    chunks = []
+    while chunk := os.read(read_fd, 1 << 16):
+        chunks.append(chunk)
+    os.close(read_fd)
+    os.waitpid(pid, 0)
+    return json.loads(b"".join(chunks) or b"[]")
+
+
+def _dynload_dirs() -> list[str]:
+    return sorted({os.path.realpath(p) for p in sys.path
+                   if os.path.basename(p) == "lib-dynload" and os.path.isdir(p)})
+
+
+def _under(path: str, roots) -> bool:
+    return any(path == r or path.startswith(r.rstrip("/") + "/") for r in roots)
+
+
+def _package_paths(names: list[str]) -> list[str]:
+    """Directories (or single files) of importable packages, plus their vendored ``.libs``."""
+    import importlib.util
+
+    paths = []
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        if spec is None:
+            raise ValueError(f"package {name!r} is not importable here")
+        if spec.submodule_search_locations:
+            for location in spec.submodule_search_locations:
+                paths.append(os.path.realpath(location))
+                vendored = os.path.realpath(location) + ".libs"
+                if os.path.isdir(vendored):
+                    paths.append(vendored)
+        elif spec.origin and os.path.isfile(spec.origin):
+            paths.append(os.path.realpath(spec.origin))
+    return paths
+
+
+def plan_root(packages: list[str] = (), hide: list[str] = ()) -> dict:
+    """What the program's filesystem will hold, as host paths (see :func:`enter_root`).
+
+    Read-only: the standard library (its ``site-packages`` covered), the extension modules,
+    the shared libraries and data files they map, the interpreter binary, the packages named
+    in ``packages``; empty: ``/tmp`` (a fresh tmpfs per attempt), ``/proc`` (the attempt's
+    own), ``/dev`` with null, zero, full, random and urandom. Nothing else: no datasets, no
+    home directories, no ``/run`` or host ``/tmp``, no sockets.
+    """
+    stdlib = os.path.realpath(os.path.dirname(os.__file__))
+    dirs = [stdlib, *_dynload_dirs(), *(p for p in _package_paths(list(packages))
+                                        if os.path.isdir(p))]
+    dirs = sorted({d for d in dirs if not _under(d, [x for x in dirs if x != d])})
+    files = {p for p in _package_paths(list(packages)) if os.path.isfile(p)}
+    files.add(os.path.realpath(sys.executable))
+    for path in _loaded_files(list(packages)):
+        real = os.path.realpath(path)
+        if os.path.isfile(real) and not _under(real, dirs):
+            files.add(real)
+    if os.path.isfile("/etc/ld.so.cache"):
+        files.add("/etc/ld.so.cache")
+    links = {}
+    for entry in os.scandir("/"):  # /lib -> usr/lib and friends on merged-/usr systems
+        if entry.is_symlink():
+            links[entry.path] = os.readlink(entry.path)
+    by_dir: dict[str, set[str]] = {}
+    for path in files:
+        by_dir.setdefault(os.path.dirname(path), set()).add(path)
+    for directory, members in by_dir.items():  # libffi.so.8 -> libffi.so.8.1.2
+        for entry in os.scandir(directory):
+            if entry.is_symlink() and os.path.realpath(entry.path) in members:
+                links[entry.path] = os.readlink(entry.path)
+    if os.path.realpath(sys.executable) != os.path.abspath(sys.executable):
+        links[os.path.abspath(sys.executable)] = os.path.realpath(sys.executable)
+    cover = sorted({os.path.join(stdlib, name) for name in ("site-packages", "dist-packages")
+                    if os.path.isdir(os.path.join(stdlib, name))}
+                   | {os.path.realpath(h) for h in hide
+                      if _under(os.path.realpath(h), dirs + sorted(files))})
+    return {"dirs": dirs, "files": sorted(files), "links": links, "cover": cover}
+
+
+def _bind_readonly(source: str, target: str) -> None:
+    mount(source, target, None, MS_BIND)
+    flags = os.statvfs(source).f_flag  # keep the source's own (possibly locked) flags
+    extra = sum(ms for st, ms in ((os.ST_NOEXEC, MS_NOEXEC), (os.ST_NOATIME, MS_NOATIME),
+                                  (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME))
+                if flags & st)
+    mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | extra)
+
+
+def enter_root(plan: dict, staging: str = "/tmp") -> None:
+    """Build the minimal root of ``plan`` on a tmpfs and make it this process's ``/``.
+
+    Runs in the spawner after ``unshare(CLONE_NEWMOUNT)``: the host tree is detached from its
+    namespace afterwards, so every attempt forked from it sees only the minimal root.
+    """
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    os.umask(0o022)
+
+    def at(path: str) -> str:
+        return staging + path
+
+    def make_file(path: str) -> None:
+        os.makedirs(os.path.dirname(at(path)), 0o755, exist_ok=True)
+        with open(at(path), "a"):
+            pass
+
+    for directory in plan["dirs"]:
+        os.makedirs(at(directory), 0o755, exist_ok=True)
+        _bind_readonly(directory, at(directory))
+    for path in plan["files"]:
+        make_file(path)
+        _bind_readonly(path, at(path))
+    for link, target in sorted(plan["links"].items()):
+        if not os.path.lexists(at(link)):
+            os.makedirs(os.path.dirname(at(link)), 0o755, exist_ok=True)
+            os.symlink(target, at(link))
+    for name in ("tmp", "proc", "dev"):
+        os.makedirs(at("/" + name), 0o755, exist_ok=True)
+    for name in DEVICES:
+        make_file("/dev/" + name)
+        mount("/dev/" + name, at("/dev/" + name), None, MS_BIND)
+        mount(None, at("/dev/" + name), None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC)
+    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
+                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+        os.symlink(target, at("/dev/" + name))
+    for path in plan["cover"]:
+        if os.path.isdir(at(path)):
+            mount("tmpfs", at(path), "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0555,size=4k")
+        elif os.path.isfile(at(path)):
+            mount("/dev/null", at(path), None, MS_BIND)
+    mount(None, staging, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    os.chdir(staging)
+    _ok(_libc.syscall(ctypes.c_long(PIVOT_ROOT[platform.machine()]), b".", b"."))
+    _ok(_libc.umount2(b".", ctypes.c_int(MNT_DETACH)))
+    os.chdir("/")
+
+
+def _seccomp_works(seccomp, pid_namespace: bool) -> bool:
+    """Install the filter in a throw-away child and check that it refuses a socket."""
+    def check() -> None:
+        import socket
+
+        program = seccomp.build(allow_processes=False, pid_namespace=pid_namespace,
+                                own_pid=os.getpid())
+        if program is None:
+            raise OSError("no filter for this machine")
+        seccomp.install(program)
+        try:
+            socket.socket(socket.AF_UNIX, socket.SOCK_STREAM).close()
+        except PermissionError:
+            return
+        raise OSError("the filter let a socket through")
+
+    return probe(check)
+
+
+def setup_isolation(uid: int, mode: str, hide: list[str] = (), seccomp=None
+                    ) -> dict:
+    """Enter the zygote's namespaces and find out what each attempt can use.
+
+    ``minimal_filesystem`` is settled later, when the spawner has entered the root that
+    :func:`plan_root` describes.
+    """
+    caps = {"mode": "none", "isolation": mode, "root": os.geteuid() == 0,
+            "network_namespace": False, "ipc_namespace": False, "pid_namespace": False,
+            "mount_namespace": False, "readonly_root": False, "private_tmp": False,
+            "proc_remounted": False, "minimal_filesystem": False, "syscall_filter": False,
             "setuid": False, "uid": os.geteuid(), "gid": os.getegid(),
             "nproc_enforced": False, "no_new_privs": True, "hidden_paths": [],
             "warnings": []}
-    if mode != "none" and caps["root"]:
+    if mode == "none":
+        caps["warnings"].append("isolation disabled (isolation='none')")
+        caps["guarantees"] = guarantees(caps)
+        return caps
+    if caps["root"]:
         try:
             unshare(CLONE_NEWNET | CLONE_NEWIPC)
             caps["network_namespace"] = caps["ipc_namespace"] = True
@@ -159,22 +365,51 @@ def setup_isolation(uid: int, mode: str, hide: list[str] = ()) -> dict:
                 None, "/", None, MS_REC | MS_PRIVATE), mount(
                 None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY)))
         else:
-            caps["warnings"].append("no PID/mount namespaces: process-group kill and a host "
-                                    "temporary directory instead")
+            caps["warnings"].append("no PID/mount namespaces (needs CAP_SYS_ADMIN): "
+                                    "process-group kill and a host temporary directory instead")
         if probe(lambda: (os.setgroups([]), os.setgid(uid), os.setuid(uid))):
             caps.update(setuid=True, uid=uid, gid=uid, nproc_enforced=True)
         else:
             caps["warnings"].append("cannot switch to the sandbox uid")
-    elif mode != "none":
-        caps["warnings"].append("not root: no namespaces, no uid switch, RLIMIT_NPROC not "
-                                "enforced; the program can use the network and signal or read "
-                                "processes of your uid")
     else:
-        caps["warnings"].append("isolation disabled (isolation='none')")
+        caps["warnings"].append("not root: no namespaces, no uid switch, RLIMIT_NPROC not "
+                                "enforced; the program can read the files, the environment and "
+                                "the memory of processes of your uid")
+    if seccomp is not None and _seccomp_works(seccomp, caps["pid_namespace"]):
+        caps["syscall_filter"] = True
+    else:
+        caps["warnings"].append(f"no seccomp filter on this machine ({platform.machine()}): "
+                                "sockets, memfds and new namespaces are not refused")
     full = all(caps[k] for k in ("network_namespace", "pid_namespace", "mount_namespace",
                                  "setuid"))
     caps["mode"] = "full" if full else ("partial" if caps["network_namespace"] or caps["setuid"]
                                         else "none")
+    caps["guarantees"] = guarantees(caps)
     return caps
 
 
+GUARANTEES = {
+    "no_inherited_memory": "a program's memory holds no other program, test or result",
+    "minimal_filesystem": "the program sees only the interpreter, the standard library and "
+                          "its own working directory (needs root with CAP_SYS_ADMIN)",
+    "no_sockets": "no socket of any family can be created (needs seccomp)",
+    "no_survivors": "no process of the program outlives the attempt or its owner (needs a PID "
+                    "namespace and seccomp)",
+    "bounded_memory": "memory is bounded by RLIMIT_AS plus one size-limited tmpfs: no memfd, "
+                      "no SysV shared memory (needs seccomp and a mount namespace)",
+    "isolated_processes": "the program cannot see, signal, trace or read your processes "
+                          "(needs a PID namespace and a separate uid)",
+}
+
+
+def guarantees(caps: dict) -> dict[str, bool]:
+    """Which of :data:`GUARANTEES` hold under ``caps``."""
+    seccomp = caps["syscall_filter"]
+    return {
+        "no_inherited_memory": True,  # the spawner design, in every mode
+        "minimal_filesystem": caps["minimal_filesystem"],
+        "no_sockets": seccomp,
+        "no_survivors": seccomp and caps["pid_namespace"],
+        "bounded_memory": seccomp and caps["minimal_filesystem"],
+        "isolated_processes": caps["pid_namespace"] and caps["setuid"],
+    }

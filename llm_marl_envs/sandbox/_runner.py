@@ -23,7 +23,6 @@ import time
 
 codec = sys.modules["_llm_marl_sandbox_codec"]
 
-MAX_REPLY = 32 << 20  # bytes of one encoded return value
 OUTPUT_KEEP = 4096  # bytes of program output kept for the result
 INTERNAL_WAIT = 10.0  # seconds for the sandbox's own bookkeeping (never reached in practice)
 
@@ -44,6 +43,7 @@ def _verdict(name: str, error_type: str, kill: bool = False) -> type[Fault]:
 
 
 Timeout = _verdict("Timeout", "Timeout")
+BudgetSpent = _verdict("BudgetSpent", "Timeout")  # the program's whole time budget
 Crashed = _verdict("Crashed", "CandidateCrashed")
 UntrustedReturn = _verdict("UntrustedReturn", "UntrustedReturnType")
 BadArgument = _verdict("BadArgument", "UnsupportedArgument")
@@ -81,8 +81,14 @@ class Runner:
                  ctl_r: int) -> None:
         self.limits = req["limits"]
         self.seq = int(req["seq"])
-        self.program_req = {k: req[k] for k in ("program", "entry_point", "limits", "cpu_seconds")}
+        # S gets only what it needs to start an attempt; the program goes to U directly.
+        self.attempt_req = {k: req[k] for k in ("limits", "cpu_seconds")}
+        self.program_frame = codec.frame(json.dumps(
+            {k: req[k] for k in ("program", "entry_point")}).encode())
         self.timeout = float(self.limits["timeout"])
+        self.budget = float(req["program_timeout"])
+        self.budget_end = math.inf
+        self.max_reply = int(self.limits["max_reply_bytes"])
         self.entry_point = str(req["entry_point"])
         self.tests = list(tests_req["tests"])
         self.setup = str(tests_req.get("setup", ""))
@@ -95,7 +101,8 @@ class Runner:
         self.attempt, self.alive, self.in_call, self.armed = 0, False, False, False
         self.output, self.output_total, self.enforce_output = bytearray(), 0, False
         self.pending: Fault | None = None
-        self.crashed = False
+        self.crashed = self.budget_exceeded = False
+        self.outbox = bytearray()
         self.deadline = 0.0
         signal.signal(signal.SIGALRM, self._alarm)
 
@@ -110,11 +117,21 @@ class Runner:
     def _alarm(self, _signum: int, _frame: object) -> None:
         if self.armed:
             self.armed = False
-            raise self._fault(Timeout(f"test exceeded {self.timeout:g} s"))
+            raise self._fault(self._timeout_fault())
+
+    def _timeout_fault(self) -> Fault:
+        if time.monotonic() >= self.budget_end - 1e-3:
+            self.budget_exceeded = True
+            return BudgetSpent(f"the program's time budget of {self.budget:g} s is spent")
+        return Timeout(f"test exceeded {self.timeout:g} s")
 
     def _arm(self, seconds: float) -> None:
         self.armed = True
-        signal.setitimer(signal.ITIMER_REAL, seconds)
+        signal.setitimer(signal.ITIMER_REAL, max(1e-3, seconds))
+
+    def _deadline(self, start: float) -> float:
+        """When a wait that starts now must end: the per-test timer or the program budget."""
+        return min(start + self.timeout, self.budget_end)
 
     def _disarm(self) -> None:
         self.armed = False
@@ -126,7 +143,7 @@ class Runner:
         call_r, self.call_w = os.pipe()
         self.reply_r, reply_w = os.pipe()
         self.out_r, out_w = os.pipe()
-        request = codec.frame(json.dumps({**self.program_req, "attempt": self.attempt}).encode())
+        request = codec.frame(json.dumps({**self.attempt_req, "attempt": self.attempt}).encode())
         fds = [call_r, reply_w, out_w]
         sent = self.cmd.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
                                              array.array("i", fds))])
@@ -136,7 +153,11 @@ class Runner:
         for fd in (self.reply_r, self.out_r):
             os.set_blocking(fd, False)
             self.poller.register(fd, select.POLLIN)
+        os.set_blocking(self.call_w, False)
         self.reply_buf, self.reply_eof, self.out_open = bytearray(), False, True
+        self.reply_overflow = False
+        self.outbox = bytearray()
+        self._send(self.program_frame)  # U reads it once it is sandboxed
         self.events[self.attempt] = {}
         self.alive = True
 
@@ -174,10 +195,31 @@ class Runner:
         if not data:
             self.poller.unregister(self.reply_r)
             self.reply_eof = True
-        elif len(self.reply_buf) + len(data) > MAX_REPLY:
-            raise self._fault(ProtocolError("return value too large"))
+        elif self.reply_overflow:
+            return  # the attempt is being killed: drain without holding anything
+        elif len(self.reply_buf) + len(data) > self.max_reply + 4:
+            self.reply_overflow, self.reply_buf = True, bytearray()
+            raise self._fault(ProtocolError(f"reply larger than {self.max_reply} bytes"))
         else:
             self.reply_buf += data
+
+    def _send(self, data: bytes) -> None:
+        """Queue bytes for U; :meth:`_poll` writes them as the pipe takes them (never blocks)."""
+        if not self.outbox:
+            self.poller.register(self.call_w, select.POLLOUT)
+        self.outbox += data
+        self._flush()
+
+    def _flush(self) -> None:
+        try:
+            written = os.write(self.call_w, self.outbox)
+        except BlockingIOError:
+            return
+        except BrokenPipeError:  # U is gone: the reply stream's EOF reports it
+            written = len(self.outbox)
+        del self.outbox[:written]
+        if not self.outbox:
+            self.poller.unregister(self.call_w)
 
     def _poll(self, timeout: float) -> None:
         for fd, _ in self.poller.poll(max(0, math.ceil(timeout * 1000))):
@@ -187,6 +229,8 @@ class Runner:
                 self._read_reply()
             elif self.alive and fd == self.out_r:
                 self._read_out()
+            elif self.alive and fd == self.call_w and self.outbox:
+                self._flush()
 
     def _wait_event(self, *kinds: str) -> str:
         end = time.monotonic() + INTERNAL_WAIT
@@ -205,11 +249,12 @@ class Runner:
             self._wait_event("dead")
             while self.out_open:
                 self._read_out()
-            for fd in (self.reply_r, self.out_r):
+            for fd in (self.reply_r, self.out_r, self.call_w):
                 try:
                     self.poller.unregister(fd)
                 except KeyError:
                     pass
+            self.outbox = bytearray()
             for fd in (self.call_w, self.reply_r, self.out_r):
                 os.close(fd)
             self.alive = False
@@ -256,7 +301,7 @@ class Runner:
                 raise self._fault(Crashed(self.exit_text()))
             remaining = deadline - time.monotonic()
             if remaining <= 0:
-                raise self._fault(Timeout(f"exceeded {self.timeout:g} s"))
+                raise self._fault(self._timeout_fault())
             self._poll(remaining)
 
     # ------------------------------------------------------------------ the candidate proxy
@@ -268,11 +313,12 @@ class Runner:
         except codec.WireError as error:
             raise self._fault(BadArgument(f"argument not plain data: {error}")) from None
         self.in_call, self.enforce_output = True, True
+        self._send(payload)
         try:
-            codec.write_all(self.call_w, payload)
-        except BrokenPipeError:
-            pass  # U is gone: wait_message reports the crash
-        message = self.wait_message(self.deadline)
+            message = self.wait_message(self.deadline)
+        except MemoryError:  # a reply too costly to hold: the candidate's fault, not ours
+            self.reply_buf = bytearray()
+            raise self._fault(ProtocolError("reply too large to decode")) from None
         self.in_call = False
         kind = message["k"]
         if kind == "ret":
@@ -280,6 +326,8 @@ class Runner:
                 return codec.from_wire(message.get("v"))
             except codec.WireError as error:
                 raise self._fault(UntrustedReturn(str(error))) from None
+            except MemoryError:
+                raise self._fault(ProtocolError("reply too large to decode")) from None
         if kind == "bad":
             raise self._fault(UntrustedReturn(str(message.get("msg"))[:300]))
         if kind == "raise":
@@ -311,10 +359,10 @@ class Runner:
             self.spawn()
         self.pending, self.enforce_output = None, True
         try:
-            message = self.wait_message(time.monotonic() + self.timeout)
+            message = self.wait_message(self._deadline(time.monotonic()))
         except Fault as fault:
             self.kill()
-            status = "load_timeout" if isinstance(fault, Timeout) else "load_error"
+            status = "load_timeout" if isinstance(fault, (Timeout, BudgetSpent)) else "load_error"
             return status, fault.error_type, short(fault)
         finally:
             self.pending = None
@@ -332,9 +380,10 @@ class Runner:
                   "message": "", "duration": 0.0} for i in range(n)]
         out = {"status": "ok", "tests": tests, "tests_total": n, "tests_run": 0,
                "tests_passed": 0, "timeouts": 0, "crashed": False, "stopped_early": False,
-               "error_type": None, "message": "", "output": ""}
+               "budget_exceeded": False, "error_type": None, "message": "", "output": ""}
         random.seed(0)  # trusted tests that use the global random module stay reproducible
         try:
+            self.budget_end = time.monotonic() + self.budget  # loads and tests, not setup
             self.spawn()  # U loads the program while the tests compile here
             self._run(tests, out)
         except Internal as error:
@@ -348,6 +397,7 @@ class Runner:
                 pass
         out["tests_passed"] = sum(t["passed"] for t in tests)
         out["crashed"] = self.crashed
+        out["budget_exceeded"] = self.budget_exceeded
         out["output"] = bytes(self.output).decode("utf-8", "replace")
         return out
 
@@ -379,26 +429,33 @@ class Runner:
             return
         for i, code in enumerate(codes):
             result = tests[i]
-            if out["timeouts"] >= self.max_timeouts:
+            if out["timeouts"] >= self.max_timeouts or time.monotonic() >= self.budget_end:
                 out["stopped_early"] = True
-                result.update(error_type="NotRun", message=f"not run: {self.max_timeouts} "
-                                                           "tests timed out")
+                why = (f"{self.max_timeouts} tests timed out"
+                       if out["timeouts"] >= self.max_timeouts else
+                       f"the program's time budget of {self.budget:g} s is spent")
+                self.budget_exceeded |= out["timeouts"] < self.max_timeouts
+                result.update(error_type="NotRun", message=f"not run: {why}")
                 continue
             if isinstance(code, BaseException):
                 result.update(error_type="TestSyntaxError", message=short(code))
                 continue
             if not self.alive:
                 failure = self.load()
+                if failure and self.budget_exceeded:
+                    out["stopped_early"] = True
+                    self._fail_from(tests, i, "NotRun", f"not run: {failure[2]}")
+                    return
                 if failure:
                     self._fail_from(tests, i, failure[1], f"reloading the program: {failure[2]}")
                     return
             out["tests_run"] += 1
             self.pending, self.in_call = None, False
             start = time.monotonic()
-            self.deadline = start + self.timeout
+            self.deadline = self._deadline(start)
             error: BaseException | None = None
             try:
-                self._arm(self.timeout)
+                self._arm(self.deadline - start)
                 try:
                     exec(code, dict(base))  # noqa: S102 - trusted test code
                 finally:
@@ -411,7 +468,7 @@ class Runner:
             else:
                 if isinstance(error, Fault) and (error.kill or self.in_call):
                     self.kill()
-                timed_out = isinstance(error, Timeout)
+                timed_out = isinstance(error, (Timeout, BudgetSpent))
                 out["timeouts"] += timed_out
                 result.update(timed_out=timed_out, message=short(error),
                               error_type=getattr(error, "error_type", type(error).__name__))

@@ -3,13 +3,14 @@
 One zygote per worker slot, started by :mod:`llm_marl_envs.sandbox.pool` with a scrubbed
 environment. Process tree for one program where the OS allows it (root)::
 
-    zygote  root, own network + IPC namespace; pre-imported; never reads a test
-    ├─ S    spawner, forked at start-up (before the key or any test): one attempt per request
-    │  └─ P1  new PID + mount + IPC namespace: read-only /, private tmpfs /tmp etc.
+    zygote  root, own network + IPC namespace; pre-imported; reads programs, never runs one
+    ├─ S    spawner, forked at start-up (before the key or any program): enters the minimal
+    │  │    root (pivot_root) and forks one attempt per request; never holds a program
+    │  └─ P1  new PID + mount + IPC namespace, a fresh size-limited tmpfs on /tmp
     │     └─ U  init of that PID namespace (its death kills everything in it): own /proc,
-    │           slot uid, rlimits; loads the program and answers calls
+    │           slot uid, rlimits, seccomp; reads ITS program from T, loads it, answers calls
     └─ T    per program: trusted test runner (_runner.py); reads setup + tests, asks S for
-            attempts, kills them, and writes the result to the zygote
+            attempts, sends each its program, kills them, and writes the result to the zygote
 
 U answers calls with plain data only (_codec.py); the asserts run in T. Frames to the parent
 are HMAC-signed with a key the parent sends on stdin after S exists.
@@ -53,6 +54,7 @@ def _load(name: str):
 codec = _load("_codec")
 
 iso = _load("_isolation")
+seccomp = _load("_seccomp")
 unshare, mount, prctl, die_with_parent = iso.unshare, iso.mount, iso.prctl, iso.die_with_parent
 _probe, _private_mounts = iso.probe, iso.private_mounts
 CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC = iso.CLONE_NEWNS, iso.CLONE_NEWPID, iso.CLONE_NEWIPC
@@ -94,13 +96,29 @@ def _sweep_uid(uid: int) -> None:
         _probe(lambda: (os.setgid(uid), os.setuid(uid), os.kill(-1, signal.SIGKILL)))
 
 
-def spawner(sock: socket.socket, ctl_w: int, caps: dict) -> None:
-    """S: forked once, before any test exists; forks one attempt per request from a T."""
+def spawner(sock: socket.socket, ctl_w: int, caps: dict, plan: dict | None,
+            status_w: int) -> None:
+    """S: forked once, before any program exists; forks one attempt per request from a T.
+
+    S never receives program text (each U reads its own from T after it is sandboxed), so
+    nothing U inherits from S's memory is another program, test or result.
+    """
     die_with_parent()
     devnull = os.open("/dev/null", os.O_RDWR)
     os.dup2(devnull, 0)
     os.dup2(devnull, 1)
     os.close(devnull)
+    status = "none"
+    if plan is not None:
+        try:
+            unshare(CLONE_NEWNS)
+            iso.enter_root(plan)
+            status = "ok"
+        except BaseException as error:  # noqa: BLE001 - reported, attempts degrade
+            status = "fail " + short(error, 200).replace("\n", " ")
+    caps = {**caps, "minimal_filesystem": status == "ok"}
+    codec.write_all(status_w, status.encode())
+    os.close(status_w)
     while True:
         try:
             head, fds, _, _ = socket.recv_fds(sock, 4, 4)
@@ -131,7 +149,11 @@ def attempt_main(attempt: int, fds: list[int], ctl_w: int, req: dict, caps: dict
     die_with_parent()
     if caps["pid_namespace"]:
         unshare(CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWIPC if caps["ipc_namespace"] else 0))
-        _private_mounts(int(req["limits"]["file_size_bytes"]))
+        size = int(req["limits"]["file_size_bytes"])
+        if caps["minimal_filesystem"]:  # "/" is the read-only minimal root already
+            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+        else:
+            _private_mounts(size)
         pid = os.fork()
         if pid == 0:
             mount("proc", "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -200,8 +222,16 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str) -> None:
             os.setresuid(caps["uid"], caps["uid"], caps["uid"])
         die_with_parent()  # after the uid switch, which clears it
         prctl(PR_SET_NO_NEW_PRIVS, 1)
+        if caps["syscall_filter"]:  # last: it also forbids clearing the parent-death signal
+            seccomp.install(seccomp.build(
+                allow_processes=int(limits["max_processes"]) > 1,
+                pid_namespace=caps["pid_namespace"], own_pid=os.getpid()))
     except BaseException:  # noqa: BLE001
         os._exit(71)
+    try:
+        req = {**req, **json.loads(codec.read_frame(3))}  # the program, from T
+    except (EOFError, ValueError):
+        os._exit(72)
     serve(req)
     os._exit(0)
 
@@ -265,6 +295,8 @@ def runner_process(req: dict, result_w: int, spawn_sock: socket.socket, ctl_r: i
     try:
         die_with_parent()
         tests_req = json.loads(codec.read_frame(0))
+        # T holds only trusted code, but it decodes what U sends: bound what that can cost.
+        resource.setrlimit(resource.RLIMIT_AS, (_address_space() + RUNNER_MEMORY,) * 2)
         devnull = os.open("/dev/null", os.O_WRONLY)
         os.dup2(devnull, 1)  # prints in trusted tests must not reach the zygote's result stream
         os.close(devnull)
@@ -274,6 +306,14 @@ def runner_process(req: dict, result_w: int, spawn_sock: socket.socket, ctl_r: i
         status = 0
     finally:
         os._exit(status)
+
+
+RUNNER_MEMORY = 1 << 30  # bytes T may map beyond what it holds when it starts
+
+
+def _address_space() -> int:
+    with open("/proc/self/statm") as statm:
+        return int(statm.read().split()[0]) * os.sysconf("SC_PAGE_SIZE")
 
 
 def _await_result(result_r: int, deadline: float) -> dict | None:
@@ -304,18 +344,36 @@ def main() -> None:
     prctl(PR_SET_DUMPABLE, 0)
     prctl(PR_SET_CHILD_SUBREAPER, 1)
     _load("_runner")  # before the file view changes
-    caps = iso.setup_isolation(uid, mode, config.get("hide_paths", []))
+    hide = config.get("hide_paths", [])
+    caps = iso.setup_isolation(uid, mode, hide, seccomp)
+    plan = None
+    if caps["mount_namespace"] and caps["pid_namespace"]:
+        try:
+            plan = iso.plan_root(config.get("packages", []), hide)
+        except (OSError, ValueError) as error:
+            caps["warnings"].append(f"cannot plan the minimal filesystem ({short(error)})")
     for name in PREIMPORT:
         __import__(name)
     spawn_t, spawn_s = socket.socketpair(socket.AF_UNIX, socket.SOCK_STREAM)
     ctl_r, ctl_w = os.pipe()
+    status_r, status_w = os.pipe()
     spawner_pid = os.fork()
-    if spawner_pid == 0:  # the spawner S: forked before the key or any test has been read
+    if spawner_pid == 0:  # the spawner S: forked before the key or any program has been read
         spawn_t.close()
         os.close(ctl_r)
-        spawner(spawn_s, ctl_w, caps)
+        os.close(status_r)
+        spawner(spawn_s, ctl_w, caps, plan, status_w)
     spawn_s.close()
     os.close(ctl_w)
+    os.close(status_w)
+    root_status = os.read(status_r, 4096).decode()
+    os.close(status_r)
+    caps["minimal_filesystem"] = root_status == "ok"
+    if plan is not None and root_status != "ok":
+        caps["warnings"].append(f"cannot build the minimal filesystem ({root_status[5:]})")
+    if caps["minimal_filesystem"]:
+        caps["hidden_paths"] = sorted(set(caps["hidden_paths"]) | set(plan["cover"]))
+    caps["guarantees"] = iso.guarantees(caps)
     key = bytes.fromhex(json.loads(codec.read_frame(0))["key"])
 
     def send(obj: dict) -> None:

@@ -76,24 +76,33 @@ def _take_slot() -> int:
         return slot
 
 
-def _job_budget(n_tests: int, limits: SandboxLimits) -> float:
-    """Upper bound on the seconds a program can legitimately take (each test may reload)."""
-    return (2 * n_tests + 3) * limits.timeout + _SLACK
+def _job_budget(limits: SandboxLimits) -> float:
+    """Upper bound on the seconds a program can take: its budget plus the trusted setup."""
+    return limits.budget + limits.timeout + _SLACK
+
+
+ISOLATION_MODES = ("auto", "strict", "none")
+
+
+def _missing(capabilities: dict[str, Any]) -> list[str]:
+    return [name for name, held in capabilities.get("guarantees", {}).items() if not held]
 
 
 class _Zygote:
     """One fork-server process (see ``_worker.py``) and the pipes to it."""
 
-    def __init__(self, isolation: str, uid_base: int, hide_paths: list[str]) -> None:
+    def __init__(self, isolation: str, uid_base: int, hide_paths: list[str],
+                 packages: list[str]) -> None:
         self.slot = _take_slot()
         self.key = os.urandom(32)
         self.buffer = bytearray()
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-B", str(WORKER), str(uid_base + self.slot), isolation],
+            [sys.executable, "-s", "-B", str(WORKER), str(uid_base + self.slot),
+             "none" if isolation == "none" else "auto"],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
             env=dict(SANDBOX_ENV), cwd="/", close_fds=True, start_new_session=True, bufsize=0)
         try:
-            self._send(json.dumps({"hide_paths": hide_paths}).encode(),
+            self._send(json.dumps({"hide_paths": hide_paths, "packages": packages}).encode(),
                        json.dumps({"key": self.key.hex()}).encode())
             ready = self._receive(_START_TIMEOUT)
             self.capabilities: dict[str, Any] = ready["capabilities"]
@@ -123,13 +132,12 @@ class _Zygote:
 
     def run(self, job: dict[str, Any]) -> dict:
         limits: SandboxLimits = job["limits"]
-        n = len(job["tests"])
-        budget = _job_budget(n, limits)
+        budget = _job_budget(limits)
         nonce = os.urandom(16).hex()
-        cpu = limits.cpu_seconds or (n + 1) * limits.timeout
+        cpu = limits.cpu_seconds or limits.budget + 1
         head = {"kind": "program", "nonce": nonce, "program": job["program"],
                 "entry_point": job["entry_point"], "limits": limits.to_dict(),
-                "cpu_seconds": cpu, "deadline": budget}
+                "cpu_seconds": cpu, "program_timeout": limits.budget, "deadline": budget}
         tail = {"kind": "tests", "setup": job["setup"], "tests": job["tests"],
                 "max_timeouts": job["max_timeouts"]}
         self._send(json.dumps(head).encode(), json.dumps(tail).encode())
@@ -204,19 +212,30 @@ class SandboxPool:
 
     Args:
         workers: Most programs run at once (default ``os.cpu_count()``).
-        isolation: ``"auto"`` (the strongest isolation the OS allows) or ``"none"`` (rlimits
-            and a process group only; for tests of the fallback path, never for training).
+        isolation: ``"auto"`` (the strongest isolation the OS allows, with one warning naming
+            each guarantee that does not hold), ``"strict"`` (refuse to run, with a
+            :class:`SandboxError`, unless every guarantee of ``docs/sandbox.md`` holds) or
+            ``"none"`` (rlimits and a process group only; for tests of the fallback path,
+            never for training).
         uid_base: First uid of the sandbox slots (root only); default
             :func:`default_uid_base` of this process.
-        hide_paths: Files or directories the program must not read (where mount namespaces
-            work), e.g. datasets holding the answers; default :func:`default_hidden_paths`.
+        hide_paths: Files or directories the program must not read, e.g. datasets holding
+            the answers; default :func:`default_hidden_paths`. With the minimal filesystem
+            nothing outside it is visible anyway; these stay hidden even inside ``packages``.
+        packages: Installed packages (import names, e.g. ``["numpy"]``) to show read-only in
+            the program's filesystem besides the standard library. Default: none.
     """
 
     def __init__(self, workers: int | None = None, *, isolation: str = "auto",
-                 uid_base: int | None = None, hide_paths: Iterable[str] | None = None
-                 ) -> None:
-        if isolation not in ("auto", "none"):
-            raise ValueError("isolation must be 'auto' or 'none'")
+                 uid_base: int | None = None, hide_paths: Iterable[str] | None = None,
+                 packages: Iterable[str] = ()) -> None:
+        if isolation not in ISOLATION_MODES:
+            raise ValueError(f"isolation must be one of {ISOLATION_MODES}, got {isolation!r}")
+        self.packages = [str(name) for name in packages]
+        for name in self.packages:
+            if importlib.util.find_spec(name) is None:
+                raise ValueError(f"package {name!r} is not installed; install it or drop it "
+                                 "from packages=")
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.isolation = isolation
         self.uid_base = default_uid_base() if uid_base is None else uid_base
@@ -235,9 +254,22 @@ class SandboxPool:
         self.close()
 
     def _start(self) -> _Zygote:
-        zygote = _Zygote(self.isolation, self.uid_base, self.hide_paths)
-        for message in zygote.capabilities.get("warnings", []):
-            _warn_once(message + " (see docs/sandbox.md)")
+        zygote = _Zygote(self.isolation, self.uid_base, self.hide_paths, self.packages)
+        caps, missing = zygote.capabilities, _missing(zygote.capabilities)
+        if missing and self.isolation == "strict":
+            zygote.close()
+            raise SandboxError(
+                f"isolation='strict' refused: {', '.join(missing)} cannot be guaranteed here "
+                f"(mode {caps['mode']}: {'; '.join(caps.get('warnings', [])) or 'see docs'}). "
+                "Run as root with CAP_SYS_ADMIN on Linux x86_64/aarch64, or pass "
+                "isolation='auto' to accept weaker isolation (docs/sandbox.md).")
+        if missing and self.isolation == "auto":
+            _warn_once(f"weaker isolation (mode {caps['mode']}): {', '.join(missing)} not "
+                       f"guaranteed; {'; '.join(caps.get('warnings', []))}. Pass "
+                       "isolation='strict' to refuse instead (see docs/sandbox.md)")
+        elif missing:
+            for message in caps.get("warnings", []):
+                _warn_once(message + " (see docs/sandbox.md)")
         return zygote
 
     def _acquire(self) -> _Zygote:
@@ -297,7 +329,7 @@ class SandboxPool:
                 return _error_result(spec, f"sandbox worker failed: {error}")
             if raw.get("status") == "internal_error":
                 broken = True
-            result = ProgramResult.from_dict(raw)
+            result = ProgramResult.from_dict(raw).cleaned()
             if result.status == "internal_error" and not result.tests:
                 result = _error_result(spec, result.message)
             result.wall_time = round(time.perf_counter() - start, 6)
@@ -347,20 +379,22 @@ class SandboxPool:
             zygote.close()
 
 
-_default: SandboxPool | None = None
+_shared: dict[str, SandboxPool] = {}
 _default_lock = threading.Lock()
 
 
-def _pool() -> SandboxPool:
-    global _default
+def _pool(isolation: str = "auto") -> SandboxPool:
+    """The shared pool of this process for an isolation mode (started on first use)."""
     with _default_lock:
-        if _default is None or _default._closed or _default._pid != os.getpid():
-            _default = SandboxPool()
-        return _default
+        pool = _shared.get(isolation)
+        if pool is None or pool._closed or pool._pid != os.getpid():
+            pool = _shared[isolation] = SandboxPool(isolation=isolation)
+        return pool
 
 
 def run_tests(program: str, tests: list[str], entry_point: str, *, setup: str = "",
-              limits: SandboxLimits | None = None, max_timeouts: int = 3) -> ProgramResult:
+              limits: SandboxLimits | None = None, max_timeouts: int = 3,
+              isolation: str = "auto") -> ProgramResult:
     """Run each test against the program's entry point in the sandbox.
 
     Args:
@@ -373,15 +407,19 @@ def run_tests(program: str, tests: list[str], entry_point: str, *, setup: str = 
             ``def check``); the program's own globals are NOT visible to the tests.
         limits: Resource limits (default :class:`SandboxLimits()`).
         max_timeouts: After this many timed-out tests the rest are not run (and fail).
+        isolation: ``"auto"`` or ``"strict"`` (see :class:`SandboxPool`); each mode has its
+            own shared pool.
 
     Returns:
         A :class:`ProgramResult`; only tests the trusted runner saw complete count as passed.
+        Text the program produced (messages, output) has its control characters removed.
     """
-    return _pool().run(program, tests, entry_point, setup=setup, limits=limits,
-                       max_timeouts=max_timeouts)
+    return _pool(isolation).run(program, tests, entry_point, setup=setup, limits=limits,
+                                max_timeouts=max_timeouts)
 
 
-def run_many(jobs: Iterable[dict | Sequence], workers: int | None = None) -> list[ProgramResult]:
+def run_many(jobs: Iterable[dict | Sequence], workers: int | None = None,
+             isolation: str = "auto") -> list[ProgramResult]:
     """Run many jobs concurrently on the shared pool; one :class:`ProgramResult` per job, in order.
 
     Args:
@@ -389,20 +427,23 @@ def run_many(jobs: Iterable[dict | Sequence], workers: int | None = None) -> lis
             ``entry_point``, optional ``setup``, ``limits``, ``max_timeouts``) or tuples
             ``(program, tests, entry_point[, setup[, limits[, max_timeouts]]])``.
         workers: Programs run at once (default ``os.cpu_count()``).
+        isolation: ``"auto"`` or ``"strict"`` (see :class:`SandboxPool`).
     """
-    return _pool().run_many(jobs, workers)
+    return _pool(isolation).run_many(jobs, workers)
 
 
-def capabilities() -> dict[str, Any]:
-    """Describe the isolation in force on this machine (namespaces, uid, limits, warnings)."""
-    return _pool().capabilities()
+def capabilities(isolation: str = "auto") -> dict[str, Any]:
+    """Describe the isolation in force on this machine: ``mode``, each layer, ``guarantees``
+    (which promises of ``docs/sandbox.md`` hold) and ``warnings``."""
+    return _pool(isolation).capabilities()
 
 
 def shutdown() -> None:
-    """Stop the shared pool's worker processes (a later call starts new ones)."""
+    """Stop the shared pools' worker processes (a later call starts new ones)."""
     with _default_lock:
-        if _default is not None and _default._pid == os.getpid():
-            _default.close()
+        for pool in _shared.values():
+            if pool._pid == os.getpid():
+                pool.close()
 
 
 atexit.register(shutdown)

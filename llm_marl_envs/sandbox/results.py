@@ -3,10 +3,32 @@
 from __future__ import annotations
 
 import json
+import re
+import unicodedata
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any
 
-__all__ = ["ProgramResult", "SandboxLimits", "TestResult"]
+__all__ = ["ProgramResult", "SandboxLimits", "TestResult", "clean_program_text"]
+
+#: Default whole-program time budget, in multiples of the per-test timeout.
+PROGRAM_TIMEOUT_FACTOR = 4.0
+_ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
+_BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
+
+
+def clean_program_text(text: str) -> str:
+    """Text a program produced, made safe for logs, ``infos`` and the next prompt.
+
+    Terminal escape sequences are removed whole, ``\\r\\n`` and lone ``\\r`` become ``\\n``, and
+    every other control character (C0, DEL, C1) and bidirectional override is dropped; tab
+    and newline stay. Lone surrogates become U+FFFD.
+    """
+    if text.isprintable():
+        return text
+    text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
+    return "".join(
+        "\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text
+        if ch in "\t\n" or (unicodedata.category(ch) != "Cc" and ch not in _BIDI))
 
 
 @dataclass(frozen=True)
@@ -20,12 +42,19 @@ class SandboxLimits:
         max_output_bytes: Bytes of stdout + stderr the program may write in total; past it the
             process is killed and the running test fails with ``OutputLimitExceeded``.
         file_size_bytes: Largest file the program may write (``RLIMIT_FSIZE``); also the size
-            of each private tmpfs (``/tmp``, ``/var/tmp``, ``/dev/shm``) where namespaces work.
+            of its private tmpfs (``/tmp``, the only writable place) where namespaces work, so
+            files and memory together stay within ``memory_bytes + file_size_bytes``.
         max_processes: Processes + threads of the sandbox uid (``RLIMIT_NPROC``). The default
             1 forbids ``fork`` and threads; only enforced where the sandbox can switch uid.
         max_open_files: ``RLIMIT_NOFILE``.
         cpu_seconds: CPU-time limit (``RLIMIT_CPU``) per process; ``None`` derives it from
             the timeout and the number of tests.
+        program_timeout: Wall-clock seconds for the whole program: loading it (and reloading
+            after crashes) and all its tests. When it is spent, the running test times out
+            and the rest fail as ``NotRun`` (``ProgramResult.budget_exceeded``). ``None``
+            means ``4 * timeout``, so one program never costs more than four test timeouts.
+        max_reply_bytes: Largest encoded return value the trusted runner accepts from the
+            program; a larger one fails the test as ``ProtocolError``.
     """
 
     timeout: float = 3.0
@@ -35,14 +64,25 @@ class SandboxLimits:
     max_processes: int = 1
     max_open_files: int = 64
     cpu_seconds: float | None = None
+    program_timeout: float | None = None
+    max_reply_bytes: int = 1 << 20
 
     def __post_init__(self) -> None:
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive, got {self.timeout!r}")
+        if self.program_timeout is not None and not self.program_timeout > 0:
+            raise ValueError(f"program_timeout must be positive, got {self.program_timeout!r}")
         for name in ("memory_bytes", "max_output_bytes", "file_size_bytes", "max_processes",
-                     "max_open_files"):
+                     "max_open_files", "max_reply_bytes"):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
+
+    @property
+    def budget(self) -> float:
+        """The whole-program time budget in force (``program_timeout`` or its default)."""
+        if self.program_timeout is not None:
+            return float(self.program_timeout)
+        return PROGRAM_TIMEOUT_FACTOR * self.timeout
 
     def to_dict(self) -> dict[str, Any]:
         """The limits as a JSON-ready dict."""
@@ -98,7 +138,9 @@ class ProgramResult:
         tests_passed: Tests that passed.
         timeouts: Tests that timed out.
         crashed: The untrusted process died unexpectedly at least once (exit, signal, limit).
-        stopped_early: ``max_timeouts`` was reached and the remaining tests were not run.
+        stopped_early: ``max_timeouts`` was reached, or the time budget spent, and the
+            remaining tests were not run.
+        budget_exceeded: The program used up ``SandboxLimits.program_timeout``.
         wall_time: Seconds from dispatch to result, as measured by the caller's process.
         error_type: For a program-level failure, the exception type name.
         message: For a program-level failure, a short detail.
@@ -113,6 +155,7 @@ class ProgramResult:
     timeouts: int = 0
     crashed: bool = False
     stopped_early: bool = False
+    budget_exceeded: bool = False
     wall_time: float = 0.0
     error_type: str | None = None
     message: str = ""
@@ -130,6 +173,16 @@ class ProgramResult:
     def to_json(self) -> str:
         """The result as a JSON string."""
         return json.dumps(self.to_dict())
+
+    def cleaned(self) -> ProgramResult:
+        """This result with every program-made text passed through :func:`clean_program_text`."""
+        for test in self.tests:
+            test.message = clean_program_text(test.message)
+            test.error_type = test.error_type and clean_program_text(test.error_type)
+        self.message = clean_program_text(self.message)
+        self.error_type = self.error_type and clean_program_text(self.error_type)
+        self.output = clean_program_text(self.output)
+        return self
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> ProgramResult:

@@ -182,12 +182,20 @@ SCRIPT = """
 import json, warnings
 warnings.simplefilter("always")
 with warnings.catch_warnings(record=True) as caught:
-    from llm_marl_envs.sandbox import SandboxLimits, capabilities, run_tests
+    from llm_marl_envs.sandbox import (SandboxError, SandboxLimits, SandboxPool, capabilities,
+                                       run_tests)
     caps = capabilities()
     good = run_tests("def f(x):\\n    return x\\n", ["assert candidate(2) == 2"], "f")
     loop = run_tests("def f(x):\\n    while True: pass\\n", ["candidate(1)"], "f",
                      limits=SandboxLimits(timeout=0.3))
+    sock = run_tests("import socket\\ndef f(x):\\n    socket.socket()\\n", ["candidate(1)"], "f")
+try:
+    SandboxPool(1, isolation="strict").capabilities()
+    strict = "ran"
+except SandboxError as error:
+    strict = str(error)
 print(json.dumps({"caps": caps, "good": good.tests_passed, "loop": loop.timeouts,
+                  "sock": sock.tests[0].error_type, "strict": strict,
                   "warnings": [str(w.message) for w in caught]}))
 """
 
@@ -213,6 +221,12 @@ def test_non_root_fallback_runs_and_warns():
     assert report["caps"]["mode"] == "none" and not report["caps"]["root"]
     assert report["good"] == 1 and report["loop"] == 1
     assert len(report["warnings"]) == 1 and "not root" in report["warnings"][0]
+    # seccomp needs no privilege: even here no socket can be made
+    assert report["caps"]["guarantees"]["no_sockets"] and report["sock"] == "PermissionError"
+    missing = [k for k, held in report["caps"]["guarantees"].items() if not held]
+    assert "minimal_filesystem" in missing and "isolated_processes" in missing
+    assert report["strict"].startswith("isolation='strict' refused: ")
+    assert all(name in report["strict"] for name in missing)
 
 
 def test_fast_limits_fixture_is_sane():
