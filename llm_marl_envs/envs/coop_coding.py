@@ -31,12 +31,23 @@ failed asserts with error type and message), then both write again. No LLM judge
 MAGRPO's splits (HumanEval test[33:133] / test[:32]; CoopHumanEval test[:50] / test[50:66]),
 ``"all"`` or any slice such as ``"test[:10]"``.
 
-**Arguments.** ``dataset``, ``split``, ``data_source``, ``num_turns``, ``turn_weights``,
-``test_timeout`` (seconds per test, default 3), ``max_action_length``, ``max_cycles``
-(defaults to ``num_turns``), ``render_mode``. ``reset(options={"row_index": i})`` plays
-problem ``i`` of the split.
+**Sandbox** (``docs/sandbox.md``). Each program runs in ``llm_marl_envs.sandbox``: it sees
+only the interpreter and the standard library (not the dataset), cannot open sockets, and
+never sees another program's text or result. ``test_timeout`` bounds each test and
+``program_timeout`` (default ``4 * test_timeout``) the whole program, loads included: past
+it, the remaining tests fail unrun. Control characters in the program's output and error
+messages are stripped before they reach ``infos`` or the next round's prompt.
+``sandbox_isolation="strict"`` makes the constructor raise ``SandboxError`` on a machine where
+the sandbox cannot give all of its guarantees; the default ``"auto"`` warns once, naming them.
 
-**Version history.** v0: initial version.
+**Arguments.** ``dataset``, ``split``, ``data_source``, ``num_turns``, ``turn_weights``,
+``test_timeout`` (seconds per test, default 3), ``program_timeout``, ``sandbox_isolation``,
+``max_action_length``, ``max_cycles`` (defaults to ``num_turns``), ``render_mode``.
+``reset(options={"row_index": i})`` plays problem ``i`` of the split.
+
+**Version history.** v0: initial version. The sandbox hardening of 2026-11 (minimal
+filesystem, seccomp, the ``program_timeout`` budget, control characters stripped) leaves
+the score of every program that finishes within the budget unchanged.
 """
 
 from __future__ import annotations
@@ -89,6 +100,8 @@ class CoopCodingEnv(SimultaneousTextEnv):
         num_turns: int = 1,
         turn_weights: tuple[float, ...] | None = None,
         test_timeout: float = 3.0,
+        program_timeout: float | None = None,
+        sandbox_isolation: str = "auto",
         max_cycles: int | None = None,
         render_mode: str | None = None,
         max_action_length: int = 8192,
@@ -100,6 +113,11 @@ class CoopCodingEnv(SimultaneousTextEnv):
             raise ValueError(f"turn_weights needs {num_turns} values, got {turn_weights!r}")
         if not test_timeout > 0:
             raise ValueError(f"test_timeout must be positive, got {test_timeout!r}")
+        if program_timeout is not None and not program_timeout > 0:
+            raise ValueError(f"program_timeout must be positive, got {program_timeout!r}")
+        if sandbox_isolation not in ("auto", "strict"):
+            raise ValueError(f"sandbox_isolation must be 'auto' or 'strict', got "
+                             f"{sandbox_isolation!r}")
         super().__init__(
             [HELPER, MAIN],
             {HELPER: "helper (writes aux)", MAIN: "main (writes the entry point)"},
@@ -112,7 +130,14 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.data = load_coding_problems(dataset, split, data_source)
         self.num_turns = num_turns
         self.turn_weights = weights
-        self.limits = SandboxLimits(timeout=float(test_timeout))
+        self.limits = SandboxLimits(
+            timeout=float(test_timeout),
+            program_timeout=None if program_timeout is None else float(program_timeout))
+        self.sandbox_isolation = sandbox_isolation
+        if sandbox_isolation == "strict":  # refuse now, not in the middle of an episode
+            from llm_marl_envs.sandbox import capabilities
+
+            capabilities(isolation="strict")
         self.problem: dict[str, str] = {}
         self.tests: tuple[str, ...] = ()
         self.round = 0
@@ -153,6 +178,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
                 setup=f"{self.problem['prompt']}\n{self.problem['test']}",
                 limits=self.limits,
                 max_timeouts=3,
+                isolation=self.sandbox_isolation,
             )
         passed = result.tests_passed if result else 0
         levels = coding_reward(analysis, passed, len(self.tests))

@@ -79,6 +79,40 @@ def test_two_turns_with_execution_feedback():
     assert second["round"] == 1 and all(env.terminations.values())
 
 
+def test_control_characters_from_the_program_stay_out_of_infos_and_prompts():
+    """Escape sequences built at run time (actions are cleaned, so chr() is the way in)."""
+    raising = ("def has_close_elements(numbers, threshold):\n"
+               "    raise ValueError(chr(27) + '[2J' + chr(7) + 'boom' + chr(13) + chr(0x202e))\n"
+               "    return True\n")
+    env = _env(num_turns=2)
+    info = _round(env, AUX, raising)
+    messages = [r["message"] for r in info["test_results"]]
+    assert messages and all(m == "boom\n" for m in messages), messages  # CR -> newline
+    prompt = str(env.observe("main_0")) + str(env.infos["main_0"]["messages"])
+    assert "boom" in prompt
+    assert not any(ch in prompt for ch in "\x1b\x07\r\u202e")
+
+
+def test_a_slow_program_is_cut_at_its_time_budget():
+    slow = ("import time\ndef has_close_elements(numbers, threshold):\n"
+            "    time.sleep(0.4)\n    return False\n")
+    env = _env(test_timeout=0.5, program_timeout=1.0)
+    info = _round(env, AUX, slow)
+    errors = [r["error_type"] for r in info["test_results"]]
+    assert errors[-1] == "NotRun" and info["reward_components"]["tests_passed"] <= 3
+
+
+def test_strict_sandbox_isolation_is_checked_when_the_env_is_made():
+    from llm_marl_envs.sandbox import SandboxError, capabilities
+
+    if all(capabilities()["guarantees"].values()):
+        env = _env(sandbox_isolation="strict")
+        assert _round(env, AUX, COOPERATIVE)["reward_components"]["total"] == pytest.approx(4.0)
+    else:
+        with pytest.raises(SandboxError, match="strict"):
+            llm_marl_envs.make(ID, sandbox_isolation="strict")
+
+
 def test_parallel_form_matches_aec():
     aec = _env()
     aec_info = _round(aec, AUX, COOPERATIVE)
@@ -98,7 +132,9 @@ def test_coophumaneval_local_file(shared_data):
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"num_turns": 3}, "num_turns"), ({"turn_weights": (1.0, 1.0)}, "turn_weights"), ({"test_timeout": 0}, "test_timeout")],
+    [({"num_turns": 3}, "num_turns"), ({"turn_weights": (1.0, 1.0)}, "turn_weights"), ({"test_timeout": 0}, "test_timeout"),
+     ({"program_timeout": -1}, "program_timeout"),
+     ({"sandbox_isolation": "none"}, "sandbox_isolation")],
 )
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):
