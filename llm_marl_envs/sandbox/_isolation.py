@@ -258,9 +258,25 @@ def enter_root(plan: dict, staging: str = "/tmp") -> None:
     """Build the minimal root of ``plan`` on a tmpfs and make it this process's ``/``.
 
     Runs in the spawner after ``unshare(CLONE_NEWMOUNT)``: the host tree is detached from its
-    namespace afterwards, so every attempt forked from it sees only the minimal root.
+    namespace afterwards, so every attempt forked from it sees only the minimal root. Every
+    source is opened before the staging tmpfs covers ``staging``, so sources below it (a
+    virtual environment in ``/tmp``) are still reached.
     """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
+    sources = {path: os.open(path, os.O_PATH | os.O_CLOEXEC)
+               for path in [*plan["dirs"], *plan["files"]]}
+    try:
+        _build_root(plan, staging, sources)
+    finally:
+        for fd in sources.values():
+            os.close(fd)
+    os.chdir(staging)
+    _ok(_libc.syscall(ctypes.c_long(PIVOT_ROOT[platform.machine()]), b".", b"."))
+    _ok(_libc.umount2(b".", ctypes.c_int(MNT_DETACH)))
+    os.chdir("/")
+
+
+def _build_root(plan: dict, staging: str, sources: dict[str, int]) -> None:
     mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
     os.umask(0o022)
 
@@ -274,10 +290,10 @@ def enter_root(plan: dict, staging: str = "/tmp") -> None:
 
     for directory in plan["dirs"]:
         os.makedirs(at(directory), 0o755, exist_ok=True)
-        _bind_readonly(directory, at(directory))
+        _bind_readonly(f"/proc/self/fd/{sources[directory]}", at(directory))
     for path in plan["files"]:
         make_file(path)
-        _bind_readonly(path, at(path))
+        _bind_readonly(f"/proc/self/fd/{sources[path]}", at(path))
     for link, target in sorted(plan["links"].items()):
         if not os.path.lexists(at(link)):
             os.makedirs(os.path.dirname(at(link)), 0o755, exist_ok=True)
@@ -297,10 +313,6 @@ def enter_root(plan: dict, staging: str = "/tmp") -> None:
         elif os.path.isfile(at(path)):
             mount("/dev/null", at(path), None, MS_BIND)
     mount(None, staging, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
-    os.chdir(staging)
-    _ok(_libc.syscall(ctypes.c_long(PIVOT_ROOT[platform.machine()]), b".", b"."))
-    _ok(_libc.umount2(b".", ctypes.c_int(MNT_DETACH)))
-    os.chdir("/")
 
 
 def _seccomp_works(seccomp, pid_namespace: bool) -> bool:

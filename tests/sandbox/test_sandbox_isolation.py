@@ -514,6 +514,7 @@ def test_packages_can_be_exposed_to_programs(isolated):
     _guarantee(isolated, "minimal_filesystem")
     program = "import numpy as np\ndef f(x):\n    return int(np.arange(x).sum())\n"
     with SandboxPool(1, packages=["numpy"]) as with_numpy:
+        assert with_numpy.capabilities()["minimal_filesystem"]  # even from a venv under /tmp
         result = with_numpy.run(program, ["assert candidate(5) == 10"], "f")
         assert result.tests_passed == 1, (result.status, result.message)
     with SandboxPool(1) as plain:
