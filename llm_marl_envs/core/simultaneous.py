@@ -90,8 +90,10 @@ class TextParallelEnv(ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, TextObservation], dict[str, dict]]:
-        self.aec_env.reset(seed=seed, options=options)
-        self.agents = list(self.aec_env.agents)
+        try:
+            self.aec_env.reset(seed=seed, options=options)
+        finally:  # a failed reset leaves the AEC env as it was or needing a reset: mirror it
+            self.agents = list(self.aec_env.agents)
         return (
             {a: self.aec_env.observe(a) for a in self.agents},
             {a: self.aec_env.infos[a] for a in self.agents},
@@ -100,6 +102,7 @@ class TextParallelEnv(ParallelEnv):
     def step(self, actions: dict[str, str]) -> tuple[dict, dict, dict, dict, dict]:
         """Apply one joint action ``{agent: text}`` for every live agent."""
         env = self.aec_env
+        env._check_playable("step()")
         if not self.agents:
             raise RuntimeError("No live agents: call reset() to start an episode")
         if not isinstance(actions, dict):
@@ -114,8 +117,11 @@ class TextParallelEnv(ParallelEnv):
         for agent in self.agents:
             env._clean_action(agent, actions[agent])  # raises before anything is applied
         acting = list(self.agents)
-        for _ in acting:
-            env.step(actions[env.agent_selection])
+        try:
+            for _ in acting:
+                env.step(actions[env.agent_selection])
+        finally:  # after a failure the AEC env needs a reset, and shows no live agents
+            self.agents = list(env.agents)
         observations = {a: env.observe(a) for a in acting}
         rewards = {a: float(env._cumulative_rewards[a]) for a in acting}
         terminations = {a: env.terminations[a] for a in acting}

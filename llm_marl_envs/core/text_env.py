@@ -14,7 +14,13 @@ that an environment module only describes its task:
   truncation;
 * ``infos[agent]``: ``role``, ``turn``, ``data_source``, ``row_id``, ``messages`` (the agent's
   current prompt as chat messages), ``reward_components`` and ``format_error``;
-* rendering: ``"ansi"`` returns the transcript, ``"human"`` prints it as it grows.
+* rendering: ``"ansi"`` returns the transcript, ``"human"`` prints it as it grows;
+* faults: a ``reset`` or ``step`` that raises part-way (a bad ``row_index``, a scorer or
+  sandbox failure, Ctrl-C) leaves no playable half-episode: the env is in a "needs reset"
+  state where ``step`` and ``last`` raise ``RuntimeError`` saying why and to call ``reset()``.
+  Checks that happen before anything changes (a non-``str`` action, a bad seed) leave the
+  episode exactly as it was. Misuse (``last()`` before ``reset`` or after the episode, an
+  unknown agent) is one clear ``RuntimeError`` / ``ValueError``.
 
 Subclasses implement :meth:`_new_episode` (pick the task, set the first prompt) and
 :meth:`_play` (apply one cleaned action, set rewards and terminations).
@@ -128,6 +134,11 @@ class TextAECEnv(AECEnv):
         self.np_random: np.random.Generator | None = None
         self.np_random_seed: int | None = None
         self.agents: list[str] = []
+        self.rewards: dict[str, float] = {}
+        self._cumulative_rewards: dict[str, float] = {}
+        self.terminations: dict[str, bool] = {}
+        self.truncations: dict[str, bool] = {}
+        self.infos: dict[str, dict[str, Any]] = {}
         self.transcript: list[Turn] = []
         self.data_source: str | None = None
         self.row_id: str | int | None = None
@@ -135,6 +146,7 @@ class TextAECEnv(AECEnv):
         self._prompts: dict[str, str] = {a: "" for a in self.possible_agents}
         self._printed_turns = 0
         self._header_printed = False
+        self._needs_reset: str | None = "no episode yet"  # why step/last refuse, or None
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> FreeText:
@@ -145,7 +157,25 @@ class TextAECEnv(AECEnv):
 
     # ------------------------------------------------------------------ episode
     def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        """Start an episode; ``seed`` re-seeds the environment's RNG, ``None`` continues it."""
+        """Start an episode; ``seed`` re-seeds the environment's RNG, ``None`` continues it.
+
+        If the new episode cannot be set up (e.g. ``options["row_index"]`` out of range), the
+        error propagates and the env is left needing another ``reset``: the previous episode
+        is gone, not playable against a task it no longer shows.
+        """
+        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
+                                 or seed < 0):
+            raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        if options is not None and not isinstance(options, dict):
+            raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        try:
+            self._start_episode(seed, options or {})
+        except BaseException as error:
+            self._void(f"the last reset() failed ({_describe(error)})")
+            raise
+        self._needs_reset = None
+
+    def _start_episode(self, seed: int | None, options: dict) -> None:
         if seed is not None or self.np_random is None:
             self.np_random, self.np_random_seed = seeding.np_random(seed)
         self.agents = list(self.possible_agents)
@@ -160,10 +190,21 @@ class TextAECEnv(AECEnv):
         self._printed_turns = 0
         self._header_printed = False
         self.agent_selection = self.possible_agents[0]
-        self._new_episode(options or {})
+        self._new_episode(options)
+
+    def _void(self, why: str) -> None:
+        """Enter the "needs reset" state: no live agents, no prompts, ``why`` in the errors."""
+        self.agents = []
+        self._prompts = {a: "" for a in self.possible_agents}
+        self._needs_reset = why
+
+    def _check_playable(self, call: str) -> None:
+        if self._needs_reset is not None:
+            raise RuntimeError(f"{self._needs_reset}: call reset() before {call}")
 
     def step(self, action: str | None) -> None:
         """Apply the current agent's text action (``None`` only for finished agents)."""
+        self._check_playable("step()")
         if not self.agents:
             raise RuntimeError(
                 "No live agents: call reset() to start an episode (before the first step and "
@@ -174,22 +215,37 @@ class TextAECEnv(AECEnv):
             self._was_dead_step(action)
             return
         cleaned = self._clean_action(agent, action)  # raises before any state changes
-        self._clear_rewards()
-        self._cumulative_rewards[agent] = 0.0
-        self.num_moves += 1
-        self._play(agent, cleaned)
-        live = [a for a in self.agents if not (self.terminations[a] or self.truncations[a])]
-        if live and self.num_cycles >= self.max_cycles:
-            for a in live:
-                self.truncations[a] = True
-        if len(live) < len(self.agents) or (live and self.truncations[live[0]]):
-            self._deads_step_first()
-        self._accumulate_rewards()
+        try:
+            self._clear_rewards()
+            self._cumulative_rewards[agent] = 0.0
+            self.num_moves += 1
+            self._play(agent, cleaned)
+            live = [a for a in self.agents if not (self.terminations[a] or self.truncations[a])]
+            if live and self.num_cycles >= self.max_cycles:
+                for a in live:
+                    self.truncations[a] = True
+            if len(live) < len(self.agents) or (live and self.truncations[live[0]]):
+                self._deads_step_first()
+            self._accumulate_rewards()
+        except BaseException as error:  # the turn is half-applied: never let it be played on
+            self._void(f"step() failed during {agent}'s turn ({_describe(error)})")
+            raise
         if self.render_mode == "human":
             self.render()
 
+    def last(self, observe: bool = True) -> tuple:
+        """``(observation, reward, terminated, truncated, info)`` of the agent to act."""
+        self._check_playable("last()")
+        if not self.agents:
+            raise RuntimeError("the episode is over (no live agents): call reset() to start "
+                               "another; env.agent_iter() stops by itself at the end")
+        return super().last(observe)
+
     def observe(self, agent: str) -> TextObservation:
         """The agent's current prompt ('' before it has been given one)."""
+        if not isinstance(agent, str) or agent not in self._prompts:
+            raise ValueError(f"unknown agent {agent!r}: this environment's agents are "
+                             f"{self.possible_agents}")
         return TextObservation(self._prompts[agent])
 
     @property
@@ -323,6 +379,11 @@ def _fmt(value: float) -> str:
 
 def _indent(text: str) -> str:
     return "\n".join("  > " + line for line in text.splitlines() or [""])
+
+
+def _describe(error: BaseException) -> str:
+    text = str(error).splitlines()[0][:200] if str(error) else ""
+    return f"{type(error).__name__}: {text}" if text else type(error).__name__
 
 
 def _check_positive_int(name: str, value: Any) -> None:
