@@ -83,6 +83,32 @@ def private_mounts(size: int) -> None:
             mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
 
 
+def fresh_tmp(size: int, plan: dict) -> None:
+    """A new private tmpfs on ``/tmp`` of the minimal root, for one attempt.
+
+    Parts of the root that live below ``/tmp`` on the host (a virtual environment in
+    ``/tmp``, as in a fresh-clone CI run) would be covered by it: they are bound again into
+    the new tmpfs, read-only, with the same symlinks.
+    """
+    below = [p for p in [*plan["dirs"], *plan["files"]] if _under(p, ["/tmp"])]
+    fds = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in below]
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    for path, fd in zip(below, fds, strict=True):
+        os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
+        if os.path.isdir(f"/proc/self/fd/{fd}"):
+            os.makedirs(path, 0o755, exist_ok=True)
+        else:
+            with open(path, "a"):
+                pass
+        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)  # covers inside come along
+        mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
+        os.close(fd)
+    for link, target in plan["links"].items():
+        if _under(link, ["/tmp"]) and not os.path.lexists(link):
+            os.makedirs(os.path.dirname(link), 0o755, exist_ok=True)
+            os.symlink(target, link)
+
+
 def _needed_paths(extra: list[str]) -> list[str]:
     """Directories the interpreter reads from: sys.path, its prefixes, binary and library."""
     paths = {os.path.realpath(p) for p in [*sys.path, sys.prefix, sys.exec_prefix, *extra]

@@ -116,7 +116,7 @@ def spawner(sock: socket.socket, ctl_w: int, caps: dict, plan: dict | None,
             status = "ok"
         except BaseException as error:  # noqa: BLE001 - reported, attempts degrade
             status = "fail " + short(error, 200).replace("\n", " ")
-    caps = {**caps, "minimal_filesystem": status == "ok"}
+    caps = {**caps, "minimal_filesystem": status == "ok", "root_plan": plan}
     codec.write_all(status_w, status.encode())
     os.close(status_w)
     while True:
@@ -151,7 +151,7 @@ def attempt_main(attempt: int, fds: list[int], ctl_w: int, req: dict, caps: dict
         unshare(CLONE_NEWPID | CLONE_NEWNS | (CLONE_NEWIPC if caps["ipc_namespace"] else 0))
         size = int(req["limits"]["file_size_bytes"])
         if caps["minimal_filesystem"]:  # "/" is the read-only minimal root already
-            mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+            iso.fresh_tmp(size, caps["root_plan"])
         else:
             _private_mounts(size)
         pid = os.fork()
