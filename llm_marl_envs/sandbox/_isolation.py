@@ -90,23 +90,30 @@ def fresh_tmp(size: int, plan: dict) -> None:
     ``/tmp``, as in a fresh-clone CI run) would be covered by it: they are bound again into
     the new tmpfs, read-only, with the same symlinks.
     """
-    below = [p for p in [*plan["dirs"], *plan["files"]] if _under(p, ["/tmp"])]
-    fds = [os.open(p, os.O_PATH | os.O_CLOEXEC) for p in below]
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
-    for path, fd in zip(below, fds, strict=True):
+    for path in [*plan["dirs"], *plan["files"]]:
+        if not _under(path, ["/tmp"]):
+            continue
         os.makedirs(os.path.dirname(path), 0o755, exist_ok=True)
-        if os.path.isdir(f"/proc/self/fd/{fd}"):
+        if os.path.isdir(_placed(path)):
             os.makedirs(path, 0o755, exist_ok=True)
         else:
             with open(path, "a"):
                 pass
-        mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)  # covers inside come along
+        mount(_placed(path), path, None, MS_BIND | MS_REC)  # covers inside come along
         mount(None, path, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV)
-        os.close(fd)
     for link, target in plan["links"].items():
         if _under(link, ["/tmp"]) and not os.path.lexists(link):
             os.makedirs(os.path.dirname(link), 0o755, exist_ok=True)
             os.symlink(target, link)
+
+
+KEEP = "/.below-tmp"  # where the root keeps its parts that belong below the attempt's /tmp
+
+
+def _placed(path: str) -> str:
+    """Where the minimal root holds ``path``: below /tmp, each attempt's tmpfs would cover it."""
+    return KEEP + path if _under(path, ["/tmp"]) else path
 
 
 def _needed_paths(extra: list[str]) -> list[str]:
@@ -315,11 +322,11 @@ def _build_root(plan: dict, staging: str, sources: dict[str, int]) -> None:
             pass
 
     for directory in plan["dirs"]:
-        os.makedirs(at(directory), 0o755, exist_ok=True)
-        _bind_readonly(f"/proc/self/fd/{sources[directory]}", at(directory))
+        os.makedirs(at(_placed(directory)), 0o755, exist_ok=True)
+        _bind_readonly(f"/proc/self/fd/{sources[directory]}", at(_placed(directory)))
     for path in plan["files"]:
-        make_file(path)
-        _bind_readonly(f"/proc/self/fd/{sources[path]}", at(path))
+        make_file(_placed(path))
+        _bind_readonly(f"/proc/self/fd/{sources[path]}", at(_placed(path)))
     for link, target in sorted(plan["links"].items()):
         if not os.path.lexists(at(link)):
             os.makedirs(os.path.dirname(at(link)), 0o755, exist_ok=True)
@@ -333,7 +340,7 @@ def _build_root(plan: dict, staging: str, sources: dict[str, int]) -> None:
     for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
                          ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
         os.symlink(target, at("/dev/" + name))
-    for path in plan["cover"]:
+    for path in map(_placed, plan["cover"]):
         if os.path.isdir(at(path)):
             mount("tmpfs", at(path), "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0555,size=4k")
         elif os.path.isfile(at(path)):
