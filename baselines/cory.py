@@ -43,9 +43,12 @@ variance the critic's values explain), ``eval.jsonl`` (task reward and completio
 role on a fixed evaluation set: the same ``eval_episodes`` tasks, never trained on, and the same
 sampling seeds every time, before training, every ``eval_every`` iterations and at the end; the
 paired, low-noise measure of what training changed), ``curves.png``, and ``checkpoint/``
-(per model: weights or adapter, value head, optimizer, KL controller; ``state.json``: next
-iteration, roles, metrics, args). Every random stream (episode seeds, sampling, mini-batch
-order) is derived from (seed, iteration), so ``--resume`` replays a killed run exactly.
+(the newest two checkpoints, ``iteration-NNNNNN/``: per model ``learner_A.pt`` / ``learner_B.pt``
+with weights or adapter, value head, optimizer and KL controller; ``state.json`` with the next
+iteration, roles, metrics, evaluations and args; ``manifest.json`` with every file's sha256).
+Every random stream (episode seeds, sampling, mini-batch order) is derived from (seed,
+iteration), so ``--resume`` replays a killed run exactly; checkpoints are written atomically and
+verified on resume, a bad one falls back to the previous one (``baselines/checkpoints.py``).
 """
 
 from __future__ import annotations
@@ -55,7 +58,7 @@ import copy
 import dataclasses
 import json
 import resource
-import shutil
+import sys
 import time
 import typing
 import warnings
@@ -72,6 +75,12 @@ from llm_marl_envs.models.loading import seeded
 from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
+
+# baselines/checkpoints.py (atomic, checksummed checkpoints, shared with magrpo.py): on sys.path
+# when this file runs as a script, not when it is imported by its path (tests, benchmarks).
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import checkpoints  # noqa: E402
 
 IMDB, GSM8K = "llm_marl_envs/IMDBSentiment-v0", "llm_marl_envs/GSM8K-v0"
 ROLES = ("pioneer_0", "observer_0")
@@ -143,7 +152,7 @@ class Args:
     seed: int = arg(0, "seed of every random stream (episodes, sampling, LoRA/value-head init)")
     out_dir: str | None = arg(None, "output folder; None: runs/<algo>-<env>-<seed>")
     resume: bool = arg(False, "continue from <out-dir>/checkpoint if there is one")
-    checkpoint_every: int = arg(5, "save a checkpoint (and curves.png) every N iterations and at the end")
+    checkpoint_every: int = arg(5, "save a checkpoint (and curves.png) every N iterations and at the end (0: only at the end)")
     eval_episodes: int = arg(64, "episodes of the fixed evaluation set: the same tasks and sampling seeds "
                              "at every evaluation, none of them used in training (0: no evaluation)")
     eval_every: int = arg(10, "evaluate before the first update, every N iterations and at the end")
@@ -168,10 +177,13 @@ def parse_args(argv: list[str] | None = None) -> Args:
 
 def resolve(args: Args) -> Args:
     """Fill the fields left at None with the env's defaults; check the combinations."""
+    # SystemExit: a one-line message naming the fix, not a traceback (as magrpo.py's parser.error)
     if args.algo not in ("cory", "ppo"):
-        raise ValueError(f"--algo must be 'cory' or 'ppo', got {args.algo!r}")
+        raise SystemExit(f"--algo must be 'cory' or 'ppo', got {args.algo!r}")
     if args.shared_base and not args.lora:
-        raise ValueError("--shared-base needs --lora (full fine-tuning cannot share weights)")
+        raise SystemExit("--shared-base needs --lora (full fine-tuning cannot share weights)")
+    if args.checkpoint_every < 0:
+        raise SystemExit(f"--checkpoint-every must be >= 0 (0: only at the end), got {args.checkpoint_every}")
     defaults = ENV_DEFAULTS.get(args.env, ENV_DEFAULTS[IMDB])
     filled = {k: copy.deepcopy(v) for k, v in defaults.items() if getattr(args, k) is None}
     out_dir = args.out_dir or f"runs/{args.algo}-{args.env.split('/')[-1]}-{args.seed}"
@@ -179,7 +191,7 @@ def resolve(args: Args) -> Args:
     if args.min_new_tokens is None:  # IMDB continuations are fixed-length (see ENV_DEFAULTS)
         args = dataclasses.replace(args, min_new_tokens=args.max_new_tokens if args.env == IMDB else 0)
     if not 0 <= args.min_new_tokens <= args.max_new_tokens:
-        raise ValueError(f"--min-new-tokens must be in [0, --max-new-tokens={args.max_new_tokens}], "
+        raise SystemExit(f"--min-new-tokens must be in [0, --max-new-tokens={args.max_new_tokens}], "
                          f"got {args.min_new_tokens}")
     return args
 
@@ -389,29 +401,24 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
 
 # ------------------------------------------------------------------ checkpoints and plots
 def save_checkpoint(out: Path, learners, state: dict) -> None:
-    """Write ``checkpoint/`` atomically (a killed save leaves the previous one intact)."""
-    tmp, final, old = out / "checkpoint.tmp", out / "checkpoint", out / "checkpoint.old"
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir()
-    for label, learner in learners.items():
-        torch.save({"weights": learner.weights(), "value_head": learner.value_head.state_dict(),
-                    "optimizer": learner.optimizer.state_dict(), "kl_coef": learner.kl_ctl.value},
-                   tmp / f"learner_{label}.pt")
-    (tmp / "state.json").write_text(json.dumps(state, indent=1))
-    if final.exists():
-        final.rename(old)
-    tmp.rename(final)
-    shutil.rmtree(old, ignore_errors=True)
+    """Write ``checkpoint/iteration-<next iteration>/`` atomically, with a sha256 per file; the
+    previous checkpoint stays as the fallback (``checkpoints.save``)."""
+    checkpoints.save(out / "checkpoint", state["iteration"], state, {
+        f"learner_{label}": {"weights": learner.weights(), "value_head": learner.value_head.state_dict(),
+                             "optimizer": learner.optimizer.state_dict(), "kl_coef": learner.kl_ctl.value}
+        for label, learner in learners.items()})
 
 
-def load_checkpoint(folder: Path, learners, args: Args) -> dict:
-    state = json.loads((folder / "state.json").read_text())
-    changed = [k for k, v in dataclasses.asdict(args).items()
-               if k not in RESUMABLE_CHANGES and state["args"].get(k) != v]
-    if changed:
-        raise SystemExit(f"--resume: {changed} differ from the checkpoint's run; use the same values")
+def load_checkpoint(out: Path, learners, args: Args) -> dict | None:
+    """Restore the learners from the newest checkpoint that verifies; returns its state, or None
+    (no good checkpoint: the run starts from scratch; ``checkpoints.load_latest`` said why)."""
+    found = checkpoints.load_latest(out / "checkpoint")
+    if found is None:
+        return None
+    state, payloads = found
+    checkpoints.check_args(state["args"], dataclasses.asdict(args), RESUMABLE_CHANGES)
     for label, learner in learners.items():
-        saved = torch.load(folder / f"learner_{label}.pt", weights_only=True)
+        saved = payloads[f"learner_{label}"]
         with torch.no_grad():
             for name, tensor in learner.weights().items():
                 tensor.copy_(saved["weights"][name])
@@ -497,11 +504,9 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     metrics: list[dict] = []
     evals: list[dict] = []  # one row per evaluation; "iteration" = updates done before it
     start = 0
-    # (checkpoint.old is the previous one if a run was killed while replacing it)
-    saved = [out / n for n in ("checkpoint", "checkpoint.old") if (out / n / "state.json").exists()]
-    if args.resume and saved:
-        state = load_checkpoint(saved[0], learners, args)
-        start, order, metrics, evals = state["iteration"], state["order"], state["metrics"], state.get("evals", [])
+    state = load_checkpoint(out, learners, args) if args.resume else None
+    if state is not None:  # the logs are rewritten from it: lines logged after it are dropped
+        start, order, metrics, evals = state["iteration"], state["order"], state["metrics"], state["evals"]
     (out / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
     (out / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
 
@@ -555,7 +560,7 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
         last = iteration + 1 == args.iterations
         if args.eval_episodes > 0 and ((iteration + 1) % args.eval_every == 0 or last):
             run_eval(iteration + 1)
-        if (iteration + 1) % args.checkpoint_every == 0 or last:
+        if last or (args.checkpoint_every and (iteration + 1) % args.checkpoint_every == 0):
             save_checkpoint(out, learners, {"iteration": iteration + 1, "order": order, "metrics": metrics,
                                             "evals": evals, "args": dataclasses.asdict(args)})
             plot(metrics, out / "curves.png", evals)

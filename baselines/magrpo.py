@@ -44,10 +44,14 @@ Choices worth knowing:
 Randomness and resuming: the episode seeds of iteration ``i`` are ``seed * 1_000_000 + i * B + b``
 (group ``b``), and every policy is reseeded at each iteration from ``(seed, i, learner)``, so an
 iteration depends only on the weights and optimizer state it starts from (no sampling state
-carries over). The checkpoint (``<out-dir>/checkpoint/state.pt``) holds the trainable weights
-(full model, or LoRA adapter only), the optimizer states, the next iteration, the policy seeds,
-torch's global RNG state (unused here, restored anyway) and the metrics so far;
-``--resume`` continues exactly where a killed run stopped (same metrics, timing aside).
+carries over). A checkpoint (``<out-dir>/checkpoint/iteration-NNNNNN/``, the newest two kept)
+holds per learner (``learner_0.pt``, ``learner_1.pt``) the trainable weights (full model, or LoRA
+adapter only) and the optimizer state; torch's global RNG state (``torch_rng.pt``; unused here,
+restored anyway); the next iteration, the policy seeds, the args and the metrics so far
+(``state.json``); and a sha256 of each file (``manifest.json``). It is written atomically and
+verified on resume (``baselines/checkpoints.py``, shared with ``cory.py``): a bad checkpoint falls
+back to the previous one, no good one starts afresh. ``--resume`` continues exactly where a
+killed run stopped (same metrics, timing aside).
 
 Usage::
 
@@ -58,13 +62,12 @@ Usage::
     python baselines/magrpo.py --resume                         # continue runs/magrpo-...-1
 
 Outputs in ``--out-dir``: ``metrics.jsonl`` (one line per iteration), ``curves.png``,
-``checkpoint/state.pt``, ``episodes.jsonl`` (the latest iteration's episodes, to read).
+``checkpoint/``, ``episodes.jsonl`` (the latest iteration's episodes, to read).
 """
 
 import argparse
 import ast
 import json
-import os
 import resource
 import sys
 import time
@@ -82,11 +85,19 @@ from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
+# baselines/checkpoints.py (atomic, checksummed checkpoints, shared with cory.py): on sys.path
+# when this file runs as a script, not when it is imported by its path (tests, benchmarks).
+if str(Path(__file__).resolve().parent) not in sys.path:
+    sys.path.insert(0, str(Path(__file__).resolve().parent))
+import checkpoints  # noqa: E402
+
 #: Metrics that measure the machine, not the algorithm (they differ between identical runs).
 TIMING_KEYS = (
     "seconds", "rollout_seconds", "train_seconds", "gen_tokens_per_s", "train_tokens_per_s",
     "peak_rss_mb",
 )
+#: Arguments a ``--resume`` may change; any other change is refused.
+RESUMABLE_CHANGES = ("iterations", "resume", "checkpoint_every", "progress", "out_dir")
 
 
 @dataclass
@@ -268,43 +279,44 @@ def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, flo
 
 
 def save_checkpoint(folder: Path, next_iteration: int, args: Args, learners, metrics) -> None:
-    """Everything ``--resume`` needs, written atomically (never a half-written checkpoint)."""
-    folder.mkdir(parents=True, exist_ok=True)
+    """Everything ``--resume`` needs, as ``folder/iteration-<next_iteration>/``: written
+    atomically with a sha256 per file; the previous checkpoint stays as the fallback."""
     state = {
         "iteration": next_iteration,
         "args": asdict(args),
-        "learners": [{
-            "agents": learner["agents"],
-            "params": {n: p.detach().clone()  # trainable weights: the model, or the LoRA adapter
-                       for n, p in learner["policy"].model.named_parameters() if p.requires_grad},
-            "optimizer": learner["optimizer"].state_dict(),
-            "policy_seed": learner["policy"].seed,  # for the record: reseeded every iteration
-        } for learner in learners],
-        "torch_rng": torch.get_rng_state(),  # unused by this script; restored all the same
+        # for the record only: the policies are reseeded at every iteration
+        "policy_seeds": [learner["policy"].seed for learner in learners],
         "metrics": metrics,
     }
-    torch.save(state, folder / "state.pt.tmp")
-    os.replace(folder / "state.pt.tmp", folder / "state.pt")
+    payloads = {f"learner_{index}": {
+        "agents": learner["agents"],
+        "params": {n: p.detach()  # trainable weights: the model, or the LoRA adapter
+                   for n, p in learner["policy"].model.named_parameters() if p.requires_grad},
+        "optimizer": learner["optimizer"].state_dict(),
+    } for index, learner in enumerate(learners)}
+    payloads["torch_rng"] = torch.get_rng_state()  # unused by this script; restored all the same
+    checkpoints.save(folder, next_iteration, state, payloads)
 
 
 def load_checkpoint(folder: Path, args: Args, learners) -> tuple[int, list[dict]]:
-    """Restore the learners from ``folder``; returns the next iteration and the metrics so far."""
-    state = torch.load(folder / "state.pt", weights_only=False)
-    free = {"iterations", "resume", "checkpoint_every", "progress", "out_dir"}
-    changed = {k: (saved, getattr(args, k)) for k, saved in state["args"].items()
-               if k not in free and getattr(args, k) != saved}
-    if changed:
-        raise ValueError(f"--resume with arguments unlike the checkpoint's (saved, given): "
-                         f"{changed}")
-    for learner, saved in zip(learners, state["learners"], strict=True):
-        model = learner["policy"].model
+    """Restore the learners from the newest checkpoint in ``folder`` that verifies; returns the
+    next iteration and the metrics so far: ``(0, [])`` when there is no good one (the run starts
+    from scratch; ``checkpoints.load_latest`` said why)."""
+    found = checkpoints.load_latest(folder)
+    if found is None:
+        return 0, []
+    state, payloads = found
+    checkpoints.check_args(state["args"], asdict(args), RESUMABLE_CHANGES)
+    for index, learner in enumerate(learners):
+        saved, model = payloads[f"learner_{index}"], learner["policy"].model
         trainable = {n for n, p in model.named_parameters() if p.requires_grad}
         if set(saved["params"]) != trainable:
-            raise ValueError(f"the checkpoint's weights do not fit {args.model!r} "
-                             f"(lora={args.lora})")
+            raise SystemExit(f"--resume: the checkpoint's weights do not fit --model "
+                             f"{args.model!r} (lora={args.lora}); resume with the model it was "
+                             "trained from")
         model.load_state_dict(saved["params"], strict=False)
         learner["optimizer"].load_state_dict(saved["optimizer"])
-    torch.set_rng_state(state["torch_rng"])
+    torch.set_rng_state(payloads["torch_rng"])
     return state["iteration"], state["metrics"]
 
 
@@ -363,10 +375,10 @@ def main(argv=None) -> list[dict]:
     policies = {agent: learner["policy"] for learner in learners for agent in learner["agents"]}
 
     start, metrics = 0, []
-    if args.resume:
+    if args.resume:  # the newest good checkpoint, or none: from scratch
         start, metrics = load_checkpoint(out_dir / "checkpoint", args, learners)
     with open(out_dir / "metrics.jsonl", "w", encoding="utf-8") as handle:  # drops lines logged
-        handle.writelines(json.dumps(m) + "\n" for m in metrics)  # after the last checkpoint
+        handle.writelines(json.dumps(m) + "\n" for m in metrics)  # after that checkpoint
 
     bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, unit="it",
                desc=f"{args.algo} {env_name}", disable=not args.progress, file=sys.stderr)

@@ -1,0 +1,145 @@
+"""baselines/checkpoints.py: atomic writes, checksums, the fallback and the kept checkpoints.
+
+The trainer tests (test_cory.py, test_magrpo.py) inject the same faults into real runs and kill
+real trainer processes; these check every fault and message on small payloads, in milliseconds.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import random
+import sys
+from pathlib import Path
+
+import pytest
+
+torch = pytest.importorskip("torch")
+
+SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "checkpoints.py"
+_spec = importlib.util.spec_from_file_location("checkpoints_baseline", SCRIPT)
+checkpoints = importlib.util.module_from_spec(_spec)
+sys.modules[_spec.name] = checkpoints
+_spec.loader.exec_module(checkpoints)
+
+
+def save(root: Path, iteration: int) -> Path:
+    weights = torch.arange(2_000, dtype=torch.float32) * iteration
+    state = {"iteration": iteration, "metrics": [{"x": 0.1}] * iteration}
+    return checkpoints.save(root, iteration, state, {"learner_A": {"weights": weights, "eta": 0.05}})
+
+
+def folders(root: Path) -> list[str]:
+    return sorted(p.name for p in root.iterdir())
+
+
+def messages(capsys) -> list[str]:
+    return capsys.readouterr().err.splitlines()
+
+
+def test_save_keeps_the_newest_two_with_checksums_and_clears_leftovers(tmp_path):
+    root = tmp_path / "checkpoint"
+    for iteration in (1, 2, 3):
+        save(root, iteration)
+    assert folders(root) == ["iteration-000002", "iteration-000003"]
+    newest = root / "iteration-000003"
+    manifest = json.loads((newest / "manifest.json").read_text())
+    assert manifest["iteration"] == 3 and set(manifest["files"]) == {"learner_A.pt", "state.json"}
+    for name, entry in manifest["files"].items():
+        data = (newest / name).read_bytes()
+        assert entry == {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    # Leftovers of killed processes (a half-written checkpoint, a half-deleted one) and a newer
+    # checkpoint that a resume skipped as bad all go at the next save.
+    (root / "iteration-000004.tmp").mkdir()
+    (root / "iteration-000004.tmp" / "learner_A.pt").write_bytes(b"half")
+    (root / "iteration-000001.trash").mkdir()
+    (root / "iteration-000009").mkdir()
+    save(root, 4)
+    assert folders(root) == ["iteration-000003", "iteration-000004"]
+    state, payloads = checkpoints.load_latest(root)
+    assert state["iteration"] == 4 and len(state["metrics"]) == 4
+    torch.testing.assert_close(payloads["learner_A"]["weights"], torch.arange(2_000.0) * 4)
+    # A checkpoint written again (after a resume fell back past a bad one) replaces the old folder.
+    save(root, 4)
+    assert folders(root) == ["iteration-000003", "iteration-000004"]
+
+
+def rewrite(folder: Path, name: str, data: bytes) -> None:
+    """Replace a file and its manifest entry: bytes that pass the checksum but do not load."""
+    (folder / name).write_bytes(data)
+    manifest = json.loads((folder / "manifest.json").read_text())
+    manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+    (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def flip(path: Path) -> None:
+    data, rng = bytearray(path.read_bytes()), random.Random(1)
+    for i in rng.sample(range(len(data)), 64):
+        data[i] ^= 0xFF
+    path.write_bytes(bytes(data))
+
+
+def cut(size: int):
+    return lambda path: path.write_bytes(path.read_bytes()[:size])
+
+
+FAULTS = {  # name: (file, damage, the words of the message)
+    "missing": ("learner_A.pt", Path.unlink, "is missing"),
+    "empty": ("learner_A.pt", cut(0), "is empty"),
+    "truncated": ("learner_A.pt", cut(100), "is truncated (100 of"),
+    "too long": ("learner_A.pt", lambda p: p.write_bytes(p.read_bytes() + b"\0"), "is too long"),
+    "flipped bytes": ("learner_A.pt", flip, "fails its checksum (sha256 mismatch"),
+    "weights unreadable": ("learner_A.pt", lambda p: rewrite(p.parent, p.name, b"not a zip"),
+                           "is unreadable"),
+    "state unreadable": ("state.json", lambda p: rewrite(p.parent, p.name, b"{"),
+                         "is unreadable (JSONDecodeError"),
+    "manifest missing": ("manifest.json", Path.unlink, "is missing"),
+    "manifest empty": ("manifest.json", cut(0), "is empty"),
+    "manifest cut": ("manifest.json", cut(50), "is unreadable"),
+}
+
+
+@pytest.mark.parametrize("fault", FAULTS)
+def test_a_bad_checkpoint_is_named_in_one_line_and_the_previous_one_used(tmp_path, capsys, fault):
+    root = tmp_path / "checkpoint"
+    save(root, 1)
+    name, damage, words = FAULTS[fault]
+    bad = save(root, 2) / name
+    damage(bad)
+    capsys.readouterr()
+    state, _ = checkpoints.load_latest(root)
+    assert state["iteration"] == 1
+    lines = messages(capsys)
+    assert len(lines) == 1, lines
+    assert lines[0].startswith(f"--resume: {bad} {words}"), lines[0]
+    assert lines[0].endswith("; falling back to the previous checkpoint iteration-000001")
+
+
+def test_no_good_checkpoint_means_a_fresh_start_with_one_line(tmp_path, capsys):
+    root = tmp_path / "checkpoint"
+    assert checkpoints.load_latest(root) is None  # killed before the first checkpoint
+    assert messages(capsys) == [f"--resume: no checkpoint in {root} yet; starting from scratch"]
+    save(root, 1)
+    flip(save(root, 2) / "learner_A.pt")
+    (root / "iteration-000001" / "state.json").unlink()
+    assert checkpoints.load_latest(root) is None
+    lines = messages(capsys)
+    assert len(lines) == 2 and "iteration-000002/learner_A.pt fails its checksum" in lines[0]
+    assert lines[1].endswith("iteration-000001/state.json is missing; no good checkpoint left, "
+                             "starting from scratch")
+
+
+def test_changed_arguments_and_old_layouts_are_refused_in_one_line(tmp_path):
+    saved = {"lr": 1e-3, "iterations": 4, "seed": 0}
+    checkpoints.check_args(saved, {**saved, "iterations": 8}, free=["iterations"])  # allowed
+    with pytest.raises(SystemExit) as refused:
+        checkpoints.check_args(saved, {**saved, "lr": 2e-3}, free=["iterations"])
+    message = str(refused.value)
+    assert "\n" not in message and "--lr (checkpoint 0.001, now 0.002)" in message
+    assert "a new --out-dir" in message
+    root = tmp_path / "checkpoint"
+    root.mkdir()
+    (root / "state.pt").write_bytes(b"written by an earlier magrpo.py")
+    with pytest.raises(SystemExit, match="earlier version .* move it away"):
+        checkpoints.load_latest(root)
