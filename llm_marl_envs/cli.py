@@ -9,7 +9,12 @@
 ``llm-marl rollout ENV_ID --policy SPEC [--agent AGENT=SPEC] --episodes N --batch-size B --seed S --out FILE.jsonl``
     Batched rollouts (one JSON object per episode per line), a progress bar and a summary
     table. Policy specs: ``default``, ``tiny``, ``hf:NAME_OR_PATH``, ``openai:URL[#MODEL]``,
-    ``scripted``, ``random``.
+    ``scripted``, ``random``. For ``openai:`` policies, ``--timeout S`` (default 60) is the
+    total deadline of one request attempt (connect, send, whole answer), ``--retries N``
+    (default 3) the retries after a failed attempt, and ``--max-response-bytes`` (default 32M)
+    the largest answer body accepted; ``--max-record-bytes`` (default 64M) the largest episode
+    record written (a larger one is skipped and counted). If a policy fails the command prints what finished
+    ("N finished episode(s) kept") and exits 1; on Ctrl-C it does the same and exits 130.
 ``llm-marl play ENV_ID [--human AGENT] [--policy SPEC]``
     Play one or more agents yourself in the terminal against models or scripted policies.
 ``llm-marl docs [--out docs/envs]``
@@ -20,13 +25,17 @@ from __future__ import annotations
 
 import argparse
 import importlib
+import math
 import sys
 from pathlib import Path
 
-from llm_marl_envs.playing import parse_assignments, run_demo, run_play, run_rollout
-from llm_marl_envs.policies.specs import POLICY_SPECS
+from llm_marl_envs.playing import parse_assignments, run_demo, run_play, run_rollout, summary_table
+from llm_marl_envs.policies.base import Policy
+from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
+from llm_marl_envs.policies.specs import POLICY_SPECS, PolicyFactory
 from llm_marl_envs.registry import list_envs, spec
-from llm_marl_envs.rollout.engine import RolloutError
+from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
+from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES
 
 __all__ = ["env_pages", "env_table", "main"]
 
@@ -80,6 +89,48 @@ def _add_model_options(parser: argparse.ArgumentParser, max_new_tokens: int) -> 
     parser.add_argument("--dtype", default=None, help="model weights: float32 (default) or bf16 (faster batches on CPUs with AMX)")
 
 
+def _positive_float(text: str) -> float:
+    value = float(text)
+    if not 0 < value < math.inf:
+        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
+    return value
+
+
+def _count(text: str) -> int:
+    value = int(text)
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
+    return value
+
+
+def _size(text: str) -> int:
+    """Bytes, with an optional K, M or G suffix (powers of 1024): ``32M``, ``500000``."""
+    units = {"K": 2**10, "M": 2**20, "G": 2**30}
+    scale = units.get(text[-1:].upper(), 1)
+    try:
+        value = int(float(text[:-1] if scale > 1 else text) * scale)
+    except (ValueError, OverflowError):  # not a number, NaN, inf
+        raise argparse.ArgumentTypeError(f"must be a size like 500000 or 32M, got {text}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text}")
+    return value
+
+
+class _RolloutPolicyFactory(PolicyFactory):
+    """The policy factory, plus the rollout command's server options for ``openai:`` policies."""
+
+    def __init__(self, env_id: str, seed: int, server_options: dict, **generation) -> None:
+        super().__init__(env_id, seed, **generation)
+        self.server_options = server_options
+
+    def _model_policy(self, spec: str) -> Policy:
+        policy = super()._model_policy(spec)
+        if spec.startswith("openai:"):  # values were checked by argparse; read per request
+            for name, value in self.server_options.items():
+                setattr(policy, name, value)
+        return policy
+
+
 def _add_env_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("env_id", help="a registered id, e.g. llm_marl_envs/MazeCollab-v0")
     parser.add_argument("--policy", default="default", help=f"policy of every agent: {', '.join(POLICY_SPECS)}")
@@ -108,6 +159,21 @@ def main(argv: list[str] | None = None) -> int:
     p_roll.add_argument("--include-tokens", action="store_true", help="also write token ids and log-probabilities")
     p_roll.add_argument("--show", type=int, default=0, help="print the transcripts of the first N episodes")
     p_roll.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p_roll.add_argument(
+        "--timeout", type=_positive_float, default=60.0, metavar="S",
+        help="openai: policies: total seconds one request attempt may take (connect, send, "
+             "the whole answer); a warning at half of it (default 60)")
+    p_roll.add_argument(
+        "--retries", type=_count, default=3, metavar="N",
+        help="openai: policies: retries after a timeout, connection error, HTTP 429 or 5xx (default 3)")
+    p_roll.add_argument(
+        "--max-response-bytes", type=_size, default=DEFAULT_MAX_RESPONSE_BYTES, metavar="SIZE",
+        help="openai: policies: largest answer body accepted, e.g. 500000 or 32M; a larger one "
+             "is refused while reading and stops the rollout (default 32M)")
+    p_roll.add_argument(
+        "--max-record-bytes", type=_size, default=DEFAULT_MAX_RECORD_BYTES, metavar="SIZE",
+        help="largest episode record (one JSONL line) written to --out; a larger episode is "
+             "skipped with a warning and counted in the summary (default 64M)")
     _add_model_options(p_roll, 128)
     p_play = sub.add_parser("play", help="play an environment yourself, against models or scripted policies")
     _add_env_options(p_play)
@@ -144,15 +210,52 @@ def main(argv: list[str] | None = None) -> int:
         run_play(args.env_id, humans=args.human, policy=args.policy, agent_policies=agent_policies,
                  seed=args.seed, env_kwargs=env_kwargs, generation=_generation(args))
         return 0
+    return _rollout_command(args, agent_policies, env_kwargs)
+
+
+def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs: dict) -> int:
+    """``llm-marl rollout``: 0 when done, 1 when a policy failed, 130 on Ctrl-C.
+
+    In both failure cases the finished episodes are already in ``--out`` and a summary of
+    them is printed; a Ctrl-C never ends in a traceback.
+    """
+    server_options = {"timeout": args.timeout, "max_retries": args.retries,
+                      "max_response_bytes": args.max_response_bytes}
+    factory = _RolloutPolicyFactory(args.env_id, args.seed, server_options, **_generation(args))
+    printed: list[str] = []
+
+    def write(text: str) -> None:
+        printed.append(text)
+        print(text)
+
     try:
         run_rollout(
             args.env_id, policy=args.policy, agent_policies=agent_policies, episodes=args.episodes,
             batch_size=args.batch_size, seed=args.seed, group_size=args.group_size, env_kwargs=env_kwargs,
-            out=args.out, include_tokens=args.include_tokens, generation=_generation(args),
-            show=args.show, progress=False if args.no_progress else None,
+            out=args.out, include_tokens=args.include_tokens, show=args.show,
+            progress=False if args.no_progress else None, factory=factory, write=write,
+            max_record_bytes=args.max_record_bytes,
         )
     except RolloutError:
-        return 1
+        return 1  # run_rollout printed "rollout stopped: ...; N finished episode(s) kept", a summary
+    except RolloutInterrupted as interrupt:
+        print(f"rollout stopped: {interrupt}")
+        if interrupt.result.episodes:
+            print(summary_table({args.env_id: interrupt.result}))
+        return 130
+    except KeyboardInterrupt:  # before the episodes started (loading a model) or after they ended
+        if printed:  # the rollout had finished: its summary is (partly) printed, its file complete
+            print("rollout stopped: interrupted (Ctrl-C) after the last episode; all episodes kept"
+                  + (f" (written to {args.out})" if args.out else ""))
+        else:
+            print("rollout stopped: interrupted (Ctrl-C) before any episode finished; "
+                  "0 finished episode(s) kept")
+        return 130
+    finally:
+        try:
+            factory.close()  # aborts requests still in flight, so Ctrl-C exits at once
+        except KeyboardInterrupt:
+            pass
     return 0
 
 

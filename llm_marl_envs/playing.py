@@ -19,7 +19,7 @@ from llm_marl_envs.policies.base import Policy, Prompt
 from llm_marl_envs.policies.specs import PolicyFactory
 from llm_marl_envs.registry import make, spec
 from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
-from llm_marl_envs.rollout.records import EpisodeRecord
+from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord
 
 __all__ = [
     "DEMO_ENV_KWARGS",
@@ -155,6 +155,7 @@ def run_rollout(
     progress: bool | None = None,
     factory: PolicyFactory | None = None,
     write: Callable[[str], None] = print,
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> RolloutResult:
     """Build the policies, run :func:`~llm_marl_envs.rollout.rollout`, print a summary.
 
@@ -168,6 +169,7 @@ def run_rollout(
         result = rollout(
             env_id, policies, episodes=episodes, batch_size=batch_size, seed=seed, group_size=group_size,
             env_kwargs=env_kwargs, out=out, include_tokens=include_tokens, progress=progress,
+            max_record_bytes=max_record_bytes,
         )
     except RolloutError as error:
         write(f"rollout stopped: {error}")
@@ -177,7 +179,13 @@ def run_rollout(
     for record in result.episodes[:show]:
         write(format_episode(record))
     write(summary_table({env_id: result}))
-    write(timing_line(result) + (f"; episodes written to {out}" if out else ""))
+    skipped = len(result.unwritten_episodes)
+    where = ""
+    if out:
+        where = f"; {len(result.episodes) - skipped} episodes written to {out}"
+        if skipped:
+            where += f" ({skipped} over the record size cap, not written)"
+    write(timing_line(result) + where)
     return result
 
 

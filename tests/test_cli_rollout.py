@@ -1,6 +1,18 @@
-"""``llm-marl rollout`` and ``llm-marl play`` with scripted policies (models: tests/rollout)."""
+"""``llm-marl rollout`` and ``llm-marl play`` with scripted policies (models: tests/rollout), and
+``llm-marl rollout`` against a misbehaving OpenAI-compatible server (timeouts, caps, Ctrl-C)."""
 
 from __future__ import annotations
+
+import itertools
+import json
+import signal
+import subprocess
+import sys
+import textwrap
+import threading
+import time
+import warnings
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
@@ -55,3 +67,171 @@ def test_play_lets_a_person_move_a_gnome():
     assert set(returns) == {"gnome_0", "gnome_1"}
     text = "\n".join(shown)
     assert "gnome_0 (" in text and "[gnome_1] MOVE:" in text and "Game over" in text
+
+
+# ---------------------------------------------------------------------- a misbehaving server
+# `llm-marl rollout --policy openai:URL` against a real server on 127.0.0.1 that answers the
+# first requests well and then misbehaves. The maze with size=5, max_cycles=2 has 4 turns per
+# episode whatever the answers, so with --batch-size 1 requests 1-4 are episode 0.
+MAZE_ARGS = ["llm_marl_envs/MazeCollab-v0", "--env-arg", "size=5", "--env-arg", "max_cycles=2",
+             "--batch-size", "1", "--no-progress"]
+
+
+def _chat_body(content) -> bytes:
+    message = {"role": "assistant", "content": content}
+    return json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": message}]}).encode()
+
+
+@pytest.fixture
+def fake_openai():
+    """Start a server; ``behaviour(n)`` says how to answer request ``n`` (1-based):
+    ``"ok"``, ``"null"`` (content null), ``"hang"``, ``"trickle"`` (a byte every 0.1 s) or an
+    int (an answer of that many bytes). ``server.hung`` is set when a request starts hanging."""
+    stop = threading.Event()
+    servers = []
+
+    def start(behaviour):
+        counter = itertools.count(1)
+        hung = threading.Event()
+
+        class Handler(BaseHTTPRequestHandler):
+            def do_POST(self):  # noqa: N802
+                self.rfile.read(int(self.headers.get("Content-Length", 0)))
+                kind = behaviour(next(counter))
+                if kind == "hang":
+                    hung.set()
+                    stop.wait(30)
+                    return
+                if kind == "trickle":
+                    self.send_response(200)
+                    self.send_header("Content-Length", "10000")
+                    self.end_headers()
+                    for _ in range(100):
+                        if stop.wait(0.1):
+                            return
+                        self.wfile.write(b" ")
+                        self.wfile.flush()
+                    return
+                body = _chat_body(None if kind == "null" else "MOVE: stay")
+                if isinstance(kind, int):
+                    body = _chat_body("MOVE: stay " + "x" * kind)
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(body)))
+                self.end_headers()
+                self.wfile.write(body)
+
+            def log_message(self, *args):
+                pass
+
+        httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        httpd.daemon_threads = False
+        thread = threading.Thread(target=httpd.serve_forever, kwargs={"poll_interval": 0.05})
+        thread.start()
+        servers.append((httpd, thread))
+        httpd.url = f"http://127.0.0.1:{httpd.server_address[1]}/v1"
+        httpd.hung = hung
+        return httpd
+
+    yield start
+    stop.set()
+    for httpd, thread in servers:
+        httpd.shutdown()
+        httpd.server_close()
+        thread.join()
+
+
+@pytest.mark.parametrize("fault", ["hang", "trickle"])
+def test_rollout_timeout_and_retries_bound_a_stuck_server(tmp_path, capsys, fake_openai, fault):
+    server = fake_openai(lambda n: "ok" if n <= 4 else fault)
+    out = tmp_path / "stuck.jsonl"
+    started = time.monotonic()
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        code = main(["rollout", *MAZE_ARGS, "--policy", f"openai:{server.url}", "--episodes", "3",
+                     "--timeout", "0.6", "--retries", "1", "--out", str(out)])
+    elapsed = time.monotonic() - started
+    text = capsys.readouterr().out
+    assert code == 1
+    assert 1.2 < elapsed < 5.0  # two attempts of 0.6 s (a trickle used to hang for ever)
+    assert "timed out" in text and "2 attempt(s)" in text
+    assert "1 finished episode(s) kept" in text and str(out) in text
+    assert [r.episode for r in read_jsonl(out)] == [0]
+    slow = [w for w in caught if w.category.__name__ == "SlowResponseWarning"]
+    assert len(slow) == 1 and "0.3s" in str(slow[0].message)  # once per prompt, at half the deadline
+
+
+def test_rollout_null_content_is_a_failure_not_an_empty_action(tmp_path, capsys, fake_openai):
+    server = fake_openai(lambda n: "ok" if n <= 4 else "null")
+    out = tmp_path / "null.jsonl"
+    code = main(["rollout", *MAZE_ARGS, "--policy", f"openai:{server.url}", "--episodes", "3",
+                 "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1
+    assert "content is null" in text and "1 finished episode(s) kept" in text
+    assert [r.episode for r in read_jsonl(out)] == [0]
+    assert all(t.action for r in read_jsonl(out) for t in r.turns)
+
+
+def test_rollout_refuses_an_answer_over_the_size_cap(tmp_path, capsys, fake_openai):
+    server = fake_openai(lambda n: "ok" if n <= 4 else 2_000_000)
+    out = tmp_path / "huge.jsonl"
+    code = main(["rollout", *MAZE_ARGS, "--policy", f"openai:{server.url}", "--episodes", "3",
+                 "--timeout", "5", "--max-response-bytes", "100K", "--out", str(out)])
+    text = capsys.readouterr().out
+    assert code == 1
+    assert "max_response_bytes=102400" in text and "1 finished episode(s) kept" in text
+    assert [r.episode for r in read_jsonl(out)] == [0]
+
+
+def test_rollout_skips_records_over_the_record_cap(tmp_path, capsys):
+    out = tmp_path / "maze.jsonl"
+    with pytest.warns(UserWarning, match="not written"):
+        code = main(["rollout", "llm_marl_envs/MazeCollab-v0", "--policy", "scripted", "--episodes", "2",
+                     "--out", str(out), "--no-progress", "--max-record-bytes", "1K"])
+    assert code == 0
+    assert read_jsonl(out) == []  # every maze record is longer than 1 KiB: none is cut short
+    text = capsys.readouterr().out
+    assert "; 0 episodes written to" in text and "(2 over the record size cap, not written)" in text
+
+
+def test_rollout_server_options_are_checked(capsys):
+    for bad in (["--timeout", "0"], ["--timeout", "inf"], ["--retries", "-1"],
+                ["--max-response-bytes", "0"], ["--max-response-bytes", "lots"],
+                ["--max-response-bytes", "infM"], ["--max-record-bytes", "0"]):
+        with pytest.raises(SystemExit):
+            main(["rollout", *MAZE_ARGS, "--policy", "scripted", *bad])
+
+
+CTRL_C_CHILD = textwrap.dedent("""
+    import signal, sys
+    # Python turns SIGINT into KeyboardInterrupt only if the parent left SIGINT at its default;
+    # a test runner started in the background may not have.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    from llm_marl_envs.cli import main
+    sys.exit(main(sys.argv[1:]))
+""")
+
+
+def test_ctrl_c_stops_with_the_kept_summary_and_exit_130(tmp_path, fake_openai):
+    # requests 1-8: episodes 0 and 1; request 9 hangs until the child is interrupted
+    server = fake_openai(lambda n: "ok" if n <= 8 else "hang")
+    out = tmp_path / "interrupted.jsonl"
+    child = subprocess.Popen(
+        [sys.executable, "-c", CTRL_C_CHILD, "rollout", *MAZE_ARGS, "--policy", f"openai:{server.url}",
+         "--episodes", "5", "--out", str(out)],  # the default 60 s deadline: only Ctrl-C ends the wait
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+    )
+    try:
+        assert server.hung.wait(30), "the child never reached the hanging request"
+        child.send_signal(signal.SIGINT)
+        stdout, stderr = child.communicate(timeout=15)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate()
+    assert child.returncode == 130, (stdout, stderr)
+    assert "Traceback" not in stderr and "KeyboardInterrupt" not in stderr, stderr
+    assert "rollout stopped: interrupted (Ctrl-C); 2 finished episode(s) kept" in stdout
+    assert f"(written to {out})" in stdout and "MazeCollab-v0  gnome_0" in stdout  # the summary
+    assert [r.episode for r in read_jsonl(out)] == [0, 1]

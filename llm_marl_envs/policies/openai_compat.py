@@ -13,14 +13,39 @@ thread pool; answers come back in prompt order. A prompt with chat ``messages`` 
 version segment (``http://host:8000/v1``), as the OpenAI clients do. A URL without ``/v1`` is
 not completed, because some servers mount the API elsewhere.
 
-Connection errors, timeouts, HTTP 429 and HTTP 5xx are retried ``max_retries`` times with
-exponential back-off (``backoff * 2**k`` seconds, or the server's ``Retry-After`` if longer,
-capped at 60 s); other HTTP errors and malformed answers fail at once. Every failure surfaces as
-:class:`~llm_marl_envs.policies.base.PolicyError` naming the URL, the cause and the attempts
-made; the API key is never logged nor put in a message.
+**Deadline.** ``timeout`` is a total deadline per attempt: connecting, sending the request and
+reading the whole answer (headers and body) must all end within it, however the server paces
+its bytes. A watchdog thread per attempt shuts the attempt's socket down when the deadline
+passes, so a server that trickles one byte every few seconds fails like one that hangs. (A DNS
+lookup cannot be interrupted; it is bounded by the system resolver only.) When an attempt has
+run for ``warn_after`` seconds (default: half of ``timeout``) a :class:`SlowResponseWarning` is
+issued, at most once per prompt.
 
-Only the standard library is used (``urllib.request``); there is no connection pooling, so each
-request opens its own connection.
+**Retries.** Timeouts, connection errors, truncated answers, HTTP 429 and HTTP 5xx are retried
+``max_retries`` times with exponential back-off (``backoff * 2**k`` seconds, or the server's
+``Retry-After`` if longer, capped at 60 s); other HTTP errors and unusable answers fail at once.
+The worst case for one prompt is ``(max_retries + 1) * timeout`` plus the back-off waits. Every
+failure surfaces as :class:`~llm_marl_envs.policies.base.PolicyError` naming the URL, the cause
+and the attempts made; the API key is never logged nor put in a message.
+
+**Unusable answers are errors, never empty actions.** An answer without a usable text (no
+``choices``, a choice without ``message``/``text``, ``content: null`` as in tool-call-only or
+refusal answers or a reasoning model that ran out of tokens, a non-string ``content``) raises
+:class:`PolicyError` saying what was missing (with ``finish_reason`` and whether the message had
+``tool_calls``, ``refusal`` or ``reasoning_content``); it is not retried. An empty string is a
+real (if useless) answer and is returned as is; the environment judges it.
+
+**Size cap.** An answer body longer than ``max_response_bytes`` (default 32 MiB; a 4096-token
+answer with 20 top log-probabilities per token is about 5 MB) is refused while it is read: a
+``Content-Length`` over the cap is refused before reading, otherwise the body is read in 64 KiB
+pieces and the attempt stops as soon as the cap is passed, so at most the cap is ever held in
+memory. The refusal is a :class:`PolicyError` (not retried). Error bodies are read up to 64 KiB.
+
+:meth:`OpenAIPolicy.close` aborts the requests in flight (their sockets are shut down), so a
+rollout stopped with Ctrl-C does not wait for a slow server.
+
+Only the standard library is used (``urllib.request``, with proxies from the environment);
+there is no connection pooling, so each request opens its own connection.
 """
 
 from __future__ import annotations
@@ -28,23 +53,38 @@ from __future__ import annotations
 import http.client
 import json
 import logging
+import math
 import os
+import socket
+import threading
 import time
 import urllib.error
 import urllib.parse
 import urllib.request
-from collections.abc import Sequence
-from concurrent.futures import CancelledError, Future, ThreadPoolExecutor
+import warnings
+from collections.abc import Callable, Sequence
+from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
 
-__all__ = ["OpenAIPolicy"]
+__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAIPolicy", "SlowResponseWarning"]
 
 log = logging.getLogger(__name__)
 
 _MAX_RETRY_AFTER = 60.0  # seconds: the longest server-requested wait we honour
 _ERROR_BODY_CHARS = 300  # how much of an error response goes into a PolicyError
+_ERROR_BODY_BYTES = 64 * 1024  # how much of an error response we read at all
+_WAKE_EVERY = 0.2  # seconds: how often a thread waiting for answers checks for Ctrl-C
+_READ_CHUNK = 64 * 1024  # answer bodies are read in pieces this size, so the cap is checked early
+
+#: Default cap on an answer body, in bytes. A normal answer is a few KB; 4096 tokens with 20
+#: top log-probabilities each come to about 5 MB.
+DEFAULT_MAX_RESPONSE_BYTES = 32 * 2**20
+
+
+class SlowResponseWarning(UserWarning):
+    """A request has been running for more than ``warn_after`` seconds (once per prompt)."""
 
 
 class _Retryable(Exception):
@@ -66,8 +106,14 @@ class OpenAIPolicy(Policy):
         temperature: Sampling temperature (0 = greedy).
         top_p: Nucleus sampling mass, in (0, 1].
         stop: Stop string(s), or None.
-        timeout: Seconds allowed per request (connect, and each wait for data).
+        timeout: Total deadline of one attempt, in seconds: connect, send, and read the whole
+            answer. Not a per-read timeout: a server that trickles bytes fails at the deadline.
         max_retries: Retries after the first attempt for retryable failures (0 = no retry).
+        warn_after: Seconds after which a still-running attempt issues a
+            :class:`SlowResponseWarning` (once per prompt); default ``timeout / 2``;
+            ``math.inf`` never warns.
+        max_response_bytes: Largest answer body accepted; a larger one is refused while it is
+            read (a :class:`PolicyError`, not retried).
         backoff: Base of the exponential wait between retries, in seconds.
         concurrency: Most requests in flight at once (across concurrent ``generate`` calls).
         seed: Sent as ``seed`` when given (servers that support it sample reproducibly).
@@ -94,6 +140,8 @@ class OpenAIPolicy(Policy):
         stop: str | Sequence[str] | None = None,
         timeout: float = 60.0,
         max_retries: int = 3,
+        warn_after: float | None = None,
+        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
         backoff: float = 0.5,
         concurrency: int = 8,
         seed: int | None = None,
@@ -114,14 +162,17 @@ class OpenAIPolicy(Policy):
         _check_int("max_tokens", max_tokens, minimum=1)
         _check_int("max_retries", max_retries, minimum=0)
         _check_int("concurrency", concurrency, minimum=1)
+        _check_int("max_response_bytes", max_response_bytes, minimum=1)
         if seed is not None:
             _check_int("seed", seed)
         if not _is_number(temperature) or temperature < 0:
             raise ValueError(f"temperature must be >= 0, got {temperature!r}")
         if not _is_number(top_p) or not 0 < top_p <= 1:
             raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
-        if not _is_number(timeout) or timeout <= 0:
+        if not _is_number(timeout) or not 0 < timeout < math.inf:
             raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        if warn_after is not None and (not _is_number(warn_after) or not warn_after > 0):
+            raise ValueError(f"warn_after must be a positive number of seconds or None, got {warn_after!r}")
         if not _is_number(backoff) or backoff < 0:
             raise ValueError(f"backoff must be >= 0 seconds, got {backoff!r}")
         if isinstance(stop, str):
@@ -142,6 +193,8 @@ class OpenAIPolicy(Policy):
         self.stop = stop or None
         self.timeout = float(timeout)
         self.max_retries = max_retries
+        self.warn_after = None if warn_after is None else float(warn_after)
+        self.max_response_bytes = max_response_bytes
         self.backoff = float(backoff)
         self.concurrency = concurrency
         self.seed = seed
@@ -150,10 +203,14 @@ class OpenAIPolicy(Policy):
         self.extra_body = dict(extra_body or {})
         self.name = name or f"openai:{model}"
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
-        # Our own opener (proxies read from the environment now), not urllib's global one.
-        self._opener = urllib.request.build_opener()
+        # Our own opener (proxies read from the environment now), not urllib's global one; its
+        # connections hand their sockets to the current attempt's watchdog (see _Attempt).
+        self._opener = urllib.request.build_opener(_WatchedHTTPHandler(), _WatchedHTTPSHandler())
         self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix="openai-policy")
         self._closed = False
+        self._closing = threading.Event()  # wakes retry back-off waits on close()
+        self._lock = threading.Lock()
+        self._attempts: set[_Attempt] = set()  # in flight, so close() can abort them
 
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> OpenAIPolicy:
@@ -189,7 +246,14 @@ class OpenAIPolicy(Policy):
         except RuntimeError as error:  # submitted after close() from another thread
             raise PolicyError(f"{self!r} is closed") from error
         try:
-            return [future.result() for future in futures]
+            completions = []
+            for future in futures:
+                # Wait in short slices: a Ctrl-C whose signal the OS handed to another thread
+                # only raises KeyboardInterrupt here when this thread wakes up.
+                while not wait([future], timeout=_WAKE_EVERY).done:
+                    pass
+                completions.append(future.result())
+            return completions
         except CancelledError as error:
             raise PolicyError(f"{self!r} was closed while generating") from error
         finally:
@@ -197,9 +261,23 @@ class OpenAIPolicy(Policy):
                 future.cancel()
 
     def close(self) -> None:
-        """Cancel queued requests, wait for those in flight, and stop the worker threads."""
+        """Cancel queued requests, abort those in flight, and stop the worker threads.
+
+        Aborted requests fail with :class:`PolicyError` at once (their sockets are shut down)
+        rather than running to their deadline, so Ctrl-C does not wait for a slow server.
+        """
         self._closed = True
+        self._closing.set()
+        with self._lock:
+            in_flight = list(self._attempts)
+        for attempt in in_flight:
+            attempt.abort("closed")
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+    @property
+    def slow_after(self) -> float:
+        """Seconds after which a running attempt warns (``warn_after``, or half the deadline)."""
+        return self.warn_after if self.warn_after is not None else self.timeout / 2
 
     # ------------------------------------------------------------------ one request
     def _request_body(self, prompt: Prompt) -> tuple[str, dict[str, Any]]:
@@ -232,9 +310,20 @@ class OpenAIPolicy(Policy):
         url, body = self._request_body(prompt)
         data = json.dumps(body).encode("utf-8")
         attempts = self.max_retries + 1
+        warned = threading.Event()  # one slow-answer warning per prompt, whatever the retries
+
+        def warn_slow(attempt: int) -> None:
+            if not warned.is_set():
+                warned.set()
+                warnings.warn(
+                    f"POST {url}: no complete answer after {self.slow_after:g}s (attempt {attempt} "
+                    f"of {attempts}; deadline {self.timeout:g}s per attempt)",
+                    SlowResponseWarning, stacklevel=2,
+                )
+
         for attempt in range(1, attempts + 1):
             try:
-                payload = self._post(url, data)
+                payload = self._post(url, data, lambda attempt=attempt: warn_slow(attempt))
             except _Retryable as failure:
                 message = self._redact(str(failure))
                 if attempt == attempts or self._closed:
@@ -246,7 +335,9 @@ class OpenAIPolicy(Policy):
                     wait = max(wait, min(failure.retry_after, _MAX_RETRY_AFTER))
                 log.warning("POST %s: %s; retry %d/%d in %.2fs",
                             url, message, attempt, self.max_retries, wait)
-                time.sleep(wait)
+                if self._closing.wait(wait):  # close() during the back-off: stop now
+                    raise PolicyError(f"POST {url}: {self!r} was closed after {attempt} attempt(s): "
+                                      f"{message}") from None
                 continue
             except PolicyError as error:  # not retryable: say how far we got
                 raise PolicyError(
@@ -255,33 +346,40 @@ class OpenAIPolicy(Policy):
             return _parse_completion(payload, url)
         raise AssertionError("unreachable")  # pragma: no cover
 
-    def _post(self, url: str, data: bytes) -> Any:
-        """One HTTP attempt: the decoded JSON answer, or _Retryable / PolicyError."""
+    def _post(self, url: str, data: bytes, on_slow: Callable[[], None]) -> Any:
+        """One HTTP attempt under the deadline: the decoded JSON answer, or _Retryable / PolicyError."""
         headers = {"Content-Type": "application/json", "Accept": "application/json"}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(url, data=data, headers=headers, method="POST")
+        attempt = _Attempt(self.timeout, self.slow_after, on_slow)
+        with self._lock:
+            self._attempts.add(attempt)
+        if self._closed:  # close() took its snapshot before we registered
+            attempt.abort("closed")
+        failure: BaseException | None = None
+        raw = b""
+        _current.attempt = attempt
         try:
-            with self._opener.open(request, timeout=self.timeout) as response:
-                raw = response.read()
+            # The socket timeout bounds connect (which happens before the watchdog has a
+            # socket to shut down); the watchdog bounds everything after it.
+            with self._opener.open(request, timeout=max(attempt.remaining(), 0.001)) as response:
+                raw = _read_capped(response, self.max_response_bytes)
         except urllib.error.HTTPError as error:
-            detail = _error_detail(error)
-            status = f"HTTP {error.code} {error.reason}".rstrip()
-            message = f"{status}: {detail}" if detail else status
-            if error.code == 429 or error.code >= 500:
-                raise _Retryable(message, _retry_after(error)) from None
-            raise PolicyError(message) from None
-        except urllib.error.URLError as error:  # connection refused, DNS, connect timeout
-            reason = error.reason
-            if isinstance(reason, TimeoutError):
-                raise _Retryable(f"timed out after {self.timeout:g}s (connect)") from None
-            raise _Retryable(f"connection error: {reason}") from None
-        except TimeoutError:  # socket.timeout is TimeoutError since Python 3.10
-            raise _Retryable(f"timed out after {self.timeout:g}s waiting for the server") from None
-        except OSError as error:  # reset, broken pipe, incomplete read, remote disconnect
-            raise _Retryable(f"connection error: {type(error).__name__}: {error}") from None
-        except http.client.HTTPException as error:  # IncompleteRead, BadStatusLine, ...
-            raise _Retryable(f"bad HTTP answer: {type(error).__name__}: {error}") from None
+            failure = _http_failure(error)  # reads the error body, still under the deadline
+        except (OSError, http.client.HTTPException, PolicyError) as error:
+            failure = error
+        finally:
+            _current.attempt = None
+            attempt.finish()  # after this the watchdog can no longer touch the attempt
+            with self._lock:
+                self._attempts.discard(attempt)
+        if attempt.reason == "closed":
+            raise PolicyError(f"{self!r} was closed while the request was in flight")
+        if attempt.reason == "deadline":
+            failure = TimeoutError()  # whatever the shut-down socket made the read raise
+        if failure is not None:
+            raise _classify(failure, self.timeout) from None
         try:
             return json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
@@ -293,25 +391,224 @@ class OpenAIPolicy(Policy):
         return text.replace(self._api_key, "***") if self._api_key else text
 
 
-# ---------------------------------------------------------------------- helpers
-def _parse_completion(payload: Any, url: str) -> Completion:
-    """A Completion from a chat or text completion answer; PolicyError if fields are missing."""
+# ---------------------------------------------------------------------- deadline
+class _Attempt:
+    """The deadline of one HTTP attempt, kept by a watchdog thread.
+
+    Socket timeouts only bound each wait for data, so a server sending a byte now and then
+    never trips them. The watchdog instead shuts down the attempt's sockets when the total
+    deadline passes (or when the policy is closed): whatever the request is blocked in
+    (connect, send, headers, body) then returns or raises at once, and ``reason`` says why.
+    Sockets are registered by the connection classes below as soon as they exist.
+    """
+
+    def __init__(self, timeout: float, warn_after: float, on_slow: Callable[[], None]) -> None:
+        self.started = time.monotonic()
+        self.deadline = self.started + timeout
+        self.reason: str | None = None  # "deadline" or "closed" once aborted
+        self._warn_after = warn_after
+        self._on_slow = on_slow
+        self._sockets: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._finished = False
+        self._done = threading.Event()
+        self._thread = threading.Thread(target=self._watch, name="openai-policy-deadline", daemon=True)
+        self._thread.start()
+
+    def remaining(self) -> float:
+        return self.deadline - time.monotonic()
+
+    def watch(self, sock: socket.socket) -> None:
+        """Put ``sock`` under the deadline (shut down at once if the attempt is already over)."""
+        with self._lock:
+            self._sockets.append(sock)
+            if self.reason is not None:
+                _shutdown(sock)
+
+    def abort(self, reason: str) -> None:
+        """End the attempt now: shut its sockets down (no effect once it has finished)."""
+        with self._lock:
+            if self._finished or self.reason is not None:
+                return
+            self.reason = reason
+            for sock in self._sockets:
+                _shutdown(sock)
+
+    def finish(self) -> None:
+        """The attempt is over (answered or failed); stop and join the watchdog."""
+        with self._lock:
+            self._finished = True
+        self._done.set()
+        self._thread.join()
+
+    def _watch(self) -> None:
+        warn_at = self.started + self._warn_after
+        if warn_at < self.deadline and not self._done.wait(max(0.0, warn_at - time.monotonic())):
+            try:
+                self._on_slow()
+            except Exception:  # noqa: BLE001 - e.g. warnings turned into errors: keep the deadline
+                log.warning("slow answer", exc_info=True)
+        if not self._done.wait(max(0.0, self.remaining())):
+            self.abort("deadline")
+
+
+_current = threading.local()  # .attempt: the attempt the current worker thread is making
+
+
+def _shutdown(sock: socket.socket) -> None:
+    """Shut ``sock`` down at the OS level, waking any thread blocked on it.
+
+    The plain socket method is used even for TLS sockets (``SSLSocket.shutdown`` would also
+    drop its TLS state under the reading thread's feet). A socket already closed has no file
+    descriptor any more, so this cannot hit a descriptor reused by another connection.
+    """
     try:
-        choice = payload["choices"][0]
-        if "message" in choice:
-            text = choice["message"]["content"]
-        else:
-            text = choice["text"]
-        if text is None:  # e.g. the model answered with a tool call
-            text = ""
-        if not isinstance(text, str):
-            raise TypeError(f"content is {type(text).__name__}, not a string")
-        return Completion(text=text, logprobs=_parse_logprobs(choice.get("logprobs")))
-    except (KeyError, IndexError, TypeError, AttributeError) as error:
+        socket.socket.shutdown(sock, socket.SHUT_RDWR)
+    except OSError:
+        pass  # already closed, or not connected yet
+
+
+def _watch_current(sock: socket.socket) -> None:
+    attempt = getattr(_current, "attempt", None)
+    if attempt is not None:
+        attempt.watch(sock)
+
+
+def _watched_create(create: Callable[..., socket.socket]) -> Callable[..., socket.socket]:
+    """``socket.create_connection`` that registers the new socket with the current attempt."""
+
+    def create_connection(*args: Any, **kwargs: Any) -> socket.socket:
+        sock = create(*args, **kwargs)
+        _watch_current(sock)
+        return sock
+
+    return create_connection
+
+
+class _WatchedHTTPConnection(http.client.HTTPConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _watched_create(self._create_connection)
+
+
+class _WatchedHTTPSConnection(http.client.HTTPSConnection):
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._create_connection = _watched_create(self._create_connection)
+
+    def connect(self) -> None:
+        # As HTTPSConnection.connect, but the TLS socket goes under the deadline before the
+        # handshake (wrapping detaches the plain socket the watchdog knew).
+        http.client.HTTPConnection.connect(self)
+        server_hostname = self._tunnel_host or self.host
+        self.sock = self._context.wrap_socket(
+            self.sock, server_hostname=server_hostname, do_handshake_on_connect=False
+        )
+        _watch_current(self.sock)
+        self.sock.do_handshake()
+
+
+class _WatchedHTTPHandler(urllib.request.HTTPHandler):
+    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        return self.do_open(_WatchedHTTPConnection, req)
+
+
+class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
+    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
+        kwargs: dict[str, Any] = {"context": self._context}
+        if getattr(self, "_check_hostname", None) is not None:  # gone in Python 3.12
+            kwargs["check_hostname"] = self._check_hostname
+        return self.do_open(_WatchedHTTPSConnection, req, **kwargs)
+
+
+def _read_capped(response: http.client.HTTPResponse, cap: int) -> bytes:
+    """The whole body, read in pieces; PolicyError as soon as it is longer than ``cap`` bytes."""
+    if response.length is not None and response.length > cap:
+        raise PolicyError(f"the answer is {response.length} bytes (Content-Length), more than "
+                          f"max_response_bytes={cap}; refused without reading it")
+    body = bytearray()
+    while True:
+        chunk = response.read(min(_READ_CHUNK, cap + 1 - len(body)))
+        if not chunk:
+            break
+        body += chunk
+        if len(body) > cap:
+            raise PolicyError(f"the answer is longer than max_response_bytes={cap}; refused after "
+                              f"reading {len(body)} bytes")
+    if response.length:  # read(n) returns b"" on early EOF instead of raising
+        raise http.client.IncompleteRead(bytes(body[-_ERROR_BODY_CHARS:]), response.length)
+    return bytes(body)
+
+
+def _http_failure(error: urllib.error.HTTPError) -> Exception:
+    """The failure an HTTP error status stands for (429 and 5xx are worth retrying)."""
+    detail = _error_detail(error)
+    status = f"HTTP {error.code} {error.reason}".rstrip()
+    message = f"{status}: {detail}" if detail else status
+    if error.code == 429 or error.code >= 500:
+        return _Retryable(message, _retry_after(error))
+    return PolicyError(message)
+
+
+def _classify(failure: BaseException, timeout: float) -> Exception:
+    """A failed attempt's exception as _Retryable (network trouble) or PolicyError."""
+    if isinstance(failure, (_Retryable, PolicyError)):
+        return failure
+    if isinstance(failure, urllib.error.URLError):  # connection refused, DNS, connect timeout
+        if isinstance(failure.reason, TimeoutError):
+            return _Retryable(f"timed out after {timeout:g}s (connect)")
+        return _Retryable(f"connection error: {failure.reason}")
+    if isinstance(failure, TimeoutError):  # the socket timeout, set to the time left
+        return _Retryable(f"timed out: no complete answer within the {timeout:g}s deadline "
+                          f"(connect, send and read)")
+    if isinstance(failure, OSError):  # reset, broken pipe, remote disconnect
+        return _Retryable(f"connection error: {type(failure).__name__}: {failure}")
+    # IncompleteRead, BadStatusLine, ...
+    return _Retryable(f"bad HTTP answer: {type(failure).__name__}: {failure}")
+
+
+# ---------------------------------------------------------------------- answers
+def _parse_completion(payload: Any, url: str) -> Completion:
+    """A Completion from a chat or text completion answer; PolicyError if it has no usable text."""
+    text, problem = _answer_text(payload)
+    if problem is not None:
         snippet = json.dumps(payload)[:_ERROR_BODY_CHARS]
-        raise PolicyError(
-            f"POST {url}: unexpected answer shape ({type(error).__name__}: {error}): {snippet}"
-        ) from None
+        raise PolicyError(f"POST {url}: unusable answer: {problem}: {snippet}")
+    choice = payload["choices"][0]
+    return Completion(text=text, logprobs=_parse_logprobs(choice.get("logprobs")))
+
+
+def _answer_text(payload: Any) -> tuple[str, str | None]:
+    """``(text, None)``, or ``("", what is wrong)`` for an answer no action can be made of."""
+    if not isinstance(payload, dict):
+        return "", f"the answer is a JSON {type(payload).__name__}, not an object"
+    choices = payload.get("choices")
+    if not isinstance(choices, list) or not choices:
+        return "", "no choices" if choices is None else f"choices is {choices!r}, not a non-empty list"
+    choice = choices[0]
+    if not isinstance(choice, dict):
+        return "", f"choices[0] is a {type(choice).__name__}, not an object"
+    if "message" in choice:
+        message = choice["message"]
+        if not isinstance(message, dict):
+            return "", f"choices[0].message is {type(message).__name__}, not an object"
+        field_name, text = "choices[0].message.content", message.get("content")
+        extras = [key for key in ("tool_calls", "function_call", "refusal", "reasoning_content")
+                  if message.get(key)]
+    elif "text" in choice:
+        field_name, text, extras = "choices[0].text", choice["text"], []
+    else:
+        return "", "choices[0] has neither a message nor a text"
+    if text is None:
+        why = f"{field_name} is null or missing"
+        if extras:  # tool-call-only, refusals, reasoning models cut off before answering
+            why += f" (the message has {', '.join(extras)} only)"
+        if choice.get("finish_reason"):
+            why += f"; finish_reason {choice['finish_reason']!r}"
+        return "", why + "; there is no text to use as the action"
+    if not isinstance(text, str):
+        return "", f"{field_name} is a {type(text).__name__}, not a string"
+    return text, None
 
 
 def _parse_logprobs(logprobs: Any) -> list[float] | None:
@@ -333,7 +630,7 @@ def _parse_logprobs(logprobs: Any) -> list[float] | None:
 def _error_detail(error: urllib.error.HTTPError) -> str:
     """The server's error message (OpenAI ``{"error": {"message": ...}}`` or raw text), short."""
     try:
-        raw = error.read()
+        raw = error.read(_ERROR_BODY_BYTES)  # a bounded read: the body is only decoration
     except Exception:  # noqa: BLE001 - the body is only decoration for the message
         return ""
     finally:

@@ -14,8 +14,14 @@ batch, and feeds the answers back. A copy whose episode ends starts the next epi
   while the model generates for the other copies; a copy sits out while its step is running.
 * **Records.** Every finished episode becomes an
   :class:`~llm_marl_envs.rollout.records.EpisodeRecord`, appended to ``out`` (JSONL) as soon
-  as it finishes. If a policy fails, :class:`RolloutError` is raised after the finished
-  episodes are saved; ``error.result`` holds them.
+  as it finishes, as one complete line written at once and flushed (see
+  :mod:`llm_marl_envs.rollout.records` for what a killed writer leaves and how it is read).
+  A record longer than ``max_record_bytes`` is not written (a ``RecordTooLargeWarning``; its
+  episode index goes to ``RolloutResult.unwritten_episodes``).
+* **Failures.** If a policy fails, :class:`RolloutError` is raised after the finished
+  episodes are saved; ``error.result`` holds them. Ctrl-C (``KeyboardInterrupt``) likewise
+  raises :class:`RolloutInterrupted`, a ``KeyboardInterrupt`` that carries ``result``. Either
+  way the file holds exactly the finished episodes, each on a complete line.
 
 >>> from llm_marl_envs.rollout import rollout
 >>> from llm_marl_envs.rollout.scripted import scripted_policy
@@ -31,6 +37,7 @@ from __future__ import annotations
 
 import sys
 import time
+import warnings
 from collections import defaultdict, deque
 from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
@@ -43,9 +50,17 @@ from pettingzoo.utils.conversions import parallel_to_aec
 
 import llm_marl_envs
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt, as_policy
-from llm_marl_envs.rollout.records import EpisodeRecord, TurnRecord, json_safe
+from llm_marl_envs.rollout.records import (
+    DEFAULT_MAX_RECORD_BYTES,
+    EpisodeRecord,
+    RecordTooLargeWarning,
+    TurnRecord,
+    append_line,
+    encode_record,
+    json_safe,
+)
 
-__all__ = ["RolloutError", "RolloutResult", "rollout"]
+__all__ = ["RolloutError", "RolloutInterrupted", "RolloutResult", "rollout"]
 
 # infos keys that are large or repeated in the turns; left out of an episode's final_infos.
 _SKIP_FINAL_INFO = ("messages",)
@@ -62,6 +77,8 @@ class RolloutResult:
         env_seconds: Time inside the environments (reset, last, step), summed over copies.
         policy_calls: Number of ``generate`` calls (by policy name).
         turns: Number of agent turns played.
+        unwritten_episodes: Indices of finished episodes whose record was longer than
+            ``max_record_bytes`` and so was not written to ``out`` (they are in ``episodes``).
     """
 
     episodes: list[EpisodeRecord] = field(default_factory=list)
@@ -70,6 +87,7 @@ class RolloutResult:
     env_seconds: float = 0.0
     policy_calls: dict[str, int] = field(default_factory=dict)
     turns: int = 0
+    unwritten_episodes: list[int] = field(default_factory=list)
 
     def mean_returns(self) -> dict[str, float]:
         """Each agent's mean return over the finished episodes."""
@@ -82,6 +100,18 @@ class RolloutResult:
 
 class RolloutError(RuntimeError):
     """A policy failed mid-rollout; ``result`` holds the episodes that finished before."""
+
+    def __init__(self, message: str, result: RolloutResult) -> None:
+        super().__init__(message)
+        self.result = result
+
+
+class RolloutInterrupted(KeyboardInterrupt):
+    """Ctrl-C stopped a rollout; ``result`` holds the episodes that finished before.
+
+    A ``KeyboardInterrupt`` (not an ``Exception``), so code that does not know about it still
+    stops as it would on any Ctrl-C.
+    """
 
     def __init__(self, message: str, result: RolloutResult) -> None:
         super().__init__(message)
@@ -113,6 +143,7 @@ def rollout(
     include_tokens: bool = False,
     progress: bool | None = None,
     env_workers: int | None = None,
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> RolloutResult:
     """Play ``episodes`` episodes of ``env`` with ``policies``, ``batch_size`` at a time.
 
@@ -131,9 +162,13 @@ def rollout(
         progress: Show a progress bar (default: when stderr is a terminal).
         env_workers: Threads for env steps (default: ``min(batch_size, 8)`` for envs with
             ``heavy_step = True``, else 0, i.e. steps run inline).
+        max_record_bytes: Longest record (one JSONL line, in bytes) written to ``out``; a
+            longer one is skipped whole with a warning and listed in
+            ``RolloutResult.unwritten_episodes``. None: no cap.
 
     Returns:
-        A :class:`RolloutResult`. Raises :class:`RolloutError` if a policy fails.
+        A :class:`RolloutResult`. Raises :class:`RolloutError` if a policy fails and
+        :class:`RolloutInterrupted` on Ctrl-C, both after the finished episodes are saved.
     """
     for name, value, low in (("episodes", episodes, 0), ("batch_size", batch_size, 1), ("group_size", group_size, 1)):
         if isinstance(value, bool) or not isinstance(value, int) or value < low:
@@ -147,7 +182,9 @@ def rollout(
     executor = ThreadPoolExecutor(env_workers, thread_name_prefix="env-step") if env_workers else None
     result = RolloutResult()
     finished: dict[int, EpisodeRecord] = {}
-    handle = open(out, "w", encoding="utf-8") if out is not None else None  # noqa: SIM115
+    # Unbuffered: each record goes to the OS in one write (append_line), so a killed process
+    # leaves at most its last line cut short.
+    handle = open(out, "wb", buffering=0) if out is not None else None  # noqa: SIM115
     bar = _progress_bar(episodes, env_id, progress)
     queue = deque(range(episodes))
     slots = [_Slot(e) for e in envs]
@@ -156,12 +193,18 @@ def rollout(
 
     def finish(slot: _Slot) -> None:
         record = slot.record
+        if handle is not None:  # written before it counts as kept
+            line = encode_record(record, include_tokens)
+            if max_record_bytes is not None and len(line) > max_record_bytes:
+                result.unwritten_episodes.append(record.episode)
+                warnings.warn(
+                    f"{out}: episode {record.episode} not written: its record is {len(line)} "
+                    f"bytes, more than max_record_bytes={max_record_bytes}",
+                    RecordTooLargeWarning, stacklevel=2,
+                )
+            else:
+                append_line(handle, line)
         finished[record.episode] = record
-        if handle is not None:
-            import json
-
-            handle.write(json.dumps(record.to_dict(include_tokens), ensure_ascii=False) + "\n")
-            handle.flush()
         bar.update(1)
         slot.record = None
 
@@ -230,7 +273,8 @@ def rollout(
                 running = [s.future for s in slots if s.future is not None]
                 if not running:
                     break
-                wait(running, return_when=FIRST_COMPLETED)
+                # a timeout, so that a Ctrl-C delivered to another thread is seen here
+                wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
                 continue
             by_policy: dict[int, list[_Slot]] = defaultdict(list)
             for slot in ready:
@@ -261,16 +305,14 @@ def rollout(
                         slot.env.step(completion.text)
                         advance(slot)
                         env_seconds += time.perf_counter() - tick
-    except PolicyError as error:
+    except (PolicyError, KeyboardInterrupt) as error:
         for slot in slots:
             if slot.future is not None:
                 slot.future.exception()  # let running steps end before we return
         _finalise(result, finished, started, env_seconds, slots)
-        raise RolloutError(
-            f"{error}; {len(result.episodes)} finished episode(s) kept"
-            + (f" (written to {out})" if out is not None else ""),
-            result,
-        ) from error
+        if isinstance(error, KeyboardInterrupt):
+            raise RolloutInterrupted(f"interrupted (Ctrl-C); {_kept(result, out)}", result) from error
+        raise RolloutError(f"{error}; {_kept(result, out)}", result) from error
     finally:
         bar.close()
         if handle is not None:
@@ -279,6 +321,18 @@ def rollout(
             executor.shutdown(wait=True)
     _finalise(result, finished, started, env_seconds, slots)
     return result
+
+
+def _kept(result: RolloutResult, out: str | Path | None) -> str:
+    """``"N finished episode(s) kept (written to FILE)"``, with the records left out if any."""
+    text = f"{len(result.episodes)} finished episode(s) kept"
+    if out is None:
+        return text
+    unwritten = result.unwritten_episodes
+    if not unwritten:
+        return text + f" (written to {out})"
+    return (text + f" ({len(result.episodes) - len(unwritten)} written to {out}; "
+            f"{len(unwritten)} over the record size cap not written: episodes {sorted(unwritten)})")
 
 
 def _finalise(result, finished, started, env_seconds, slots) -> None:

@@ -11,20 +11,69 @@ its next turn (or the end of the episode), which is what ``env.last()`` reports 
 An episode's ``returns`` hold every reward an agent received, including any that arrived before
 its first action (in the maze the team is paid at every turn, so the second mover receives the
 first mover's step penalty before it acts); such rewards belong to no turn.
+
+**Crash safety of the JSONL files.** Each record is encoded to one complete line (JSON plus
+``\n``) in memory and appended with a single ``write`` of the whole line, then flushed
+(:func:`append_line`), so the file only ever grows by whole lines, except when the writing
+process is killed during that ``write`` (``kill -9``, the OOM killer): then the last line is
+cut short. If the ``write`` itself fails or is interrupted (disk full, Ctrl-C) the file is cut
+back to where the line began. Lines are flushed to the operating system, not ``fsync``-ed to
+disk: they survive the writer being killed, not a power cut or an OS crash (measured on a
+virtual disk: writing a 20 KB record takes ~0.02 ms, with an ``fsync`` 0.2-0.4 ms, and far more
+on network file systems; a killed process loses nothing that was flushed).
+
+:func:`iter_jsonl` / :func:`read_jsonl` skip an incomplete *last* line (no final newline and not
+valid JSON), with an :class:`IncompleteLineWarning` naming the file and line, and return the
+records before it; any other bad line is a ``ValueError`` naming the file and line.
+:func:`write_jsonl` with ``append=True`` first cuts such an incomplete last line off (with the
+same warning), so appending after a crash gives a valid file.
+
+**Record size cap.** A record whose line is longer than ``max_record_bytes`` (default
+:data:`DEFAULT_MAX_RECORD_BYTES`, 64 MiB; measured with the scripted policies, a 72-turn
+DonorGame episode is 0.2 MB and a 15-turn maze 0.07 MB) is not written: it is skipped whole, with a :class:`RecordTooLargeWarning` naming the
+episode and its size, and counted by the writer (the rollout engine lists such episodes in
+``RolloutResult.unwritten_episodes``; they stay in ``RolloutResult.episodes``). Records are
+never truncated, so every line in a file is a complete episode.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import os
+import warnings
 from collections.abc import Iterable, Iterator
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
-__all__ = ["EpisodeRecord", "TurnRecord", "json_safe", "read_jsonl", "sft_examples", "write_jsonl"]
+__all__ = [
+    "DEFAULT_MAX_RECORD_BYTES",
+    "EpisodeRecord",
+    "IncompleteLineWarning",
+    "RecordTooLargeWarning",
+    "TurnRecord",
+    "append_line",
+    "encode_record",
+    "iter_jsonl",
+    "json_safe",
+    "read_jsonl",
+    "sft_examples",
+    "write_jsonl",
+]
+
+#: Default cap on one JSONL record (one episode), in bytes of its UTF-8 line.
+DEFAULT_MAX_RECORD_BYTES = 64 * 2**20
+
+
+class IncompleteLineWarning(UserWarning):
+    """A JSONL file ends in a cut-off line (its writer was killed mid-write); it was skipped."""
+
+
+class RecordTooLargeWarning(UserWarning):
+    """A record is longer than the record size cap and was not written."""
 
 
 @dataclass
@@ -116,32 +165,143 @@ def json_safe(value: Any) -> Any:
     return repr(value)
 
 
+def encode_record(record: EpisodeRecord, include_tokens: bool = False) -> bytes:
+    """The record as one complete JSONL line: UTF-8 JSON and a final ``\n``."""
+    return (json.dumps(record.to_dict(include_tokens), ensure_ascii=False) + "\n").encode("utf-8")
+
+
+def append_line(handle: BinaryIO, line: bytes) -> None:
+    """Append ``line`` with one ``write`` and flush it; on failure cut the file back.
+
+    ``handle`` is a binary file open for writing at its end (the rollout uses an unbuffered
+    one, so the line goes to the OS in one system call). A regular file takes the whole line in
+    one ``write``; the loop only matters if the OS accepts part of it (disk nearly full). If
+    writing raises (an ``OSError``, a ``KeyboardInterrupt`` between two partial writes), the
+    file is truncated to where the line started, so it still ends on a complete record.
+    """
+    start = handle.tell()
+    try:
+        view = memoryview(line)
+        while view:
+            written = handle.write(view)
+            view = view[written if written is not None else len(view):]
+        handle.flush()
+    except BaseException:
+        try:
+            handle.truncate(start)
+            handle.seek(start)
+        except OSError:
+            pass  # the original error is the one to report
+        raise
+
+
+def _oversized(line: bytes, record: EpisodeRecord, max_record_bytes: int | None, path: Any) -> bool:
+    """True (with a warning) when ``line`` is over the cap and must not be written."""
+    if max_record_bytes is None or len(line) <= max_record_bytes:
+        return False
+    warnings.warn(
+        f"{path}: episode {record.episode} not written: its record is {len(line)} bytes, more "
+        f"than max_record_bytes={max_record_bytes}",
+        RecordTooLargeWarning, stacklevel=3,
+    )
+    return True
+
+
+def _drop_incomplete_tail(handle: BinaryIO, path: Any) -> None:
+    """Cut off a last line without its newline (a killed writer's), so appends start clean."""
+    size = handle.seek(0, os.SEEK_END)
+    if size == 0:
+        return
+    handle.seek(size - 1)
+    if handle.read(1) == b"\n":
+        return
+    end = size  # find the last newline, reading backwards in blocks
+    while end > 0:
+        begin = max(0, end - 65536)
+        handle.seek(begin)
+        newline = handle.read(end - begin).rfind(b"\n")
+        if newline >= 0:
+            keep = begin + newline + 1
+            break
+        end = begin
+    else:
+        keep = 0
+    warnings.warn(f"{path}: dropped an incomplete last line ({size - keep} bytes, no newline) "
+                  "before appending", IncompleteLineWarning, stacklevel=3)
+    handle.truncate(keep)
+    handle.seek(keep)
+
+
 def write_jsonl(
-    records: Iterable[EpisodeRecord], path: str | Path, *, append: bool = False, include_tokens: bool = False
+    records: Iterable[EpisodeRecord],
+    path: str | Path,
+    *,
+    append: bool = False,
+    include_tokens: bool = False,
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
 ) -> int:
-    """Write one JSON object per episode per line; returns how many were written."""
+    """Write one JSON object per episode per line; returns how many were written.
+
+    Each line is appended with :func:`append_line`. A record longer than ``max_record_bytes``
+    (None: no cap) is skipped with a :class:`RecordTooLargeWarning` and not counted. With
+    ``append=True`` an incomplete last line left by a killed writer is cut off first.
+    """
     count = 0
-    with open(path, "a" if append else "w", encoding="utf-8") as handle:
+    if append and os.path.exists(path):
+        handle = open(path, "r+b", buffering=0)  # noqa: SIM115 - closed below
+        try:
+            _drop_incomplete_tail(handle, path)
+        except BaseException:
+            handle.close()
+            raise
+    else:
+        handle = open(path, "wb", buffering=0)  # noqa: SIM115 - closed below
+    with handle:
         for record in records:
-            handle.write(json.dumps(record.to_dict(include_tokens), ensure_ascii=False) + "\n")
+            line = encode_record(record, include_tokens)
+            if _oversized(line, record, max_record_bytes, path):
+                continue
+            append_line(handle, line)
             count += 1
     return count
 
 
 def iter_jsonl(path: str | Path) -> Iterator[EpisodeRecord]:
-    """Read episode records one by one (blank lines are skipped)."""
-    with open(path, encoding="utf-8") as handle:
+    """Read episode records one by one (blank lines are skipped).
+
+    A last line without its newline that is not valid JSON (a writer killed mid-write) is
+    skipped with an :class:`IncompleteLineWarning`; any other bad line raises ``ValueError``
+    naming the file and line.
+    """
+    with open(path, "rb") as handle:
         for number, line in enumerate(handle, 1):
             if not line.strip():
                 continue
             try:
-                yield EpisodeRecord.from_dict(json.loads(line))
+                data = json.loads(line)  # bytes: cut UTF-8 sequences fail here too
+            except ValueError as error:
+                # Only the last line of a file can lack its newline, and every line is written
+                # with its newline in one write: this one was cut off by a killed writer.
+                if not line.endswith(b"\n"):
+                    warnings.warn(
+                        f"{path}:{number}: skipped an incomplete last line ({len(line)} bytes, "
+                        "no newline; the writer was probably killed mid-write)",
+                        IncompleteLineWarning, stacklevel=2,
+                    )
+                    return
+                raise ValueError(f"{path}:{number}: not an episode record ({error})") from error
+            try:
+                record = EpisodeRecord.from_dict(data)
             except (ValueError, TypeError) as error:
                 raise ValueError(f"{path}:{number}: not an episode record ({error})") from error
+            yield record
 
 
 def read_jsonl(path: str | Path) -> list[EpisodeRecord]:
-    """All episode records of a JSONL file written by :func:`write_jsonl` or a rollout."""
+    """All episode records of a JSONL file written by :func:`write_jsonl` or a rollout.
+
+    An incomplete last line is skipped with a warning (see :func:`iter_jsonl`).
+    """
     return list(iter_jsonl(path))
 
 

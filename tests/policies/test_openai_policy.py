@@ -360,11 +360,14 @@ def test_malformed_answers_raise(raw_server, make_client, body):
     assert len(seen) == 1  # a malformed answer is not retried
 
 
-def test_null_content_is_empty_text(raw_server, make_client):
+def test_null_content_is_an_error(raw_server, make_client):
+    # Never silently an empty action (more cases in test_openai_faults.py).
     answer = {"choices": [{"index": 0, "finish_reason": "tool_calls",
                            "message": {"role": "assistant", "content": None, "tool_calls": []}}]}
-    url, _ = raw_server(json.dumps(answer).encode())
-    assert make_client(url).generate([chat_prompt("x")])[0].text == ""
+    url, seen = raw_server(json.dumps(answer).encode())
+    with pytest.raises(PolicyError, match="content is null"):
+        make_client(url, max_retries=2).generate([chat_prompt("x")])
+    assert len(seen) == 1
 
 
 def test_server_rejects_bad_requests(start_server):
