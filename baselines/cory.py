@@ -1,7 +1,7 @@
 """CORY: two LLM agents fine-tuned together by sequential cooperative PPO (CleanRL style).
 
 Paper: Ma et al., "Coevolving with the Other You: Fine-Tuning LLM with Sequential Cooperative
-Multi-Agent Reinforcement Learning", NeurIPS 2024 (arXiv 2410.06101); docs/SPECS.md section 7.
+Multi-Agent Reinforcement Learning", NeurIPS 2024 (arXiv 2410.06101); see docs/baselines.md.
 
     python baselines/cory.py                              # CORY on IMDB, embedded SmolLM2-135M
     python baselines/cory.py --algo ppo                   # the single-agent PPO baseline
@@ -71,7 +71,7 @@ import torch
 from tqdm import tqdm
 
 from llm_marl_envs.models import cpu_bf16_is_fast, load_model
-from llm_marl_envs.models.loading import seeded
+from llm_marl_envs.models.common import seeded
 from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
@@ -84,7 +84,7 @@ import checkpoints  # noqa: E402
 
 IMDB, GSM8K = "llm_marl_envs/IMDBSentiment-v0", "llm_marl_envs/GSM8K-v0"
 ROLES = ("pioneer_0", "observer_0")
-# Per-env defaults for the Args left at None (GSM8K's: SPECS section 7). On IMDB the paper's
+# Per-env defaults for the Args left at None (GSM8K's: the paper's). On IMDB the paper's
 # lr 1.41e-5 drives 100 iterations of batch 256 x 4 epochs; our CPU budget is 20 iterations of
 # 16 x 1 epoch, where 1.41e-5 barely moves the policy and 5e-5 learns visibly. The paper's
 # eta 0.3 weighs the KL against a classifier logit (spread of several units); our offline

@@ -1,7 +1,7 @@
 """MAGRPO: multi-agent group-relative policy optimisation for LLM collaboration (and GRPO).
 
 Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning", arXiv:2508.04652;
-the algorithm as restated in SPECS §8. CleanRL-style: one file, one ``Args`` dataclass, the
+the algorithm of Liu et al., 2025 (arXiv:2508.04652). CleanRL-style: one file, one ``Args`` dataclass, the
 algorithm in straight-line code in :func:`main`.
 
 Each iteration:
@@ -21,7 +21,7 @@ Each iteration:
    ``llm_marl_envs.models.scoring.completion_logprobs``; one AdamW step per agent. No ratio, no
    clipping, no KL, no reference model (the paper's version).
 
-``--algo grpo`` is the single-agent baseline (SPECS: "with one agent, MAGRPO reduces to GRPO"):
+``--algo grpo`` is the single-agent baseline (the paper: with one agent, MAGRPO reduces to GRPO):
 ONE model with ONE optimizer plays every agent's role (the rollout engine batches both roles'
 prompts into one call) and is trained on all agents' samples with the same group advantage, i.e.
 a single LLM does both parts of the task. ``--algo magrpo`` gives each agent its own model copy

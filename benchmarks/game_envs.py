@@ -26,9 +26,9 @@ from pathlib import Path
 import numpy as np
 
 import llm_marl_envs
-from llm_marl_envs.envs.maze_layout import generate_layout
-from llm_marl_envs.rollout.donor_policies import always_defect, fraction_giver, reputation_reciprocator
-from llm_marl_envs.rollout.maze_policies import oracle_pair, random_pair
+from llm_marl_envs.games.maze_layout import generate_layout
+from llm_marl_envs.policies.scripted.donor import always_defect, fraction_giver, reputation_reciprocator
+from llm_marl_envs.policies.scripted.maze import oracle_pair, random_pair
 
 
 def _pin_to_one_core() -> str:

@@ -32,7 +32,7 @@ __all__ = [
 ]
 
 _FILENAME = "envs_registry.yaml"
-_REQUIRED = ("id", "entry_point", "description", "paper")
+_REQUIRED = ("id", "entry_point", "description", "paper", "scripted_policy")
 
 
 class UnknownEnvironmentError(ValueError):
@@ -53,6 +53,8 @@ class EnvSpec:
         agents: Agent names, for documentation.
         turns: Turn structure, for documentation.
         reward: Reward summary, for documentation.
+        scripted_policy: ``"module:function"`` of the environment's scripted players, called
+            as ``function(agent, seed)`` (see :mod:`llm_marl_envs.policies.scripted`).
     """
 
     id: str
@@ -64,6 +66,7 @@ class EnvSpec:
     agents: tuple[str, ...] = ()
     turns: str = ""
     reward: str = ""
+    scripted_policy: str | None = None
 
 
 def registry_path() -> Path:

@@ -10,14 +10,16 @@ import sys
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs.rollout.scripted import play_episode, scripted_policy
+from llm_marl_envs.policies.scripted import scripted_policy
+from llm_marl_envs.rollout.play import play_episode
 
 ENV_IDS = llm_marl_envs.list_envs()
 
 _SCRIPT = """
 import json, sys
 import llm_marl_envs
-from llm_marl_envs.rollout.scripted import play_episode, scripted_policy
+from llm_marl_envs.policies.scripted import scripted_policy
+from llm_marl_envs.rollout.play import play_episode
 out = {}
 for env_id in llm_marl_envs.list_envs():
     env = llm_marl_envs.make(env_id, render_mode="ansi")

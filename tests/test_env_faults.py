@@ -252,8 +252,8 @@ def test_a_failing_step_is_not_played_on(monkeypatch):
     (lambda env: env.last(), RuntimeError, r"call reset\(\) before last\(\)"),
     (lambda env: env.step("x"), RuntimeError, r"call reset\(\) before step\(\)"),
     (lambda env: env.observe("nobody"), ValueError, "unknown agent 'nobody'"),
-    (lambda env: env.reset(seed=-1), ValueError, "non-negative int"),
-    (lambda env: env.reset(seed="0"), ValueError, "non-negative int"),
+    (lambda env: env.reset(seed=-1), ValueError, "seed must be None or an int >= 0"),
+    (lambda env: env.reset(seed="0"), ValueError, "seed must be None or an int >= 0"),
     (lambda env: env.reset(options="row_index=0"), TypeError, "options must be a dict"),
 ])
 def test_misuse_errors_say_what_to_do(call, error, match):

@@ -37,6 +37,7 @@ from gymnasium.utils import seeding
 from pettingzoo import AECEnv
 
 from llm_marl_envs.core.spaces import FreeText, TextObservation
+from llm_marl_envs.core.validation import check_int
 
 __all__ = ["CleanAction", "TextAECEnv", "Turn", "clean_text"]
 
@@ -120,8 +121,8 @@ class TextAECEnv(AECEnv):
                 f"render_mode must be one of {self.metadata['render_modes']} or None, "
                 f"got {render_mode!r}"
             )
-        _check_positive_int("max_cycles", max_cycles)
-        _check_positive_int("max_action_length", max_action_length)
+        check_int("max_cycles", max_cycles, 1)
+        check_int("max_action_length", max_action_length, 1)
         self.possible_agents = list(possible_agents)
         self.roles = dict(roles)
         self.max_cycles = max_cycles
@@ -163,9 +164,7 @@ class TextAECEnv(AECEnv):
         error propagates and the env is left needing another ``reset``: the previous episode
         is gone, not playable against a task it no longer shows.
         """
-        if seed is not None and (isinstance(seed, bool) or not isinstance(seed, (int, np.integer))
-                                 or seed < 0):
-            raise ValueError(f"seed must be None or a non-negative int, got {seed!r}")
+        check_int("seed", seed, 0, none_ok=True)
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
         try:
@@ -279,12 +278,8 @@ class TextAECEnv(AECEnv):
         index = options.get("row_index")
         if index is None:
             return drawn
-        if isinstance(index, bool) or not isinstance(index, (int, np.integer)) or not 0 <= index < len(data):
-            raise ValueError(
-                f"options['row_index'] must be an int in [0, {len(data)}) for {data.name}/{data.split} "
-                f"from {data.source}, got {index!r}"
-            )
-        return int(index)
+        return check_int("options['row_index']", index, 0, len(data) - 1,
+                         why=f" (rows of {data.name}/{data.split} from {data.source})")
 
     def _record(self, agent: str, action: CleanAction, components: dict[str, float]) -> None:
         """Put the scored turn into ``infos`` and the transcript."""
@@ -384,8 +379,3 @@ def _indent(text: str) -> str:
 def _describe(error: BaseException) -> str:
     text = str(error).splitlines()[0][:200] if str(error) else ""
     return f"{type(error).__name__}: {text}" if text else type(error).__name__
-
-
-def _check_positive_int(name: str, value: Any) -> None:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < 1:
-        raise ValueError(f"{name} must be a positive int, got {value!r}")

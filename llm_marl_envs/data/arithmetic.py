@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.data.arithmetic_templates import FRACTIONS, NAMES, PRONOUNS, TEMPLATES
 
 __all__ = ["check_worked_solution", "generate_problem", "write_sample"]
@@ -99,13 +100,7 @@ _COMPILED = [
 
 def check_difficulty(difficulty: object) -> int:
     """Return ``difficulty`` as an int, or raise ``ValueError`` if it is invalid."""
-    ok = isinstance(difficulty, (int, np.integer)) and not isinstance(difficulty, bool)
-    if not ok or not MIN_DIFFICULTY <= difficulty <= MAX_DIFFICULTY:
-        raise ValueError(
-            f"difficulty must be an int in {MIN_DIFFICULTY}..{MAX_DIFFICULTY}, "
-            f"got {difficulty!r} ({type(difficulty).__name__})"
-        )
-    return int(difficulty)
+    return check_int("difficulty", difficulty, MIN_DIFFICULTY, MAX_DIFFICULTY)
 
 
 def _scaled(bounds: tuple[int, int], f: float) -> tuple[int, int]:

@@ -6,7 +6,7 @@
 | Agents | ``background_0`` (background and motivation, c1) and ``methods_0`` (methods and implications, c2), simultaneous, one round |
 | Action | free text (``FreeText``, 8,192 chars) |
 | Observation | instruction + the abstract; ``infos[agent]["messages"]`` has it as chat |
-| Reward | the joint reward of SPECS §3, arXiv table (maximum 3.0), the same for both agents |
+| Reward | MAGRPO's joint writing reward with its arXiv table (maximum 3.0), the same for both agents |
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
 
 **Reward** (``llm_marl_envs.rewards.writing``, table ``ARXIV``), gated like TL;DR's:
@@ -38,7 +38,7 @@ from typing import Any
 
 from llm_marl_envs.core.simultaneous import TextParallelEnv
 from llm_marl_envs.data.arxiv import load_arxiv_abstracts
-from llm_marl_envs.envs.writing import WritingEnv
+from llm_marl_envs.envs.base.writing import WritingEnv
 from llm_marl_envs.rewards.writing import ARXIV
 
 __all__ = ["ArxivExpansionEnv", "env", "parallel_env"]

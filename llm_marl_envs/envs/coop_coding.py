@@ -6,7 +6,7 @@
 | Agents | ``helper_0`` writes ``def aux(...)``; ``main_0`` writes the entry-point function and may call ``aux``; simultaneous, ``num_turns`` rounds (1 or 2) |
 | Action | free text: code, optionally in a markdown fence (unwrapped) |
 | Observation | instruction + the problem (signature and docstring); in round 2 also the execution feedback; ``infos[agent]["messages"]`` is the append-only chat |
-| Reward | the joint reward of SPECS §4 (maximum 4.0 per round), the same for both agents |
+| Reward | MAGRPO's joint coding reward (maximum 4.0 per round), the same for both agents |
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
 
 **Reward** (``llm_marl_envs.rewards.coding`` + ``llm_marl_envs.sandbox``), per round:

@@ -76,10 +76,14 @@ agents are gone; ``env.resources`` and ``env.history`` (records with ``round``, 
 ``recipient``, ``amount``, ``fraction``, ``kind``) can be read at any time. ``data_source`` is
 ``"procedural"`` and ``row_id`` the reset seed.
 
-**Cultural evolution.** ``llm_marl_envs.envs.donor_evolution.evolve`` runs the paper's outer
+**Code.** The rules (pairing schedule, parsing, reputation traces) are in
+``llm_marl_envs.games.donor_rules``, the scoring in ``llm_marl_envs.rewards.donor``; this
+module is the environment around them.
+
+**Cultural evolution.** ``llm_marl_envs.algorithms.donor_evolution.evolve`` runs the paper's outer
 loop (two games per generation with reversed pairings, the better half survives, new agents
 write strategies from the survivors'). Scripted players are in
-``llm_marl_envs.rollout.donor_policies``.
+``llm_marl_envs.policies.scripted.donor``.
 
 **Arguments.** ``num_agents`` (even, >= 2), ``num_rounds`` (1..N; default min(12, N)),
 ``endowment`` (10.0), ``multiplier`` (2.0), ``trace_depth`` (3, >= 0), ``punishment``
@@ -91,107 +95,25 @@ write strategies from the survivors'). Scripted players are in
 
 from __future__ import annotations
 
-import math
-import re
-import sys
 from typing import Any
 
 import numpy as np
 
 from llm_marl_envs.core.text_env import CleanAction, TextAECEnv
+from llm_marl_envs.core.validation import check_bool, check_int, check_number
+from llm_marl_envs.games.donor_rules import (
+    FORMAT_ERRORS,
+    format_units,
+    pairing_schedule,
+    parse_donation,
+    reputation_trace,
+)
+from llm_marl_envs.rewards.donor import donation, game_summary
 
 __all__ = ["FORMAT_ERRORS", "DonorGameEnv", "env", "parse_donation"]
 
-FORMAT_ERRORS = ("empty", "too_long", "no_amount", "non_finite", "punish_not_allowed")
 OPTION_KEYS = ("reverse_pairings", "strategies")
-
-# ---------------------------------------------------------------------------- parsing
-# Every whitespace run follows a mandatory character, so no two runs can trade characters:
-# matching stays linear in the reply's length (no catastrophic backtracking).
-_NUMBER = (
-    r"(?P<s1>[-+\u2212]\s*)?(?:\$\s*)?(?P<s2>[-+\u2212]\s*)?"
-    r"(?P<num>\d[\d,]*(?:\.\d*)?(?:[eE][-+]?\d+)?|\.\d+(?:[eE][-+]?\d+)?"
-    r"|inf(?:inity)?\b|nan\b)"
-)
-_KIND = r"(?P<kind>donate|punish)\b"
-_ANSWER_RE = re.compile(
-    r"answer[\s*_]*[:=][\s*_]*(?:" + _KIND + r"[\s*]*(?:[,:][\s*]*)?)?" + _NUMBER, re.IGNORECASE
-)
-_KIND_RE = re.compile(r"\b" + _KIND + r"[\s*]*[,:][\s*]*" + _NUMBER, re.IGNORECASE)
-_BARE_RE = re.compile(_NUMBER + r"\s*\.?", re.IGNORECASE)
-
-
-def parse_donation(text: str, punishment: bool = False) -> tuple[str, float | None, str | None]:
-    """Read a donor's decision from its reply.
-
-    Returns ``(kind, amount, error)``: ``kind`` is ``"donate"`` or ``"punish"``; ``amount`` is
-    the number as written (not yet clamped to the donor's resources; negative allowed) or
-    ``None`` when ``error`` says why the reply is a format failure (``"no_amount"``,
-    ``"non_finite"``, ``"punish_not_allowed"``; the error cases have kind ``"donate"``).
-
-    >>> parse_donation("I will be generous. Answer: $1,000.50")
-    ('donate', 1000.5, None)
-    >>> parse_donation("Punish, 2", punishment=True)
-    ('punish', 2.0, None)
-    >>> parse_donation("Punish, 2")
-    ('donate', None, 'punish_not_allowed')
-    """
-    match = _last_match(_ANSWER_RE, text) or _last_match(_KIND_RE, text)
-    if match is None:
-        match = _BARE_RE.fullmatch(text.strip())
-        if match is None:
-            return "donate", None, "no_amount"
-    kind = (match.groupdict().get("kind") or "donate").lower()
-    if kind == "punish" and not punishment:
-        return "donate", None, "punish_not_allowed"
-    token = match.group("num").replace(",", "")
-    value = float(token)
-    if not math.isfinite(value):
-        if token[0].isalpha():  # inf, infinity, nan
-            return "donate", None, "non_finite"
-        value = sys.float_info.max  # a digit string too long for a float: huge, clamped later
-    signs = (match.group("s1") or "") + (match.group("s2") or "")
-    if "-" in signs or "\u2212" in signs:
-        value = -value
-    return kind, value, None
-
-
-def _last_match(pattern: re.Pattern[str], text: str) -> re.Match[str] | None:
-    last = None
-    for match in pattern.finditer(text):
-        last = match
-    return last
-
-
-def _num(x: float) -> str:
-    """Compact display of a resource amount: integers without decimals, else 2 decimals."""
-    if x.is_integer() and -1e15 < x < 1e15:
-        return str(int(x))
-    if not math.isfinite(x):
-        return str(x)
-    r = round(x, 2)
-    if r == int(r):
-        return str(int(r))
-    return f"{r:.2f}".rstrip("0")
-
-
-# ---------------------------------------------------------------------------- validation
-def _check_int(name: str, value: Any, low: int, high: int | None = None, why: str = "") -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}")
-    if value < low or (high is not None and value > high):
-        bound = f">= {low}" if high is None else f"in [{low}, {high}]"
-        raise ValueError(f"{name} must be {bound}{why}, got {value!r}")
-    return int(value)
-
-
-def _check_positive(name: str, value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float, np.integer, np.floating)):
-        raise TypeError(f"{name} must be a number, got {type(value).__name__} {value!r}")
-    if not (math.isfinite(value) and value > 0):
-        raise ValueError(f"{name} must be a finite number > 0, got {value!r}")
-    return float(value)
-
+_num = format_units
 
 # ---------------------------------------------------------------------------- the env
 class DonorGameEnv(TextAECEnv):
@@ -226,14 +148,14 @@ class DonorGameEnv(TextAECEnv):
         render_mode: str | None = None,
         max_action_length: int = 8192,
     ) -> None:
-        n = _check_int("num_agents", num_agents, 2)
+        n = check_int("num_agents", num_agents, 2)
         if n % 2:
             raise ValueError(
                 f"num_agents must be even (players are paired as donor and recipient), got {n}"
             )
         if num_rounds is None:
             num_rounds = min(12, n)
-        rounds = _check_int(
+        rounds = check_int(
             "num_rounds",
             num_rounds,
             1,
@@ -243,15 +165,12 @@ class DonorGameEnv(TextAECEnv):
                 "players of the other half once per direction without repeating a partner)"
             ),
         )
-        self.endowment = _check_positive("endowment", endowment)
-        self.multiplier = _check_positive("multiplier", multiplier)
-        self.trace_depth = _check_int("trace_depth", trace_depth, 0)
-        if not isinstance(punishment, (bool, np.bool_)):
-            raise TypeError(
-                f"punishment must be a bool, got {type(punishment).__name__} {punishment!r}"
-            )
-        self.punishment = bool(punishment)
-        self.punishment_multiplier = _check_positive("punishment_multiplier", punishment_multiplier)
+        self.endowment = check_number("endowment", endowment, positive=True)
+        self.multiplier = check_number("multiplier", multiplier, positive=True)
+        self.trace_depth = check_int("trace_depth", trace_depth, 0)
+        self.punishment = check_bool("punishment", punishment)
+        self.punishment_multiplier = check_number("punishment_multiplier", punishment_multiplier,
+                                                  positive=True)
         agents = [f"player_{i}" for i in range(n)]
         super().__init__(
             agents,
@@ -357,26 +276,7 @@ class DonorGameEnv(TextAECEnv):
         self._start_round()
 
     def _draw_schedule(self, reverse: bool) -> list[list[tuple[str, str]]]:
-        agents = self.possible_agents
-        m = len(agents) // 2
-        perm = self.np_random.permutation(len(agents))
-        half_x = [agents[i] for i in perm[:m]]
-        half_y = [agents[i] for i in perm[m:]]
-        offsets_x = self.np_random.permutation(m)
-        offsets_y = self.np_random.permutation(m)
-        index = {a: i for i, a in enumerate(agents)}
-        schedule = []
-        for r in range(self.num_rounds):
-            k = r // 2
-            if r % 2 == 0:
-                pairs = [(half_x[i], half_y[(i + offsets_x[k]) % m]) for i in range(m)]
-            else:
-                pairs = [(half_y[j], half_x[(j + offsets_y[k]) % m]) for j in range(m)]
-            if reverse:
-                pairs = [(b, a) for a, b in pairs]
-            pairs.sort(key=lambda pair: index[pair[0]])
-            schedule.append(pairs)
-        return schedule
+        return pairing_schedule(self.np_random, self.possible_agents, self.num_rounds, reverse)
 
     def _start_round(self) -> None:
         """Set roles and the prompts of every donor of the current round."""
@@ -392,19 +292,7 @@ class DonorGameEnv(TextAECEnv):
         self.agent_selection = pairs[0][0]
 
     def _trace(self, recipient: str, round_number: int) -> list[dict[str, Any]]:
-        trace: list[dict[str, Any]] = []
-        who, before = recipient, round_number
-        while len(trace) < self.trace_depth:
-            record = None
-            for rec in reversed(self._given[who]):
-                if rec["round"] < before:
-                    record = rec
-                    break
-            if record is None:
-                break
-            trace.append(record)
-            who, before = record["recipient"], record["round"]
-        return trace
+        return reputation_trace(self._given, recipient, round_number, self.trace_depth)
 
     def _prompt_donor(self, donor: str, recipient: str, round_number: int) -> None:
         own, theirs = self.resources[donor], self.resources[recipient]
@@ -456,21 +344,12 @@ class DonorGameEnv(TextAECEnv):
                 amount = parsed
         resources = self.resources
         before = resources[donor]
-        clamped = 0.0
-        if amount < 0:
-            amount, clamped = 0.0, 1.0
-        elif amount > before:
-            amount, clamped = before, 1.0
-        elif amount == 0:
-            amount = 0.0  # no -0.0
-        if kind == "punish":
-            gain = -min(resources[recipient], self.punishment_multiplier * amount) or 0.0
-        else:
-            gain = self.multiplier * amount
-        loss = -amount if amount else 0.0  # never -0.0
+        turn = donation(amount, kind, before, resources[recipient], self.multiplier,
+                        self.punishment_multiplier)
+        amount, clamped, fraction = turn.amount, turn.clamped, turn.fraction
+        loss, gain = turn.donor_reward, turn.recipient_reward
         resources[donor] = before - amount
         resources[recipient] += gain
-        fraction = amount / before if before > 0 else 0.0
         self.rewards[donor] = loss
         self.rewards[recipient] = gain
         record = {
@@ -512,31 +391,10 @@ class DonorGameEnv(TextAECEnv):
 
     def _finish(self) -> None:
         """Write the end-of-game infos."""
-        turns = len(self.history)
-        fractions = {a: [r["fraction"] if r["kind"] == "donate" else 0.0 for r in self._given[a]]
-                     for a in self.possible_agents}
-        punish_counts = {
-            a: sum(r["kind"] == "punish" for r in self._given[a]) for a in self.possible_agents
-        }
-        final = dict(self.resources)
-        all_fractions = [f for fs in fractions.values() for f in fs]
-        summary = {
-            "final_resources": final,
-            "mean_final_resources": sum(final.values()) / len(final),
-            "mean_donation_fraction": (
-                sum(all_fractions) / len(all_fractions) if all_fractions else 0.0
-            ),
-            "punishment_frequency": sum(punish_counts.values()) / turns if turns else 0.0,
-            "total_donated": sum(r["amount"] for r in self.history if r["kind"] == "donate"),
-        }
+        summary, per_agent = game_summary(self.history, self._given, self.resources)
         self.game_summary = summary
         for a in self.agents:
-            info = self.infos[a]
-            info["final_resources"] = final[a]
-            fs = fractions[a]
-            info["donation_fraction"] = sum(fs) / len(fs) if fs else 0.0
-            info["punishments"] = punish_counts[a]
-            info["game"] = summary
+            self.infos[a].update(per_agent[a], game=summary)
 
     # ------------------------------------------------------------------ rendering
     def _render_header(self) -> str:

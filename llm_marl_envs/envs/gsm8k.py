@@ -47,7 +47,7 @@ import numpy as np
 
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.gsm8k import load_gsm8k
-from llm_marl_envs.envs.cory import PioneerObserverEnv
+from llm_marl_envs.envs.base.pioneer_observer import PioneerObserverEnv
 from llm_marl_envs.rewards.math import answers_match, extract_answer, extract_gold_answer
 
 __all__ = ["GSM8KEnv", "env"]

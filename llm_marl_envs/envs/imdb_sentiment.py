@@ -45,7 +45,7 @@ from typing import Any
 
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.imdb import load_imdb
-from llm_marl_envs.envs.cory import PioneerObserverEnv
+from llm_marl_envs.envs.base.pioneer_observer import PioneerObserverEnv
 from llm_marl_envs.rewards.sentiment import join_continuation, resolve_scorer
 
 __all__ = ["IMDBSentimentEnv", "env"]

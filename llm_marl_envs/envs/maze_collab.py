@@ -25,7 +25,8 @@ or a bare direction word as the whole reply. A reply without a move counts as ``
 the invalid-move penalty and ``format_error = "no_move"`` (or ``"empty"`` / ``"too_long"``).
 Messages are cut to ``max_message_length`` characters.
 
-**Reward components** (``infos[agent]["reward_components"]`` of the gnome that moved):
+**Reward components** (``llm_marl_envs.rewards.maze``; ``infos[agent]["reward_components"]``
+of the gnome that moved):
 ``step`` (-0.1), ``invalid`` (-0.5 or 0), ``success`` (+20 or 0), ``raw_total``,
 ``task_reward`` (what was paid: ``raw_total``, divided by 20 when normalised), and why a move
 was invalid: ``format_failure`` (no readable move), ``off_grid``, ``blocked`` (0/1); the
@@ -38,7 +39,7 @@ also has ``token`` (row, col), ``legal_moves`` for its own walls, and ``oracle_m
 on a shortest path to the treasure, computed from *both* layouts. ``oracle_move`` is
 privileged information for teacher policies and imitation data; do not show it to a learner.
 
-**Generation** (``llm_marl_envs.envs.maze_layout``): from the episode's seed, walls per
+**Generation** (``llm_marl_envs.games.maze_layout``): from the episode's seed, walls per
 gnome with probability ``wall_density``; start open for both; treasure at least ``size - 1``
 steps away; redrawn until the treasure is reachable under the alternating-turn rule in at most
 ``3 * size`` turns (half the default budget) and, with private walls, no gnome could reach it
@@ -71,8 +72,10 @@ from typing import Any
 
 import numpy as np
 
-from llm_marl_envs.core.text_env import CleanAction, TextAECEnv, _check_positive_int
-from llm_marl_envs.envs.maze_layout import (
+from llm_marl_envs.core.text_env import CleanAction, TextAECEnv
+from llm_marl_envs.core.validation import check_choice, check_int, check_number
+from llm_marl_envs.rewards.maze import SUCCESS_REWARD, turn_components
+from llm_marl_envs.games.maze_layout import (
     DIRECTIONS,
     MAX_SIZE,
     MIN_SIZE,
@@ -86,7 +89,6 @@ __all__ = ["GNOMES", "MazeCollabEnv", "env", "parse_move"]
 GNOMES = ("gnome_0", "gnome_1")
 VARIANTS = ("partial", "full")
 REWARD_SCALES = ("normalised", "raw")
-STEP_PENALTY, INVALID_PENALTY, SUCCESS_REWARD = -0.1, -0.5, 20.0
 
 _WORDS = {
     "up": "up", "north": "up", "down": "down", "south": "down", "left": "left", "west": "left",
@@ -181,17 +183,12 @@ class MazeCollabEnv(TextAECEnv):
         render_mode: str | None = None,
         max_action_length: int = 2048,
     ) -> None:
-        if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not MIN_SIZE <= size <= MAX_SIZE:
-            raise ValueError(f"size must be an int in [{MIN_SIZE}, {MAX_SIZE}], got {size!r}")
-        if variant not in VARIANTS:
-            raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-        if treasure_holder not in ("random", *GNOMES):
-            raise ValueError(f"treasure_holder must be 'random', 'gnome_0' or 'gnome_1', got {treasure_holder!r}")
-        if reward_scale not in REWARD_SCALES:
-            raise ValueError(f"reward_scale must be one of {REWARD_SCALES}, got {reward_scale!r}")
-        if isinstance(wall_density, bool) or not isinstance(wall_density, (int, float)) or not 0 <= wall_density <= 0.7:
-            raise ValueError(f"wall_density must be a number in [0, 0.7], got {wall_density!r}")
-        _check_positive_int("max_message_length", max_message_length)
+        check_int("size", size, MIN_SIZE, MAX_SIZE)
+        check_choice("variant", variant, VARIANTS)
+        check_choice("treasure_holder", treasure_holder, ("random", *GNOMES))
+        check_choice("reward_scale", reward_scale, REWARD_SCALES)
+        check_number("wall_density", wall_density, 0, 0.7)
+        check_int("max_message_length", max_message_length, 1)
         super().__init__(
             list(GNOMES),
             {g: "gnome" for g in GNOMES},
@@ -286,8 +283,8 @@ class MazeCollabEnv(TextAECEnv):
                 self.token = target
         self.steps += 1
         self.success = success = self.token == layout.treasure
-        components = dict(_COMPONENTS[outcome, success])
-        components["task_reward"] = reward = components["raw_total"] * self._scale
+        components = turn_components(outcome, success, self._scale)
+        reward = components["task_reward"]
         if outcome is not None:
             self.invalid_moves += 1
         self.rewards = {"gnome_0": reward, "gnome_1": reward}
@@ -424,27 +421,6 @@ _INDEX = {g: i for i, g in enumerate(GNOMES)}
 _DIRECTION_INDEX = {d: i for i, d in enumerate(DIRECTIONS)}
 
 
-def _components(outcome: str | None, success: bool) -> dict[str, float]:
-    invalid = INVALID_PENALTY if outcome is not None else 0.0
-    bonus = SUCCESS_REWARD if success else 0.0
-    return {
-        "step": STEP_PENALTY,
-        "invalid": invalid,
-        "success": bonus,
-        "raw_total": STEP_PENALTY + invalid + bonus,
-        "task_reward": 0.0,
-        "format_failure": float(outcome == "unparseable"),
-        "off_grid": float(outcome == "off_grid"),
-        "blocked": float(outcome == "blocked"),
-    }
-
-
-# Templates of the turn's components, copied each turn ("task_reward" is filled in).
-_COMPONENTS = {
-    (outcome, success): _components(outcome, success)
-    for outcome in (None, "unparseable", "off_grid", "blocked")
-    for success in (False, True)
-}
 _PALETTE = np.array(
     [[248, 248, 244], [110, 150, 215], [235, 160, 85], [70, 70, 70]], dtype=np.uint8
 )  # open, wall of gnome_0, wall of gnome_1, wall of both

@@ -6,7 +6,7 @@
 | Agents | ``summarizer_0`` (concise summary, c1) and ``elaborator_0`` (detailed summary, c2), simultaneous, one round |
 | Action | free text (``FreeText``, 8,192 chars) |
 | Observation | instruction + the post; ``infos[agent]["messages"]`` has it as chat (system + user) |
-| Reward | the joint reward of SPECS §3 (maximum 3.0), the same for both agents |
+| Reward | MAGRPO's joint writing reward (maximum 3.0), the same for both agents |
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
 
 **Reward** (``llm_marl_envs.rewards.writing``, table ``TLDR``), gated: the first level that
@@ -43,7 +43,7 @@ from typing import Any
 
 from llm_marl_envs.core.simultaneous import TextParallelEnv
 from llm_marl_envs.data.tldr import load_tldr, post_text
-from llm_marl_envs.envs.writing import WritingEnv
+from llm_marl_envs.envs.base.writing import WritingEnv
 from llm_marl_envs.rewards.writing import TLDR
 
 __all__ = ["TLDRSummarizationEnv", "env", "parallel_env"]

@@ -1,116 +1,14 @@
-"""Loading models by name: ``"default"``, ``"tiny"``, a Hub id or a local folder.
-
-Also the small helpers the other model modules share: the user cache folder, dtype names,
-tokenizer set-up for batched generation, and a seeded RNG context that leaves the caller's
-global torch RNG as it was.
-"""
+"""Loading models by name: ``"default"``, ``"tiny"``, a Hub id or a local folder."""
 
 from __future__ import annotations
 
-import contextlib
 import os
-from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.core.optional import require
+from llm_marl_envs.models.common import prepare_tokenizer, resolve_dtype
 
-__all__ = ["cache_dir", "cpu_bf16_is_fast", "load_model", "prepare_tokenizer", "resolve_dtype", "seeded"]
-
-_DTYPE_NAMES = {
-    "float32": "float32",
-    "fp32": "float32",
-    "float": "float32",
-    "float64": "float64",
-    "fp64": "float64",
-    "double": "float64",
-    "bfloat16": "bfloat16",
-    "bf16": "bfloat16",
-    "float16": "float16",
-    "fp16": "float16",
-    "half": "float16",
-}
-
-
-def cache_dir() -> Path:
-    """The folder for converted models (not created here).
-
-    ``$LLM_MARL_CACHE`` if set, else ``$XDG_CACHE_HOME/llm_marl_envs``, else
-    ``~/.cache/llm_marl_envs``.
-    """
-    if os.environ.get("LLM_MARL_CACHE"):
-        return Path(os.environ["LLM_MARL_CACHE"]).expanduser()
-    if os.environ.get("XDG_CACHE_HOME"):
-        return Path(os.environ["XDG_CACHE_HOME"]).expanduser() / "llm_marl_envs"
-    return Path.home() / ".cache" / "llm_marl_envs"
-
-
-def cpu_bf16_is_fast() -> bool:
-    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX).
-
-    Without either, torch emulates bf16 matrix products: bf16 autocast in training was ~30x
-    *slower* than float32 on a 2-core AMD EPYC without AVX-512 (SmolLM2, batch 8 x 144 tokens:
-    backward 225 s versus 6.4 s), while on CPUs with AVX512-BF16 it is ~1.5x faster.
-    """
-    torch = require("torch", "train", "checking bf16 support")
-    cpu = getattr(torch, "cpu", None)
-    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")
-    return any(bool(getattr(cpu, name, lambda: False)()) for name in checks)
-
-
-def resolve_dtype(dtype: Any) -> Any:
-    """A ``torch.dtype`` from a dtype, its name (``"bf16"``, ``"float32"``...) or None (float32)."""
-    torch = require("torch", "train", "loading a model")
-    if dtype is None:
-        return torch.float32
-    if isinstance(dtype, torch.dtype):
-        return dtype
-    name = _DTYPE_NAMES.get(str(dtype).lower().removeprefix("torch."))
-    if name is None:
-        raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(set(_DTYPE_NAMES))}")
-    return getattr(torch, name)
-
-
-def prepare_tokenizer(tokenizer: Any, left_padding: bool = True) -> Any:
-    """Set what batched generation needs: a pad token (``<|im_end|>`` or eos) if missing, and
-    (unless ``left_padding=False``) left padding."""
-    if tokenizer.pad_token is None:
-        vocab = tokenizer.get_vocab()
-        if "<|im_end|>" in vocab:
-            tokenizer.pad_token = "<|im_end|>"
-        elif tokenizer.eos_token is not None:
-            tokenizer.pad_token = tokenizer.eos_token
-        else:
-            tokenizer.add_special_tokens({"pad_token": "<|pad|>"})
-    if left_padding:
-        tokenizer.padding_side = "left"
-    return tokenizer
-
-
-@contextlib.contextmanager
-def seeded(seed: int, device: Any = None) -> Iterator[None]:
-    """Seed torch's RNG for the block, then restore the caller's RNG state.
-
-    The CPU generator is always forked; so is the generator of ``device`` when it is an
-    accelerator (for CUDA, only that device's).
-    """
-    torch = require("torch", "train", "seeded generation")
-    device = torch.device(device) if device is not None else torch.device("cpu")
-    if device.type == "cpu":
-        with torch.random.fork_rng(devices=[]):
-            torch.default_generator.manual_seed(seed)
-            yield
-    elif device.type == "cuda":
-        index = device.index if device.index is not None else torch.cuda.current_device()
-        with torch.random.fork_rng(devices=[index], device_type="cuda"):
-            torch.default_generator.manual_seed(seed)
-            with torch.cuda.device(index):
-                torch.cuda.manual_seed(seed)
-            yield
-    else:
-        with torch.random.fork_rng(device_type=device.type):
-            torch.manual_seed(seed)
-            yield
+__all__ = ["load_model"]
 
 
 def load_model(

@@ -21,7 +21,11 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallablePolicy", "Completion", "Policy", "PolicyError", "Prompt", "as_policy"]
+__all__ = ["CallablePolicy", "Completion", "Policy", "PolicyError", "PolicyFn", "Prompt",
+           "as_policy"]
+
+#: A per-turn policy function: ``(observation, info) -> action text`` (the scripted players).
+PolicyFn = Callable[[str, dict[str, Any]], str]
 
 
 @dataclass(frozen=True)
@@ -84,7 +88,7 @@ class CallablePolicy(Policy):
         name: Name for records (default: the function's name).
     """
 
-    def __init__(self, fn: Callable[[str, dict[str, Any]], str], name: str | None = None) -> None:
+    def __init__(self, fn: PolicyFn, name: str | None = None) -> None:
         if not callable(fn):
             raise TypeError(f"CallablePolicy needs a callable (observation, info) -> str, got {fn!r}")
         self.fn = fn
@@ -94,7 +98,7 @@ class CallablePolicy(Policy):
         return [Completion(self.fn(p.observation, p.info)) for p in prompts]
 
 
-def as_policy(policy: Policy | Callable[[str, dict[str, Any]], str]) -> Policy:
+def as_policy(policy: Policy | PolicyFn) -> Policy:
     """A :class:`Policy` as is; a plain ``(observation, info) -> str`` function wrapped."""
     if isinstance(policy, Policy):
         return policy

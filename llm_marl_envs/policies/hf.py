@@ -44,7 +44,8 @@ from collections.abc import Sequence
 from typing import Any
 
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.models.loading import load_model, prepare_tokenizer, seeded
+from llm_marl_envs.models.common import prepare_tokenizer, seeded
+from llm_marl_envs.models.loading import load_model
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 
 torch = require("torch", "train", "the transformers policy (HFPolicy)")

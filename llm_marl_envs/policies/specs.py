@@ -81,7 +81,7 @@ class PolicyFactory:
         if not isinstance(spec, str) or not spec:
             raise ValueError(f"a policy spec must be a non-empty str, one of {POLICY_SPECS}; got {spec!r}")
         if spec == "scripted":
-            from llm_marl_envs.rollout.scripted import scripted_policy
+            from llm_marl_envs.policies.scripted import scripted_policy
 
             return CallablePolicy(scripted_policy(self.env_id, agent, self.seed), name=f"scripted:{agent}")
         if spec == "random":

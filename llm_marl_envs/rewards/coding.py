@@ -1,4 +1,4 @@
-"""Joint reward of MAGRPO's cooperative coding task (SPECS §4), static part and total.
+"""Joint reward of MAGRPO's cooperative coding task (MAGRPO: Liu et al., 2025, arXiv:2508.04652), static part and total.
 
 The helper agent writes ``def aux(...)``, the main agent writes the entry-point function and
 may call ``aux``. The joint reward (maximum 4.0) has gated levels:

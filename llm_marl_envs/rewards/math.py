@@ -1,4 +1,4 @@
-"""Answer extraction and the exact-match reward of GSM8K (CORY, SPECS §2).
+"""Answer extraction and the exact-match reward of GSM8K (CORY: Ma et al., NeurIPS 2024, arXiv:2410.06101).
 
 Pure functions: no environment state, no I/O, no randomness. :func:`gsm8k_reward` has the
 TRL reward-function signature ``f(completions, **columns) -> list[float]`` so it plugs into

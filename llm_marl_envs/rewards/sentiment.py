@@ -1,4 +1,4 @@
-"""Sentiment scorers and the sentiment reward of IMDB continuation (CORY, SPECS §1).
+"""Sentiment scorers and the sentiment reward of IMDB continuation (CORY: Ma et al., NeurIPS 2024, arXiv:2410.06101).
 
 A *scorer* is any callable ``list[str] -> list[float]`` (higher = more positive). Two real
 ones are provided and both load lazily:

@@ -1,4 +1,4 @@
-"""Joint reward of MAGRPO's writing tasks: TL;DR summarisation and arXiv expansion (SPECS §3).
+"""Joint reward of MAGRPO's writing tasks: TL;DR summarisation and arXiv expansion (MAGRPO: Liu et al., 2025, arXiv:2508.04652).
 
 Two agents write about the same source text: ``c1`` (agent 1) and ``c2`` (agent 2). Their
 joint reward (maximum 3.0) climbs four gated levels; the first level that fails stops the

@@ -1,12 +1,12 @@
-"""Playing environments: the batched rollout engine, episode records, scripted policies."""
+"""Playing environments: the batched rollout engine, episode records, one-episode play."""
 
 from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted, RolloutResult, rollout
 from llm_marl_envs.rollout.records import EpisodeRecord, TurnRecord, read_jsonl, sft_examples, write_jsonl
-from llm_marl_envs.rollout.scripted import Policy, play_episode, scripted_policy
+from llm_marl_envs.policies.scripted import scripted_policy  # its home is policies.scripted
+from llm_marl_envs.rollout.play import play_episode
 
 __all__ = [
     "EpisodeRecord",
-    "Policy",
     "RolloutError",
     "RolloutInterrupted",
     "RolloutResult",

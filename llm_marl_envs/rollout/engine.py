@@ -24,7 +24,7 @@ batch, and feeds the answers back. A copy whose episode ends starts the next epi
   way the file holds exactly the finished episodes, each on a complete line.
 
 >>> from llm_marl_envs.rollout import rollout
->>> from llm_marl_envs.rollout.scripted import scripted_policy
+>>> from llm_marl_envs.policies.scripted import scripted_policy
 >>> result = rollout("llm_marl_envs/GSM8K-v0", {
 ...     "pioneer_0": scripted_policy("llm_marl_envs/GSM8K-v0", "pioneer_0"),
 ...     "observer_0": scripted_policy("llm_marl_envs/GSM8K-v0", "observer_0"),

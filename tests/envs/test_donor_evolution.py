@@ -7,14 +7,14 @@ import json
 import numpy as np
 import pytest
 
-from llm_marl_envs.envs.donor_evolution import (
+from llm_marl_envs.algorithms.donor_evolution import (
     EvolutionResult,
     GameSpec,
     evolve,
     play_games_sequentially,
     scripted_strategy_writer,
 )
-from llm_marl_envs.rollout.donor_policies import policy_from_strategy
+from llm_marl_envs.policies.scripted.donor import policy_from_strategy
 
 
 def _give_or_keep(survivors, rng):

@@ -8,7 +8,7 @@ import pytest
 
 from llm_marl_envs.envs.donor_game import DonorGameEnv, parse_donation
 from llm_marl_envs.envs.donor_game import env as make_env
-from llm_marl_envs.rollout.donor_policies import (
+from llm_marl_envs.policies.scripted.donor import (
     always_defect,
     fraction_giver,
     policy_from_strategy,

@@ -9,8 +9,8 @@ import pytest
 
 import llm_marl_envs
 from llm_marl_envs.envs.maze_collab import GNOMES, MazeCollabEnv, parse_move
-from llm_marl_envs.envs.maze_layout import DIRECTIONS, MazeLayout, generate_layout, neighbours
-from llm_marl_envs.rollout.maze_policies import oracle_pair, random_pair
+from llm_marl_envs.games.maze_layout import DIRECTIONS, MazeLayout, generate_layout, neighbours
+from llm_marl_envs.policies.scripted.maze import oracle_pair, random_pair
 
 # A corridor along row 0: each gnome may only enter every other cell, so the token needs
 # both gnomes, one move each, alternately; the rest of the grid is walled for both.

@@ -8,7 +8,7 @@ import pytest
 
 import llm_marl_envs
 from llm_marl_envs.rewards.writing import ARXIV, TLDR, writing_reward
-from llm_marl_envs.rollout.scripted import scripted_policy
+from llm_marl_envs.policies.scripted import scripted_policy
 
 WRITING = {
     "llm_marl_envs/TLDRSummarization-v0": TLDR,

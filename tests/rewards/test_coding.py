@@ -1,4 +1,4 @@
-"""Static part of the cooperative-coding reward (SPECS §4): fences, structure, syntax, cooperation."""
+"""Static part of the cooperative-coding reward (MAGRPO, arXiv:2508.04652): fences, structure, syntax, cooperation."""
 
 from __future__ import annotations
 

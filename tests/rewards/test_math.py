@@ -1,4 +1,4 @@
-"""Answer extraction and the GSM8K reward, table-driven (SPECS §2)."""
+"""Answer extraction and the GSM8K reward, table-driven (CORY, arXiv:2410.06101)."""
 
 from __future__ import annotations
 

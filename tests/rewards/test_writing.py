@@ -1,4 +1,4 @@
-"""Writing reward (TL;DR and arXiv), table-driven at every level boundary (SPECS §3)."""
+"""Writing reward (TL;DR and arXiv), table-driven at every level boundary (MAGRPO, arXiv:2508.04652)."""
 
 from __future__ import annotations
 

@@ -19,7 +19,7 @@ import pytest
 
 from llm_marl_envs.policies import Completion, Policy, PolicyError
 from llm_marl_envs.rollout import EpisodeRecord, RolloutError, TurnRecord, read_jsonl, rollout, write_jsonl
-from llm_marl_envs.rollout.scripted import scripted_policy
+from llm_marl_envs.policies.scripted import scripted_policy
 
 MAZE = "llm_marl_envs/MazeCollab-v0"
 SHORT = {"size": 5, "max_cycles": 2}  # 4 turns per episode whatever the answers

@@ -20,6 +20,8 @@ from functools import lru_cache
 
 import numpy as np
 
+from llm_marl_envs.core.validation import check_int, check_number
+
 __all__ = [
     "DIRECTIONS",
     "MAX_SIZE",
@@ -215,10 +217,8 @@ def generate_layout(
     alternating-turn rule from the start with the drawn first mover, in at most ``3 * size``
     turns (half of MazeCollab-v0's default turn budget).
     """
-    if isinstance(size, bool) or not isinstance(size, (int, np.integer)) or not MIN_SIZE <= size <= MAX_SIZE:
-        raise ValueError(f"size must be an int in [{MIN_SIZE}, {MAX_SIZE}], got {size!r}")
-    if isinstance(wall_density, bool) or not isinstance(wall_density, (int, float)) or not 0.0 <= wall_density <= 0.7:
-        raise ValueError(f"wall_density must be a number in [0, 0.7], got {wall_density!r}")
+    size = check_int("size", size, MIN_SIZE, MAX_SIZE)
+    check_number("wall_density", wall_density, 0, 0.7)
     n_cells = size * size
     layer_count = 1 if shared_walls else 2
     max_optimal = 3 * size  # half of MazeCollab's default turn budget

@@ -7,8 +7,8 @@ over the two games. The better half survives (ties: lower seat first); the other
 replaced by new strategies, each written by ``write_strategy`` from the survivors' strategies
 and scores. The paper runs 10 generations of 12 agents.
 
->>> from llm_marl_envs.envs.donor_evolution import evolve, scripted_strategy_writer
->>> from llm_marl_envs.rollout.donor_policies import policy_from_strategy
+>>> from llm_marl_envs.algorithms.donor_evolution import evolve, scripted_strategy_writer
+>>> from llm_marl_envs.policies.scripted.donor import policy_from_strategy
 >>> result = evolve(scripted_strategy_writer(), policy_from_strategy, generations=3, seed=0)
 >>> len(result.generations), len(result.generations[-1].strategies)
 (3, 12)
@@ -46,8 +46,9 @@ from typing import Any
 
 import numpy as np
 
+from llm_marl_envs.core.validation import check_int, check_number
 from llm_marl_envs.envs.donor_game import DonorGameEnv
-from llm_marl_envs.rollout.scripted import Policy
+from llm_marl_envs.policies.base import PolicyFn
 
 __all__ = [
     "EvolutionResult",
@@ -62,7 +63,7 @@ __all__ = [
 ]
 
 WriteStrategy = Callable[[list[tuple[str, float]], np.random.Generator], str]
-MakePolicy = Callable[[str], Policy]
+MakePolicy = Callable[[str], PolicyFn]
 
 
 @dataclass(frozen=True)
@@ -73,7 +74,7 @@ class GameSpec:
     env_kwargs: dict[str, Any]
     seed: int
     options: dict[str, Any]
-    policies: dict[str, Policy]
+    policies: dict[str, PolicyFn]
 
 
 PlayGames = Callable[[Sequence[GameSpec]], list[dict[str, Any]]]
@@ -186,12 +187,8 @@ def evolve(
     Returns:
         An :class:`EvolutionResult`. No new strategies are written after the last generation.
     """
-    if isinstance(generations, bool) or not isinstance(generations, (int, np.integer)) or (
-        generations < 1
-    ):
-        raise ValueError(f"generations must be a positive int, got {generations!r}")
-    if isinstance(seed, bool) or not isinstance(seed, (int, np.integer)) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    check_int("generations", generations, 1)
+    check_int("seed", seed, 0)
     env_kwargs = dict(env_kwargs or {})
     if env_kwargs.get("num_agents", num_agents) != num_agents:
         raise ValueError(
@@ -286,10 +283,9 @@ def scripted_strategy_writer(sigma: float = 0.1) -> WriteStrategy:
     Generation 0 draws F uniformly from [0, 1]; later, a newcomer copies a survivor picked
     with probability proportional to its rank (best most likely) and adds Gaussian noise of
     standard deviation ``sigma`` to its F (clipped to [0, 1]). Use with
-    ``llm_marl_envs.rollout.donor_policies.policy_from_strategy``.
+    ``llm_marl_envs.policies.scripted.donor.policy_from_strategy``.
     """
-    if isinstance(sigma, bool) or not isinstance(sigma, (int, float)) or not sigma >= 0:
-        raise ValueError(f"sigma must be a number >= 0, got {sigma!r}")
+    check_number("sigma", sigma, 0)
 
     def write(survivors: list[tuple[str, float]], rng: np.random.Generator) -> str:
         if not survivors:

@@ -23,7 +23,8 @@ import math
 import re
 from typing import Any
 
-from llm_marl_envs.rollout.scripted import Policy
+from llm_marl_envs.core.validation import check_number
+from llm_marl_envs.policies.base import PolicyFn
 
 __all__ = [
     "always_defect",
@@ -31,6 +32,7 @@ __all__ = [
     "fraction_giver",
     "policy_from_strategy",
     "punishing_reciprocator",
+    "reference",
     "reputation_reciprocator",
 ]
 
@@ -48,9 +50,7 @@ def format_amount(amount: float) -> str:
 
 
 def _check_fraction(name: str, value: float) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= 1:
-        raise ValueError(f"{name} must be a number in [0, 1], got {value!r}")
-    return float(value)
+    return check_number(name, value, 0, 1)
 
 
 def _own_resources(observation: str, info: dict[str, Any]) -> float:
@@ -79,7 +79,7 @@ def _give(amount: float, punishment_format: bool) -> str:
     return prefix + format_amount(amount)
 
 
-def fraction_giver(fraction: float = 0.5) -> Policy:
+def fraction_giver(fraction: float = 0.5) -> PolicyFn:
     """Always gives ``fraction`` of its current resources."""
     fraction = _check_fraction("fraction", fraction)
 
@@ -90,7 +90,7 @@ def fraction_giver(fraction: float = 0.5) -> Policy:
     return policy
 
 
-def reputation_reciprocator(default_fraction: float = 0.5) -> Policy:
+def reputation_reciprocator(default_fraction: float = 0.5) -> PolicyFn:
     """Gives the share of its resources that the recipient gave in its most recent traced
     donation (0 if it punished), and ``default_fraction`` when there is no history yet."""
     default_fraction = _check_fraction("default_fraction", default_fraction)
@@ -108,7 +108,7 @@ def reputation_reciprocator(default_fraction: float = 0.5) -> Policy:
     return policy
 
 
-def always_defect() -> Policy:
+def always_defect() -> PolicyFn:
     """Never gives anything."""
 
     def policy(observation: str, info: dict[str, Any]) -> str:
@@ -120,7 +120,7 @@ def always_defect() -> Policy:
 
 def punishing_reciprocator(
     threshold: float = 0.25, punish_fraction: float = 0.1, default_fraction: float = 0.5
-) -> Policy:
+) -> PolicyFn:
     """For ``punishment=True``: punishes (spending ``punish_fraction`` of its resources) a
     recipient whose most recent traced donation was below ``threshold`` of its resources, or
     who punished; otherwise reciprocates like :func:`reputation_reciprocator`."""
@@ -152,7 +152,7 @@ def _fraction_in(text: str, keyword: str) -> float | None:
     return min(max(value, 0.0), 1.0) if math.isfinite(value) else None
 
 
-def policy_from_strategy(strategy: str) -> Policy:
+def policy_from_strategy(strategy: str) -> PolicyFn:
     """A scripted policy from a short strategy text (case-insensitive):
 
     * ``"give F"`` / ``"give P%"``: :func:`fraction_giver` (F in [0, 1], or a percentage);
@@ -184,3 +184,8 @@ def policy_from_strategy(strategy: str) -> Policy:
         f"cannot read a scripted strategy from {strategy[:80]!r}: expected 'give F', "
         "'punish below T', 'reciprocate' or 'defect'"
     )
+
+
+def reference(agent: str, seed: int = 0) -> PolicyFn:
+    """The registry's scripted player: a reputation reciprocator, for every player."""
+    return reputation_reciprocator()

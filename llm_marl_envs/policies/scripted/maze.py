@@ -9,7 +9,7 @@
   ``(observation, info)``, so it runs in batched rollouts like any other policy.
 
 Policies are callables ``(observation, info) -> str``, like every policy in
-:mod:`llm_marl_envs.rollout.scripted`.
+:mod:`llm_marl_envs.policies.scripted`.
 """
 
 from __future__ import annotations
@@ -19,9 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from llm_marl_envs.envs.maze_layout import DIRECTIONS
+from llm_marl_envs.games.maze_layout import DIRECTIONS
+from llm_marl_envs.policies.base import PolicyFn
 
-__all__ = ["oracle_gnome", "oracle_pair", "random_gnome", "random_pair"]
+__all__ = ["oracle_gnome", "oracle_pair", "random_gnome", "random_pair", "reference"]
 
 _TREASURE = re.compile(r"The treasure is at row (\d+), column (\d+)")
 
@@ -67,3 +68,8 @@ def oracle_gnome(observation: str, info: dict[str, Any]) -> str:
 def oracle_pair() -> dict[str, Any]:
     """Two privileged gnomes that follow a shortest path: ``optimal_steps`` turns exactly."""
     return {"gnome_0": oracle_gnome, "gnome_1": oracle_gnome}
+
+
+def reference(agent: str, seed: int = 0) -> PolicyFn:
+    """The registry's scripted player: the (privileged) oracle, for either gnome."""
+    return oracle_gnome

@@ -1,0 +1,5 @@
+"""Shared bases of the environments (not environments themselves).
+
+* :mod:`.pioneer_observer`: CORY's pioneer -> observer chain (GSM8K-v0, IMDBSentiment-v0);
+* :mod:`.writing`: MAGRPO's two-writer tasks with a joint reward (TL;DR, arXiv).
+"""
