@@ -53,7 +53,6 @@ from __future__ import annotations
 import http.client
 import json
 import logging
-import math
 import os
 import socket
 import threading
@@ -66,6 +65,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from llm_marl_envs.core.validation import check_int, check_number
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAIPolicy", "SlowResponseWarning"]
@@ -159,22 +159,17 @@ class OpenAIPolicy(Policy):
             raise ValueError(f"model must be a non-empty string, got {model!r}")
         if api_key is not None and not isinstance(api_key, str):
             raise TypeError("api_key must be a string or None")
-        _check_int("max_tokens", max_tokens, minimum=1)
-        _check_int("max_retries", max_retries, minimum=0)
-        _check_int("concurrency", concurrency, minimum=1)
-        _check_int("max_response_bytes", max_response_bytes, minimum=1)
-        if seed is not None:
-            _check_int("seed", seed)
-        if not _is_number(temperature) or temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature!r}")
-        if not _is_number(top_p) or not 0 < top_p <= 1:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p!r}")
-        if not _is_number(timeout) or not 0 < timeout < math.inf:
-            raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+        check_int("max_tokens", max_tokens, 1)
+        check_int("max_retries", max_retries, 0)
+        check_int("concurrency", concurrency, 1)
+        check_int("max_response_bytes", max_response_bytes, 1)
+        check_int("seed", seed, none_ok=True)
+        check_number("temperature", temperature, 0)
+        check_number("top_p", top_p, high=1, positive=True)
+        check_number("timeout", timeout, positive=True)  # seconds
         if warn_after is not None and (not _is_number(warn_after) or not warn_after > 0):
             raise ValueError(f"warn_after must be a positive number of seconds or None, got {warn_after!r}")
-        if not _is_number(backoff) or backoff < 0:
-            raise ValueError(f"backoff must be >= 0 seconds, got {backoff!r}")
+        check_number("backoff", backoff, 0)  # seconds
         if isinstance(stop, str):
             stop = [stop]
         elif stop is not None:
@@ -658,8 +653,4 @@ def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
 
 
-def _check_int(name: str, value: Any, minimum: int | None = None) -> None:
-    if not isinstance(value, int) or isinstance(value, bool):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    if minimum is not None and value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+

@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 
 __all__ = ["PolicyServer", "serve_policy"]
@@ -107,8 +108,7 @@ class PolicyServer:
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"serve_policy needs a Policy, got {policy!r}")
-        if not isinstance(max_batch, int) or max_batch < 1:
-            raise ValueError(f"max_batch must be an int >= 1, got {max_batch!r}")
+        check_int("max_batch", max_batch, 1)
         if batch_wait < 0 or delay < 0:
             raise ValueError("batch_wait and delay must be >= 0 seconds")
         if fail_first < 0 or not 400 <= fail_status <= 599:

@@ -49,9 +49,9 @@ def donation(asked: float, kind: str, donor_resources: float, recipient_resource
     elif amount == 0:
         amount = 0.0  # no -0.0
     if kind == "punish":
-        gain = -min(recipient_resources, punishment_multiplier * amount) or 0.0
+        gain = -float(min(recipient_resources, punishment_multiplier * amount)) or 0.0
     else:
-        gain = multiplier * amount
+        gain = float(multiplier * amount)
     loss = -amount if amount else 0.0  # never -0.0
     fraction = amount / donor_resources if donor_resources > 0 else 0.0
     return Donation(amount, clamped, loss, gain, fraction)
