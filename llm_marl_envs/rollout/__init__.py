@@ -1,12 +1,28 @@
 """Playing environments: the batched rollout engine, episode records, one-episode play."""
 
-from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted, RolloutResult, rollout
-from llm_marl_envs.rollout.records import EpisodeRecord, TurnRecord, read_jsonl, sft_examples, write_jsonl
 from llm_marl_envs.policies.scripted import scripted_policy  # its home is policies.scripted
+from llm_marl_envs.rollout.engine import (
+    RolloutEngine,
+    RolloutError,
+    RolloutInterrupted,
+    RolloutResult,
+    rollout,
+)
+from llm_marl_envs.rollout.executors import EnvExecutor, LocalExecutor
 from llm_marl_envs.rollout.play import play_episode
+from llm_marl_envs.rollout.records import (
+    EpisodeRecord,
+    TurnRecord,
+    read_jsonl,
+    sft_examples,
+    write_jsonl,
+)
 
 __all__ = [
+    "EnvExecutor",
     "EpisodeRecord",
+    "LocalExecutor",
+    "RolloutEngine",
     "RolloutError",
     "RolloutInterrupted",
     "RolloutResult",

@@ -6,12 +6,30 @@ policy, or one shared policy for several agents), calls each policy once with it
 batch, and feeds the answers back. A copy whose episode ends starts the next episode at once
 (continuous batching), so copies never wait for the slowest episode of a batch.
 
+:class:`RolloutEngine` does this in four parts, one method each, read top to bottom:
+
+1. **Pending turns** (:meth:`~RolloutEngine._pending_turns`): the slots whose episode waits
+   for an agent's action.
+2. **Policy batches** (:meth:`~RolloutEngine._ask_policies`): those turns grouped by policy,
+   one ``generate`` call per policy.
+3. **Environment steps** (:meth:`~RolloutEngine._apply_actions`): the answers handed to the
+   executor, whose updates (rewards, infos, the next prompt) are folded into the records.
+4. **Records** (:meth:`~RolloutEngine._finish_episode`): a finished episode is written out
+   and its slot starts the next one.
+
+**The executor seam.** The engine sees only slot indices and what the environments report
+(observations, rewards, infos); an :class:`~llm_marl_envs.rollout.executors.EnvExecutor`
+owns the environment copies and decides where resets and steps run. The default
+:class:`~llm_marl_envs.rollout.executors.LocalExecutor` runs them in this process; see
+:mod:`llm_marl_envs.rollout.executors` for the interface.
+
 * **Seeds and groups.** Episode ``i`` belongs to group ``i // group_size`` and resets with
   ``seed + group``: the ``group_size`` copies of a group play the same task (GRPO / MAGRPO
   groups); with sampling their answers differ.
 * **CPU-heavy steps.** When an environment's ``step`` does real work (CoopCoding-v0 runs
-  tests in the sandbox; such envs set ``heavy_step = True``) the steps run in worker threads
-  while the model generates for the other copies; a copy sits out while its step is running.
+  tests in the sandbox; such envs set ``heavy_step = True``) the local executor runs the steps
+  in worker threads while the model generates for the other copies; a copy sits out while its
+  step is running.
 * **Records.** Every finished episode becomes an
   :class:`~llm_marl_envs.rollout.records.EpisodeRecord`, appended to ``out`` (JSONL) as soon
   as it finishes, as one complete line written at once and flushed (see
@@ -39,17 +57,18 @@ import sys
 import time
 import warnings
 from collections import defaultdict, deque
-from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from collections.abc import Callable, Iterable, Mapping
+from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pettingzoo import AECEnv, ParallelEnv
-from pettingzoo.utils.conversions import parallel_to_aec
 
 import llm_marl_envs
+from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt, as_policy
+from llm_marl_envs.rollout.executors import EnvExecutor, EnvUpdate, LocalExecutor
 from llm_marl_envs.rollout.records import (
     DEFAULT_MAX_RECORD_BYTES,
     EpisodeRecord,
@@ -60,7 +79,7 @@ from llm_marl_envs.rollout.records import (
     json_safe,
 )
 
-__all__ = ["RolloutError", "RolloutInterrupted", "RolloutResult", "rollout"]
+__all__ = ["RolloutEngine", "RolloutError", "RolloutInterrupted", "RolloutResult", "rollout"]
 
 # infos keys that are large or repeated in the turns; left out of an episode's final_infos.
 _SKIP_FINAL_INFO = ("messages",)
@@ -118,18 +137,6 @@ class RolloutInterrupted(KeyboardInterrupt):
         self.result = result
 
 
-class _Slot:
-    """One environment copy and the episode it is playing."""
-
-    def __init__(self, env: AECEnv) -> None:
-        self.env = env
-        self.record: EpisodeRecord | None = None
-        self.last_turn: dict[str, TurnRecord] = {}
-        self.prompt: Prompt | None = None
-        self.future: Future | None = None
-        self.step_seconds = 0.0
-
-
 def rollout(
     env: str | Callable[[], AECEnv | ParallelEnv],
     policies: Policy | Callable | Mapping[str, Policy | Callable],
@@ -144,6 +151,7 @@ def rollout(
     progress: bool | None = None,
     env_workers: int | None = None,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    executor: EnvExecutor | None = None,
 ) -> RolloutResult:
     """Play ``episodes`` episodes of ``env`` with ``policies``, ``batch_size`` at a time.
 
@@ -160,167 +168,294 @@ def rollout(
         out: Append each finished episode to this JSONL file (created or truncated first).
         include_tokens: Also write token ids and log-probabilities to ``out``.
         progress: Show a progress bar (default: when stderr is a terminal).
-        env_workers: Threads for env steps (default: ``min(batch_size, 8)`` for envs with
-            ``heavy_step = True``, else 0, i.e. steps run inline).
+        env_workers: Threads for env steps of the default executor (default: one per copy,
+            at most 8, for envs with ``heavy_step = True``, else 0, i.e. steps run inline).
+            With ``executor``, leave it None.
         max_record_bytes: Longest record (one JSONL line, in bytes) written to ``out``; a
             longer one is skipped whole with a warning and listed in
             ``RolloutResult.unwritten_episodes``. None: no cap.
+        executor: Where the environment copies live and step
+            (:class:`~llm_marl_envs.rollout.executors.EnvExecutor`; default: a
+            :class:`~llm_marl_envs.rollout.executors.LocalExecutor`). It is opened for this
+            rollout and closed at its end, also after an error.
 
     Returns:
         A :class:`RolloutResult`. Raises :class:`RolloutError` if a policy fails and
         :class:`RolloutInterrupted` on Ctrl-C, both after the finished episodes are saved.
     """
-    for name, value, low in (("episodes", episodes, 0), ("batch_size", batch_size, 1), ("group_size", group_size, 1)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < low:
-            raise ValueError(f"{name} must be an int >= {low}, got {value!r}")
-    make_env, env_id, kwargs = _env_factory(env, env_kwargs)
-    envs = [make_env() for _ in range(min(batch_size, max(episodes, 1)))]
-    agents = list(envs[0].possible_agents)
-    agent_policies = _resolve_policies(policies, agents)
-    if env_workers is None:
-        env_workers = min(batch_size, 8) if getattr(envs[0].unwrapped, "heavy_step", False) else 0
-    executor = ThreadPoolExecutor(env_workers, thread_name_prefix="env-step") if env_workers else None
-    result = RolloutResult()
-    finished: dict[int, EpisodeRecord] = {}
-    # Unbuffered: each record goes to the OS in one write (append_line), so a killed process
-    # leaves at most its last line cut short.
-    handle = open(out, "wb", buffering=0) if out is not None else None  # noqa: SIM115
-    bar = _progress_bar(episodes, env_id, progress)
-    queue = deque(range(episodes))
-    slots = [_Slot(e) for e in envs]
-    started = time.perf_counter()
-    env_seconds = 0.0
+    check_int("episodes", episodes, 0)
+    check_int("batch_size", batch_size, 1)
+    check_int("group_size", group_size, 1)
+    if executor is None:
+        executor = LocalExecutor(env_workers)
+    elif not isinstance(executor, EnvExecutor):
+        raise TypeError(f"executor must be an EnvExecutor, got {executor!r}")
+    elif env_workers is not None:
+        raise ValueError("env_workers configures the default executor; "
+                         "pass LocalExecutor(env_workers=...) as executor instead")
+    copies = min(batch_size, max(episodes, 1))
+    try:
+        described = executor.open(env, env_kwargs, copies)
+        engine = RolloutEngine(
+            executor, _resolve_policies(policies, described.possible_agents),
+            env_id=described.env_id, env_kwargs=dict(env_kwargs or {}), episodes=episodes,
+            copies=copies, seed=seed, group_size=group_size,
+            out=out, include_tokens=include_tokens, progress=progress,
+            max_record_bytes=max_record_bytes,
+        )
+        return engine.run()
+    finally:
+        executor.close()
 
-    def finish(slot: _Slot) -> None:
-        record = slot.record
-        if handle is not None:  # written before it counts as kept
-            line = encode_record(record, include_tokens)
-            if max_record_bytes is not None and len(line) > max_record_bytes:
-                result.unwritten_episodes.append(record.episode)
-                warnings.warn(
-                    f"{out}: episode {record.episode} not written: its record is {len(line)} "
-                    f"bytes, more than max_record_bytes={max_record_bytes}",
-                    RecordTooLargeWarning, stacklevel=2,
-                )
-            else:
-                append_line(handle, line)
-        finished[record.episode] = record
-        bar.update(1)
-        slot.record = None
 
-    def advance(slot: _Slot) -> None:
-        """Run ``slot`` to its next live turn (dead steps, episode ends, new episodes)."""
-        env_ = slot.env
-        while True:
-            if slot.record is None:
-                if not queue:
-                    slot.prompt = None
-                    return
-                index = queue.popleft()
-                group = index // group_size
-                env_.reset(seed=seed + group)
-                slot.record = EpisodeRecord(
-                    env_id=env_id, seed=seed + group, episode=index, group=group,
-                    returns={a: 0.0 for a in env_.possible_agents},
-                    data_source=getattr(env_.unwrapped, "data_source", None),
-                    row_id=getattr(env_.unwrapped, "row_id", None),
-                    env_kwargs=json_safe(kwargs),
-                    policies={a: agent_policies[a].name for a in env_.possible_agents},
-                    package_version=llm_marl_envs.__version__,
-                )
-                slot.last_turn = {}
-            if not env_.agents:
-                finish(slot)
+class _Slot:
+    """The episode playing in one slot (its environment lives in the executor)."""
+
+    def __init__(self) -> None:
+        self.episode = -1  # index of the episode started by the last reset
+        self.record: EpisodeRecord | None = None
+        self.last_turn: dict[str, TurnRecord] = {}
+        self.prompt: Prompt | None = None
+        self.pending: Future[EnvUpdate] | None = None  # a reset or step in flight
+
+
+class RolloutEngine:
+    """One rollout: slots of an opened executor played until ``episodes`` have finished.
+
+    :func:`rollout` builds it (after checking arguments, opening the executor and resolving
+    the policies) and closes the executor afterwards. :meth:`run` plays once.
+    """
+
+    def __init__(self, executor: EnvExecutor, policies: Mapping[str, Policy], *, env_id: str,
+                 env_kwargs: Mapping[str, Any], episodes: int, copies: int, seed: int,
+                 group_size: int, out: str | Path | None, include_tokens: bool,
+                 progress: bool | None, max_record_bytes: int | None) -> None:
+        self.executor = executor
+        self.policies = dict(policies)
+        self.env_id, self.env_kwargs = env_id, dict(env_kwargs)
+        self.episodes, self.seed, self.group_size = episodes, seed, group_size
+        self.out, self.include_tokens, self.progress = out, include_tokens, progress
+        self.max_record_bytes = max_record_bytes
+        self.slots = [_Slot() for _ in range(copies)]
+        self.queue = deque(range(episodes))
+        self.result = RolloutResult()
+        self.finished: dict[int, EpisodeRecord] = {}
+        self.env_seconds = 0.0
+        self._handle = None
+        self._bar: Any = None
+
+    def run(self) -> RolloutResult:
+        """Play every episode; see :func:`rollout` for the errors it raises."""
+        # Unbuffered: each record goes to the OS in one write (append_line), so a killed
+        # process leaves at most its last line cut short.
+        if self.out is not None:
+            self._handle = open(self.out, "wb", buffering=0)  # noqa: SIM115
+        self._bar = _progress_bar(self.episodes, self.env_id, self.progress)
+        started = time.perf_counter()
+        try:
+            self._settle(self._start_episodes(range(len(self.slots))))
+            while True:
+                self._settle(i for i, s in enumerate(self.slots)
+                             if s.pending is not None and s.pending.done())
+                ready = self._pending_turns()
+                if ready:
+                    self._ask_policies(ready)
+                elif not self._wait_for_envs():
+                    break
+        except (PolicyError, KeyboardInterrupt) as error:
+            for slot in self.slots:
+                if slot.pending is not None:
+                    slot.pending.exception()  # let running steps end before we return
+            self._finalise(started)
+            kept = _kept(self.result, self.out)
+            if isinstance(error, KeyboardInterrupt):
+                raise RolloutInterrupted(f"interrupted (Ctrl-C); {kept}", self.result) from error
+            raise RolloutError(f"{error}; {kept}", self.result) from error
+        finally:
+            self._bar.close()
+            if self._handle is not None:
+                self._handle.close()
+        self._finalise(started)
+        return self.result
+
+    # ------------------------------------------------------------------ 1. pending turns
+    def _pending_turns(self) -> list[int]:
+        """Slots whose episode waits for an action (and whose env is not busy)."""
+        return [i for i, s in enumerate(self.slots) if s.pending is None and s.prompt is not None]
+
+    def _wait_for_envs(self) -> bool:
+        """Wait a little for env work in flight; False when there is none (all done)."""
+        running = [s.pending for s in self.slots if s.pending is not None]
+        if not running:
+            return False
+        # a timeout, so that a Ctrl-C delivered to another thread is seen here
+        wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+        return True
+
+    # ------------------------------------------------------------------ 2. policy batches
+    def _ask_policies(self, ready: list[int]) -> None:
+        """One ``generate`` call per policy for its pending turns, each batch then stepped."""
+        batches: dict[int, list[int]] = defaultdict(list)
+        for i in ready:
+            batches[id(self.policies[self.slots[i].prompt.agent])].append(i)
+        for batch in batches.values():
+            policy = self.policies[self.slots[batch[0]].prompt.agent]
+            completions = self._generate(policy, [self.slots[i].prompt for i in batch])
+            self._apply_actions(batch, completions)
+
+    def _generate(self, policy: Policy, prompts: list[Prompt]) -> list[Completion]:
+        tick = time.perf_counter()
+        try:
+            completions = policy.generate(prompts)
+        except PolicyError:
+            raise
+        except Exception as error:  # a policy bug or a model error: report it the same way
+            raise PolicyError(
+                f"policy {policy.name!r} failed: {type(error).__name__}: {error}") from error
+        elapsed = time.perf_counter() - tick
+        result = self.result
+        result.policy_seconds[policy.name] = result.policy_seconds.get(policy.name, 0.0) + elapsed
+        result.policy_calls[policy.name] = result.policy_calls.get(policy.name, 0) + 1
+        if len(completions) != len(prompts):
+            raise PolicyError(f"policy {policy.name!r} returned {len(completions)} completions "
+                              f"for {len(prompts)} prompts")
+        for completion in completions:
+            if not isinstance(completion, Completion) or not isinstance(completion.text, str):
+                raise PolicyError(f"policy {policy.name!r} must return Completion objects with "
+                                  f"str text, got {completion!r}")
+        return completions
+
+    # ------------------------------------------------------------------ 3. environment steps
+    def _apply_actions(self, batch: list[int], completions: list[Completion]) -> None:
+        """Record each turn, hand the actions to the executor, fold in the updates ready."""
+        for i, completion in zip(batch, completions, strict=True):
+            slot = self.slots[i]
+            prompt = slot.prompt
+            turn = TurnRecord(
+                agent=prompt.agent,
+                role=prompt.info.get("role"),
+                observation=prompt.observation,
+                messages=prompt.messages,
+                action=completion.text,
+                prompt_ids=completion.prompt_ids,
+                completion_ids=completion.completion_ids,
+                logprobs=completion.logprobs,
+            )
+            slot.record.turns.append(turn)
+            slot.last_turn[prompt.agent] = turn
+            slot.prompt = None
+            self.result.turns += 1
+        self._settle(self._track(batch, self.executor.step(batch, [c.text for c in completions])))
+
+    def _start_episodes(self, free: Iterable[int]) -> list[int]:
+        """Reset each free slot into the next queued episode (a slot idles once none is left).
+
+        Returns the slots whose reset is already done (to be settled by the caller).
+        """
+        slots, seeds, groups = [], [], []
+        for i in free:
+            self.slots[i].prompt = None
+            if not self.queue:
                 continue
-            agent = env_.agent_selection
-            observation, reward, terminated, truncated, info = env_.last()
-            record = slot.record
-            record.returns[agent] = record.returns.get(agent, 0.0) + float(reward)
+            index = self.queue.popleft()
+            self.slots[i].episode = index
+            slots.append(i)
+            groups.append(index // self.group_size)
+            seeds.append(self.seed + groups[-1])
+        if not slots:
+            return []
+        return self._track(slots, self.executor.reset(slots, seeds, groups))
+
+    def _track(self, batch: list[int], futures: list[Future[EnvUpdate]]) -> list[int]:
+        """Note the executor's work in flight; return the slots whose work is already done."""
+        if len(futures) != len(batch):
+            raise RuntimeError(f"the executor returned {len(futures)} futures for "
+                               f"{len(batch)} slots")
+        for i, future in zip(batch, futures, strict=True):
+            self.slots[i].pending = future
+        return [i for i in batch if self.slots[i].pending.done()]
+
+    def _settle(self, done: Iterable[int]) -> None:
+        """Fold finished env work into the records (in the order given, which is slot order);
+        start the next episode in each slot whose episode ended."""
+        done = list(done)
+        while done:  # a loop, not recursion: an episode may also end at its reset
+            ended = []
+            for i in done:
+                slot = self.slots[i]
+                update = slot.pending.result()  # an env's exception is raised here
+                slot.pending = None
+                self.env_seconds += update.seconds
+                if update.start is not None:
+                    self._open_record(slot, update)
+                self._absorb(slot, update)
+                if update.done:
+                    self._finish_episode(slot)
+                    ended.append(i)
+            done = self._start_episodes(ended)
+
+    def _open_record(self, slot: _Slot, update: EnvUpdate) -> None:
+        start, index = update.start, slot.episode
+        group = index // self.group_size
+        agents = start.possible_agents
+        slot.record = EpisodeRecord(
+            env_id=self.env_id, seed=self.seed + group, episode=index, group=group,
+            returns={a: 0.0 for a in agents},
+            data_source=start.data_source,
+            row_id=start.row_id,
+            env_kwargs=json_safe(self.env_kwargs),
+            policies={a: self.policies[a].name for a in agents},
+            package_version=llm_marl_envs.__version__,
+        )
+        slot.last_turn = {}
+
+    def _absorb(self, slot: _Slot, update: EnvUpdate) -> None:
+        """Rewards and infos of each ``last()`` into the record; the live turn as a prompt."""
+        record = slot.record
+        for view in update.views:
+            agent, info = view.agent, view.info
+            record.returns[agent] = record.returns.get(agent, 0.0) + view.reward
             previous = slot.last_turn.get(agent)
             if previous is not None:
-                previous.reward += float(reward)
+                previous.reward += view.reward
                 previous.reward_components = dict(info.get("reward_components") or {})
                 previous.format_error = info.get("format_error")
-            if terminated or truncated:
+            if view.terminated or view.truncated:
                 record.final_infos[agent] = json_safe(
                     {k: v for k, v in info.items() if k not in _SKIP_FINAL_INFO}
                 )
-                env_.step(None)
-                continue
-            slot.prompt = Prompt(agent, str(observation), list(info.get("messages") or []), info)
-            return
+            else:
+                slot.prompt = Prompt(agent, view.observation,
+                                     list(info.get("messages") or []), info)
+        if not update.done and slot.prompt is None:
+            raise RuntimeError(f"the executor's update for episode {record.episode} has neither "
+                               "a live turn nor the end of the episode")
 
-    def step(slot: _Slot, text: str) -> None:
-        tick = time.perf_counter()
-        slot.env.step(text)
-        slot.step_seconds += time.perf_counter() - tick
+    # ------------------------------------------------------------------ 4. records
+    def _finish_episode(self, slot: _Slot) -> None:
+        """Write the slot's finished episode (unless over the cap) and keep it."""
+        record = slot.record
+        if self._handle is not None:  # written before it counts as kept
+            line = encode_record(record, self.include_tokens)
+            cap = self.max_record_bytes
+            if cap is not None and len(line) > cap:
+                self.result.unwritten_episodes.append(record.episode)
+                warnings.warn(
+                    f"{self.out}: episode {record.episode} not written: its record is "
+                    f"{len(line)} bytes, more than max_record_bytes={cap}",
+                    RecordTooLargeWarning, stacklevel=2,
+                )
+            else:
+                append_line(self._handle, line)
+        self.finished[record.episode] = record
+        self._bar.update(1)
+        slot.record = None
 
-    try:
-        tick = time.perf_counter()
-        for slot in slots:
-            advance(slot)
-        env_seconds += time.perf_counter() - tick
-        while True:
-            for slot in slots:  # harvest finished background steps
-                if slot.future is not None and slot.future.done():
-                    slot.future.result()
-                    slot.future = None
-                    tick = time.perf_counter()
-                    advance(slot)
-                    env_seconds += time.perf_counter() - tick
-            ready = [s for s in slots if s.future is None and s.prompt is not None]
-            if not ready:
-                running = [s.future for s in slots if s.future is not None]
-                if not running:
-                    break
-                # a timeout, so that a Ctrl-C delivered to another thread is seen here
-                wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
-                continue
-            by_policy: dict[int, list[_Slot]] = defaultdict(list)
-            for slot in ready:
-                by_policy[id(agent_policies[slot.prompt.agent])].append(slot)
-            for group_slots in by_policy.values():
-                policy = agent_policies[group_slots[0].prompt.agent]
-                completions = _generate(policy, [s.prompt for s in group_slots], result)
-                for slot, completion in zip(group_slots, completions, strict=True):
-                    prompt = slot.prompt
-                    turn = TurnRecord(
-                        agent=prompt.agent,
-                        role=prompt.info.get("role"),
-                        observation=prompt.observation,
-                        messages=prompt.messages,
-                        action=completion.text,
-                        prompt_ids=completion.prompt_ids,
-                        completion_ids=completion.completion_ids,
-                        logprobs=completion.logprobs,
-                    )
-                    slot.record.turns.append(turn)
-                    slot.last_turn[prompt.agent] = turn
-                    slot.prompt = None
-                    result.turns += 1
-                    if executor is not None:
-                        slot.future = executor.submit(step, slot, completion.text)
-                    else:
-                        tick = time.perf_counter()
-                        slot.env.step(completion.text)
-                        advance(slot)
-                        env_seconds += time.perf_counter() - tick
-    except (PolicyError, KeyboardInterrupt) as error:
-        for slot in slots:
-            if slot.future is not None:
-                slot.future.exception()  # let running steps end before we return
-        _finalise(result, finished, started, env_seconds, slots)
-        if isinstance(error, KeyboardInterrupt):
-            raise RolloutInterrupted(f"interrupted (Ctrl-C); {_kept(result, out)}", result) from error
-        raise RolloutError(f"{error}; {_kept(result, out)}", result) from error
-    finally:
-        bar.close()
-        if handle is not None:
-            handle.close()
-        if executor is not None:
-            executor.shutdown(wait=True)
-    _finalise(result, finished, started, env_seconds, slots)
-    return result
+    def _finalise(self, started: float) -> None:
+        result = self.result
+        result.episodes = [self.finished[i] for i in sorted(self.finished)]
+        result.wall_seconds = time.perf_counter() - started
+        result.env_seconds = self.env_seconds
 
 
 def _kept(result: RolloutResult, out: str | Path | None) -> str:
@@ -335,63 +470,13 @@ def _kept(result: RolloutResult, out: str | Path | None) -> str:
             f"{len(unwritten)} over the record size cap not written: episodes {sorted(unwritten)})")
 
 
-def _finalise(result, finished, started, env_seconds, slots) -> None:
-    result.episodes = [finished[i] for i in sorted(finished)]
-    result.wall_seconds = time.perf_counter() - started
-    result.env_seconds = env_seconds + sum(s.step_seconds for s in slots)
-
-
-def _generate(policy: Policy, prompts: list[Prompt], result: RolloutResult) -> list[Completion]:
-    tick = time.perf_counter()
-    try:
-        completions = policy.generate(prompts)
-    except PolicyError:
-        raise
-    except Exception as error:  # a policy bug or a model error: report it the same way
-        raise PolicyError(f"policy {policy.name!r} failed: {type(error).__name__}: {error}") from error
-    elapsed = time.perf_counter() - tick
-    result.policy_seconds[policy.name] = result.policy_seconds.get(policy.name, 0.0) + elapsed
-    result.policy_calls[policy.name] = result.policy_calls.get(policy.name, 0) + 1
-    if len(completions) != len(prompts):
-        raise PolicyError(
-            f"policy {policy.name!r} returned {len(completions)} completions for {len(prompts)} prompts"
-        )
-    for completion in completions:
-        if not isinstance(completion, Completion) or not isinstance(completion.text, str):
-            raise PolicyError(f"policy {policy.name!r} must return Completion objects with str text, got {completion!r}")
-    return completions
-
-
-def _env_factory(env, env_kwargs):
-    kwargs = dict(env_kwargs or {})
-    if isinstance(env, str):
-        spec = llm_marl_envs.spec(env)  # raises with close matches for unknown ids
-        return (lambda: llm_marl_envs.make(env, **kwargs)), spec.id, kwargs
-    if not callable(env):
-        raise TypeError(f"env must be a registered id or a function returning an env, got {env!r}")
-    if kwargs:
-        raise ValueError("env_kwargs apply to registered ids; pass a function that builds the env instead")
-
-    def make_aec():
-        made = env()
-        if isinstance(made, ParallelEnv):
-            made = parallel_to_aec(made)
-        if not isinstance(made, AECEnv):
-            raise TypeError(f"the env function returned {type(made).__name__}, not a PettingZoo env")
-        return made
-
-    probe = make_aec()
-    name = probe.metadata.get("name", type(probe.unwrapped).__name__)
-    first = [probe]
-    return (lambda: first.pop() if first else make_aec()), name, kwargs
-
-
 def _resolve_policies(policies, agents: list[str]) -> dict[str, Policy]:
     if isinstance(policies, Mapping):
         missing = [a for a in agents if a not in policies]
         unknown = [a for a in policies if a not in agents]
         if missing or unknown:
-            raise ValueError(f"policies must cover the agents {agents}; missing {missing}, unknown {unknown}")
+            raise ValueError(f"policies must cover the agents {agents}; "
+                             f"missing {missing}, unknown {unknown}")
         converted: dict[int, Policy] = {}
         resolved = {}
         for agent in agents:  # the same object for several agents stays one policy (one batch)
@@ -430,7 +515,8 @@ class _LineBar:
 
     def update(self, n: int) -> None:
         self.count += n
-        print(f"\r{self.label}: {self.count}/{self.total} episodes", end="", file=sys.stderr, flush=True)
+        print(f"\r{self.label}: {self.count}/{self.total} episodes", end="", file=sys.stderr,
+              flush=True)
 
     def close(self) -> None:
         print(file=sys.stderr)

@@ -1,4 +1,7 @@
-"""The batched rollout engine with scripted policies (model policies: tests/rollout/test_model_rollouts.py)."""
+"""The batched rollout engine with scripted policies.
+
+Model policies: tests/rollout/test_model_rollouts.py; custom executors: test_executors.py.
+"""
 
 from __future__ import annotations
 
@@ -58,11 +61,13 @@ def test_records_match_a_plain_aec_loop(env_id):
                      env_kwargs=kwargs, progress=False)
     env = llm_marl_envs.make(env_id, **kwargs)
     for record in result.episodes:
-        assert play_episode(env, _policies(env_id, **kwargs), seed=record.seed) == pytest.approx(record.returns)
+        returns = play_episode(env, _policies(env_id, **kwargs), seed=record.seed)
+        assert returns == pytest.approx(record.returns)
         # Per-turn rewards add up to the return for the agent that moves first; others may
         # also receive rewards before their first action (the maze pays the team each turn).
         first = record.turns[0].agent
-        assert sum(t.reward for t in record.turns if t.agent == first) == pytest.approx(record.returns[first])
+        first_rewards = [t.reward for t in record.turns if t.agent == first]
+        assert sum(first_rewards) == pytest.approx(record.returns[first])
         assert record.data_source == env.data_source and record.row_id == env.row_id
     maze = result.episodes[0]
     if "Maze" in env_id:
@@ -71,10 +76,12 @@ def test_records_match_a_plain_aec_loop(env_id):
 
 
 def test_groups_share_a_seed_and_a_task():
-    result = rollout("llm_marl_envs/GSM8K-v0", _policies("llm_marl_envs/GSM8K-v0", **DATA), episodes=6,
-                     batch_size=4, seed=100, group_size=3, env_kwargs=DATA, progress=False)
+    env_id = "llm_marl_envs/GSM8K-v0"
+    result = rollout(env_id, _policies(env_id, **DATA), episodes=6, batch_size=4, seed=100,
+                     group_size=3, env_kwargs=DATA, progress=False)
     seeds = [e.seed for e in result.episodes]
-    assert seeds == [100, 100, 100, 101, 101, 101] and [e.group for e in result.episodes] == [0, 0, 0, 1, 1, 1]
+    assert seeds == [100, 100, 100, 101, 101, 101]
+    assert [e.group for e in result.episodes] == [0, 0, 0, 1, 1, 1]
     first = {e.group: set() for e in result.episodes}
     for e in result.episodes:
         first[e.group].add(e.turns[0].observation)
@@ -91,7 +98,8 @@ def test_jsonl_round_trip_and_sft_examples(tmp_path):
     assert [e.to_dict() for e in loaded] == [e.to_dict() for e in result.episodes]
     examples = sft_examples(loaded, agents=["gnome_0"])
     assert examples and all(x["agent"] == "gnome_0" for x in examples)
-    assert all(x["messages"][-1]["role"] == "assistant" and x["messages"][0]["role"] == "system" for x in examples)
+    assert all(x["messages"][-1]["role"] == "assistant" and x["messages"][0]["role"] == "system"
+               for x in examples)
     assert len(examples) == sum(1 for e in loaded for t in e.turns if t.agent == "gnome_0")
     assert sft_examples(loaded, min_return=100.0) == []
 
@@ -101,8 +109,9 @@ class _FailsAfter(Policy):
 
     name = "flaky"
 
-    def __init__(self, limit, error=PolicyError("server said 500")):
-        self.calls, self.limit, self.error = 0, limit, error
+    def __init__(self, limit, error=None):
+        self.calls, self.limit = 0, limit
+        self.error = PolicyError("server said 500") if error is None else error
         self.inner = scripted_policy("llm_marl_envs/MazeCollab-v0", "gnome_0")
 
     def generate(self, prompts):
@@ -127,11 +136,12 @@ def test_a_failing_policy_keeps_the_finished_episodes(tmp_path, error):
 
 def test_non_string_answers_are_a_policy_error():
     with pytest.raises(RolloutError, match="str text"):
-        rollout("llm_marl_envs/MazeCollab-v0", lambda observation, info: 42, episodes=1, progress=False)
+        rollout("llm_marl_envs/MazeCollab-v0", lambda observation, info: 42, episodes=1,
+                progress=False)
 
 
 def test_parallel_env_factories_and_shared_policies():
-    make = lambda: llm_marl_envs.make_parallel("llm_marl_envs/TLDRSummarization-v0", **DATA)  # noqa: E731
+    make = lambda: llm_marl_envs.make_parallel("llm_marl_envs/TLDRSummarization-v0", **DATA)
     calls = []
 
     def shared(observation, info):

@@ -1,4 +1,4 @@
-"""Rollouts with real models: the tiny GPT-2 (fast), an HTTP server serving it, and SmolLM2 (slow)."""
+"""Rollouts with real models: the tiny GPT-2 (fast), an HTTP server serving it, SmolLM2 (slow)."""
 
 from __future__ import annotations
 
@@ -41,21 +41,23 @@ def _records(result):
 def test_batched_and_sequential_rollouts_are_identical(tiny, env_id):
     kwargs = SMALL[env_id]
     episodes = 3 if "Coop" in env_id else 6
-    batched = rollout(env_id, tiny, episodes=episodes, batch_size=episodes, seed=5, env_kwargs=kwargs, progress=False)
-    sequential = rollout(env_id, tiny, episodes=episodes, batch_size=1, seed=5, env_kwargs=kwargs, progress=False)
+    args = {"episodes": episodes, "seed": 5, "env_kwargs": kwargs, "progress": False}
+    batched = rollout(env_id, tiny, batch_size=episodes, **args)
+    sequential = rollout(env_id, tiny, batch_size=1, **args)
     (records_b, logprobs_b), (records_s, logprobs_s) = _records(batched), _records(sequential)
     assert records_b == records_s  # same prompts, actions (token for token), rewards
     assert logprobs_b == pytest.approx(logprobs_s, abs=2e-3)  # float32 with large logits
     turn = batched.episodes[0].turns[0]
-    assert turn.completion_ids and len(turn.logprobs) == len(turn.completion_ids) and turn.prompt_ids
+    assert turn.completion_ids and turn.prompt_ids
+    assert len(turn.logprobs) == len(turn.completion_ids)
     # batching is real: far fewer model calls than turns
     assert sum(batched.policy_calls.values()) < batched.turns
 
 
 def test_groups_replay_the_task_and_sampling_varies_within_a_group():
     sampler = HFPolicy.from_spec("tiny", max_new_tokens=12, do_sample=True, temperature=1.0, seed=3)
-    result = rollout("llm_marl_envs/GSM8K-v0", sampler, episodes=8, batch_size=8, group_size=4, seed=0,
-                     env_kwargs={"data_source": "bundled"}, progress=False)
+    result = rollout("llm_marl_envs/GSM8K-v0", sampler, episodes=8, batch_size=8, group_size=4,
+                     seed=0, env_kwargs={"data_source": "bundled"}, progress=False)
     for group in (0, 1):
         members = [e for e in result.episodes if e.group == group]
         assert len({e.turns[0].observation for e in members}) == 1  # same task
@@ -64,10 +66,12 @@ def test_groups_replay_the_task_and_sampling_varies_within_a_group():
 
 def test_jsonl_keeps_token_ids_and_logprobs(tiny, tmp_path):
     out = tmp_path / "tokens.jsonl"
-    result = rollout("llm_marl_envs/MazeCollab-v0", tiny, episodes=2, batch_size=2, out=out, include_tokens=True,
-                     env_kwargs=SMALL["llm_marl_envs/MazeCollab-v0"], progress=False)
+    result = rollout("llm_marl_envs/MazeCollab-v0", tiny, episodes=2, batch_size=2, out=out,
+                     include_tokens=True, env_kwargs=SMALL["llm_marl_envs/MazeCollab-v0"],
+                     progress=False)
     loaded = sorted(read_jsonl(out), key=lambda e: e.episode)
-    assert [e.to_dict(include_tokens=True) for e in loaded] == [e.to_dict(include_tokens=True) for e in result.episodes]
+    assert ([e.to_dict(include_tokens=True) for e in loaded]
+            == [e.to_dict(include_tokens=True) for e in result.episodes])
     assert loaded[0].turns[0].logprobs == pytest.approx(result.episodes[0].turns[0].logprobs)
 
 
@@ -95,10 +99,12 @@ def test_http_policy_against_a_local_server_matches_the_model(tiny):
     with serve_policy(tiny, batch_wait=0.02) as server:
         client = OpenAIPolicy(server.url, timeout=10, max_retries=0, concurrency=4)
         try:
-            remote = rollout(env_id, client, episodes=4, batch_size=4, env_kwargs=kwargs, progress=False)
+            remote = rollout(env_id, client, episodes=4, batch_size=4, env_kwargs=kwargs,
+                             progress=False)
         finally:
             client.close()
-    assert [[t.action for t in e.turns] for e in remote.episodes] == [[t.action for t in e.turns] for e in direct.episodes]
+    assert ([[t.action for t in e.turns] for e in remote.episodes]
+            == [[t.action for t in e.turns] for e in direct.episodes])
     assert [e.returns for e in remote.episodes] == [e.returns for e in direct.episodes]
 
 

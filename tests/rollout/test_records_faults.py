@@ -1,4 +1,4 @@
-"""JSONL records under faults: torn last lines, a writer killed mid-write, oversized records, Ctrl-C.
+"""JSONL records under faults: torn last lines, a killed writer, oversized records, Ctrl-C.
 
 Names added for these faults (``append_line``, ``IncompleteLineWarning``, ...) are imported
 inside the tests, so that on a version without them each test fails on its own.
@@ -18,8 +18,15 @@ import warnings
 import pytest
 
 from llm_marl_envs.policies import Completion, Policy, PolicyError
-from llm_marl_envs.rollout import EpisodeRecord, RolloutError, TurnRecord, read_jsonl, rollout, write_jsonl
 from llm_marl_envs.policies.scripted import scripted_policy
+from llm_marl_envs.rollout import (
+    EpisodeRecord,
+    RolloutError,
+    TurnRecord,
+    read_jsonl,
+    rollout,
+    write_jsonl,
+)
 
 MAZE = "llm_marl_envs/MazeCollab-v0"
 SHORT = {"size": 5, "max_cycles": 2}  # 4 turns per episode whatever the answers
@@ -119,7 +126,8 @@ CHILD = textwrap.dedent("""
     import sys
     from itertools import repeat
     from llm_marl_envs.rollout.records import EpisodeRecord, TurnRecord, write_jsonl
-    turn = TurnRecord(agent="a", role=None, observation="o", messages=[], action="\\u00e9" * int(sys.argv[2]))
+    turn = TurnRecord(agent="a", role=None, observation="o", messages=[],
+                      action="\\u00e9" * int(sys.argv[2]))
     record = EpisodeRecord(env_id="x", seed=0, episode=0, group=0, turns=[turn])
     write_jsonl(repeat(record, 10**6), sys.argv[1])
 """)
@@ -186,12 +194,13 @@ def test_a_record_over_the_cap_is_skipped_and_counted(tmp_path):
     # batch_size=1: calls 5-8 are the four turns of episode 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = rollout(MAZE, _Ramble(range(5, 9), 200_000), episodes=4, batch_size=1, env_kwargs=SHORT,
-                         out=out, progress=False, max_record_bytes=100_000)
+        result = rollout(MAZE, _Ramble(range(5, 9), 200_000), episodes=4, batch_size=1,
+                         env_kwargs=SHORT, out=out, progress=False, max_record_bytes=100_000)
     assert [e.episode for e in result.episodes] == [0, 1, 2, 3]  # kept in memory
     assert result.unwritten_episodes == [1]
     [message] = warnings_named(caught, "RecordTooLargeWarning")
-    assert str(out) in message and "episode 1 not written" in message and "max_record_bytes=100000" in message
+    assert str(out) in message and "episode 1 not written" in message
+    assert "max_record_bytes=100000" in message
     assert [r.episode for r in read_jsonl(out)] == [0, 2, 3]
     assert max(len(line) for line in out.read_bytes().splitlines()) < 100_000
 
@@ -210,7 +219,8 @@ def test_write_jsonl_skips_records_over_the_cap(tmp_path):
     path = tmp_path / "capped.jsonl"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        written = write_jsonl([record(0), record(1, "x" * 5000), record(2)], path, max_record_bytes=2000)
+        written = write_jsonl([record(0), record(1, "x" * 5000), record(2)], path,
+                              max_record_bytes=2000)
     assert written == 2 and [r.episode for r in read_jsonl(path)] == [0, 2]
     assert len(warnings_named(caught, "RecordTooLargeWarning")) == 1
 
@@ -228,12 +238,13 @@ def test_the_default_record_cap_is_far_above_a_normal_record(tmp_path):
 def test_ctrl_c_keeps_the_finished_episodes(tmp_path):
     out = tmp_path / "interrupted.jsonl"
     with pytest.raises(KeyboardInterrupt) as caught:  # call 11: in episode 2 (batch_size=1)
-        rollout(MAZE, _Ramble(range(0), 0, fail_at=11, error=KeyboardInterrupt()), episodes=5, batch_size=1,
-                env_kwargs=SHORT, out=out, progress=False)
+        rollout(MAZE, _Ramble(range(0), 0, fail_at=11, error=KeyboardInterrupt()), episodes=5,
+                batch_size=1, env_kwargs=SHORT, out=out, progress=False)
     error = caught.value
     assert type(error).__name__ == "RolloutInterrupted"
     assert [e.episode for e in error.result.episodes] == [0, 1]
-    assert "interrupted (Ctrl-C); 2 finished episode(s) kept" in str(error) and str(out) in str(error)
+    assert "interrupted (Ctrl-C); 2 finished episode(s) kept" in str(error)
+    assert str(out) in str(error)
     assert [r.episode for r in read_jsonl(out)] == [0, 1]
     assert out.read_bytes().endswith(b"\n")
 
