@@ -1,6 +1,7 @@
 """Checkpoints that a kill -9, a full disk or a flipped bit cannot turn into a wrong run.
 
-Shared by ``cory.py`` and ``magrpo.py``; one layout for both::
+Shared by ``cory.py`` and ``magrpo.py`` (through ``common.py``, which also checks a resumed
+run's arguments); one layout for both::
 
     <out-dir>/checkpoint/
         iteration-000004/        the newest checkpoint (the iteration the run continues with)
@@ -38,7 +39,7 @@ import re
 import shutil
 import sys
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import torch
 
@@ -209,15 +210,3 @@ def load_latest(root: Path) -> tuple[dict, dict[str, Any]] | None:
             note(f"--resume: {error}; {after}")
     return None
 
-
-def check_args(saved: dict, given: dict, free: Iterable[str]) -> None:
-    """Refuse (one line, no traceback) a resume whose arguments differ outside ``free``."""
-    free = set(free)
-    changed = {k: (saved.get(k), given.get(k)) for k in sorted(set(saved) | set(given))
-               if k not in free and saved.get(k) != given.get(k)}
-    if changed:
-        listed = ", ".join(f"--{k.replace('_', '-')} (checkpoint {a!r}, now {b!r})"
-                           for k, (a, b) in changed.items())
-        verb = "differs" if len(changed) == 1 else "differ"
-        raise SystemExit(f"--resume: {listed} {verb} from the checkpoint's run; use the "
-                         "checkpoint's values, or a new --out-dir for a new run")

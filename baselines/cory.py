@@ -19,7 +19,8 @@ adapters disabled. ``--lora --shared-base`` puts both agents' adapters on ONE fr
 (pioneer_0 answers, observer_0 sees the task and the pioneer's answer and answers too), each
 agent sampling with its own ``HFPolicy``. For each agent's completions (tokens t = 1..T):
 
-    r_t = -eta * KL_t + [t = T] * R,   KL_t = sum_v pi(v | s_t) (log pi(v | s_t) - log pi_ref(v | s_t))
+    r_t = -eta * KL_t + [t = T] * R,
+    KL_t = sum_v pi(v | s_t) (log pi(v | s_t) - log pi_ref(v | s_t))
 
 the full-vocabulary KL between the policy and the reference at each generated position (as in
 CORY; computed from the logits of both models before the update), R the task reward paid by
@@ -49,38 +50,38 @@ iteration, roles, metrics, evaluations and args; ``manifest.json`` with every fi
 Every random stream (episode seeds, sampling, mini-batch order) is derived from (seed,
 iteration), so ``--resume`` replays a killed run exactly; checkpoints are written atomically and
 verified on resume, a bad one falls back to the previous one (``baselines/checkpoints.py``).
+The command line (tyro), the checkpoint and resume check, the logs and the curves are the
+skeleton shared with ``magrpo.py`` (``baselines/common.py``).
 """
 
 from __future__ import annotations
 
-import argparse
 import copy
 import dataclasses
-import json
 import resource
 import sys
 import time
-import typing
-import warnings
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
+from typing import Literal
 
 import numpy as np
 import torch
 from tqdm import tqdm
 
-from llm_marl_envs.models import cpu_bf16_is_fast, load_model
+from llm_marl_envs.models import load_model
 from llm_marl_envs.models.common import seeded
 from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
-# baselines/checkpoints.py (atomic, checksummed checkpoints, shared with magrpo.py): on sys.path
-# when this file runs as a script, not when it is imported by its path (tests, benchmarks).
+# baselines/common.py (the skeleton shared with magrpo.py: command line, checkpoints, logs,
+# curves): on sys.path when this file runs as a script, not when it is imported by its path.
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-import checkpoints  # noqa: E402
+import common
 
 IMDB, GSM8K = "llm_marl_envs/IMDBSentiment-v0", "llm_marl_envs/GSM8K-v0"
 ROLES = ("pioneer_0", "observer_0")
@@ -99,100 +100,121 @@ ENV_DEFAULTS = {
     GSM8K: {"lr": 1e-5, "kl_coef": 0.01, "max_new_tokens": 96,
             "env_kwargs": {"data_source": "procedural", "difficulty": 1}},
 }
-TIMING_KEYS = ("seconds", "rollout_seconds", "train_seconds", "cpu_seconds", "peak_rss_mb")  # vary
-# Changing these between a run and its --resume is allowed; any other change is refused.
-RESUMABLE_CHANGES = ("iterations", "resume", "checkpoint_every", "out_dir", "threads")
+#: Metrics that measure the machine, not the algorithm (they differ between identical runs).
+TIMING_KEYS = ("seconds", "rollout_seconds", "train_seconds", "cpu_seconds", "peak_rss_mb")
 EVAL_SEED = 2**40  # evaluation episodes reset with EVAL_SEED + k (training seeds stay far below)
-
-
-def arg(default, help: str):  # noqa: A002 - the argparse word
-    return field(default=default, metadata={"help": help})
 
 
 @dataclass
 class Args:
-    env: str = arg(IMDB, f"environment id: {IMDB} or {GSM8K}")
-    env_kwargs: dict | None = arg(None, "JSON dict of env arguments; None: {} for IMDB, "
-                                  '{"data_source": "procedural", "difficulty": 1} for GSM8K '
-                                  "(reward_mode is always set by --algo)")
-    algo: str = arg("cory", "'cory': pioneer + observer on r1 + r2 with role exchange; "
-                    "'ppo': the pioneer alone on its own reward r1")
-    model: str = arg("default", "'default' (embedded SmolLM2-135M-Instruct), 'tiny' (random "
-                     "test model), or a Hub id / local folder")
-    iterations: int = arg(20, "PPO iterations (rollout + update) in the whole run")
-    batch_size: int = arg(16, "episodes per iteration (= completions per agent per update)")
-    mini_batch_size: int = arg(8, "completions per gradient step")
-    ppo_epochs: int = arg(1, "passes over each batch")
-    lr: float | None = arg(None, "AdamW learning rate; None: 5e-5 for IMDB (the paper: 1.41e-5 "
-                           "with 80x more samples), 1e-5 for GSM8K")
-    kl_coef: float | None = arg(None, "initial KL coefficient eta; None: 0.05 for IMDB (VADER reward; the "
-                             "paper's 0.3 goes with a classifier logit), 0.01 for GSM8K")
-    adaptive_kl: bool = arg(True, "adapt eta towards --kl-target (Ziegler et al.); else eta is fixed")
-    kl_target: float = arg(6.0, "target KL (summed over tokens) of the adaptive controller")
-    kl_horizon: int = arg(10_000, "horizon of the adaptive controller, in episodes")
-    gamma: float = arg(1.0, "discount of GAE")
-    lam: float = arg(0.95, "lambda of GAE")
-    clip: float = arg(0.2, "PPO ratio clip range")
-    value_clip: float = arg(0.2, "value clip range around the old values")
-    vf_coef: float = arg(0.1, "weight of the value loss")
-    max_grad_norm: float = arg(1.0, "gradient-norm clip per step (0: off)")
-    swap_every: int = arg(5, "role exchange period T_REx in iterations (0: never; cory only)")
-    max_new_tokens: int | None = arg(None, "most tokens per completion; None: 24 (IMDB), 96 (GSM8K)")
-    min_new_tokens: int | None = arg(None, "fewest tokens per completion (eos masked before); None: "
-                                     "max_new_tokens for IMDB (fixed length), 0 for GSM8K")
-    temperature: float = arg(1.0, "sampling temperature (log-probs and KL use the same one)")
-    lora: bool = arg(False, "train LoRA adapters instead of all weights")
-    shared_base: bool = arg(False, "with --lora: both agents' adapters on ONE frozen base model")
-    lora_r: int = arg(8, "LoRA rank")
-    lora_alpha: int = arg(16, "LoRA alpha")
-    bf16_autocast: bool = arg(False, "bfloat16 autocast in the scoring and training passes (generation "
-                              "stays float32): ~1.5x faster on CPUs with AVX512-BF16/AMX, many times "
-                              "slower on CPUs without them")
-    threads: int = arg(0, "torch CPU threads (0: torch's default, one per core)")
-    seed: int = arg(0, "seed of every random stream (episodes, sampling, LoRA/value-head init)")
-    out_dir: str | None = arg(None, "output folder; None: runs/<algo>-<env>-<seed>")
-    resume: bool = arg(False, "continue from <out-dir>/checkpoint if there is one")
-    checkpoint_every: int = arg(5, "save a checkpoint (and curves.png) every N iterations and at the end (0: only at the end)")
-    eval_episodes: int = arg(64, "episodes of the fixed evaluation set: the same tasks and sampling seeds "
-                             "at every evaluation, none of them used in training (0: no evaluation)")
-    eval_every: int = arg(10, "evaluate before the first update, every N iterations and at the end")
+    env: str = IMDB
+    """environment id: llm_marl_envs/IMDBSentiment-v0 or llm_marl_envs/GSM8K-v0"""
+    env_kwargs: common.JsonDict = None
+    """JSON dict of env arguments; None: {} for IMDB, {"data_source": "procedural",
+    "difficulty": 1} for GSM8K (reward_mode is always set by --algo)"""
+    algo: Literal["cory", "ppo"] = "cory"
+    """'cory': pioneer + observer on r1 + r2 with role exchange; 'ppo': the pioneer alone on its
+    own reward r1"""
+    model: str = "default"
+    """'default' (embedded SmolLM2-135M-Instruct), 'tiny' (random test model), or a Hub id /
+    local folder"""
+    iterations: int = 20
+    """PPO iterations (rollout + update) in the whole run"""
+    batch_size: int = 16
+    """episodes per iteration (= completions per agent per update)"""
+    mini_batch_size: int = 8
+    """completions per gradient step"""
+    ppo_epochs: int = 1
+    """passes over each batch"""
+    lr: float | None = None
+    """AdamW learning rate; None: 5e-5 for IMDB (the paper: 1.41e-5 with 80x more samples),
+    1e-5 for GSM8K"""
+    kl_coef: float | None = None
+    """initial KL coefficient eta; None: 0.05 for IMDB (VADER reward; the paper's 0.3 goes with
+    a classifier logit), 0.01 for GSM8K"""
+    adaptive_kl: bool = True
+    """adapt eta towards --kl-target (Ziegler et al.); else eta is fixed"""
+    kl_target: float = 6.0
+    """target KL (summed over tokens) of the adaptive controller"""
+    kl_horizon: int = 10_000
+    """horizon of the adaptive controller, in episodes"""
+    gamma: float = 1.0
+    """discount of GAE"""
+    lam: float = 0.95
+    """lambda of GAE"""
+    clip: float = 0.2
+    """PPO ratio clip range"""
+    value_clip: float = 0.2
+    """value clip range around the old values"""
+    vf_coef: float = 0.1
+    """weight of the value loss"""
+    max_grad_norm: float = 1.0
+    """gradient-norm clip per step (0: off)"""
+    swap_every: int = 5
+    """role exchange period T_REx in iterations (0: never; cory only)"""
+    max_new_tokens: int | None = None
+    """most tokens per completion; None: 24 (IMDB), 96 (GSM8K)"""
+    min_new_tokens: int | None = None
+    """fewest tokens per completion (eos masked before); None: max_new_tokens for IMDB (fixed
+    length), 0 for GSM8K"""
+    temperature: float = 1.0
+    """sampling temperature (log-probs and KL use the same one)"""
+    lora: bool = False
+    """train LoRA adapters instead of all weights"""
+    shared_base: bool = False
+    """with --lora: both agents' adapters on ONE frozen base model"""
+    lora_r: int = 8
+    """LoRA rank"""
+    lora_alpha: int = 16
+    """LoRA alpha"""
+    bf16_autocast: bool = False
+    """bfloat16 autocast in the scoring and training passes (generation stays float32): ~1.5x
+    faster on CPUs with AVX512-BF16/AMX, many times slower on CPUs without them"""
+    threads: int = 0
+    """torch CPU threads (0: torch's default, one per core)"""
+    seed: int = 0
+    """seed of every random stream (episodes, sampling, LoRA/value-head init)"""
+    out_dir: str | None = None
+    """output folder; None: runs/<algo>-<env>-<seed>"""
+    resume: bool = False
+    """continue from <out-dir>/checkpoint if there is one"""
+    checkpoint_every: int = 5
+    """save a checkpoint (and curves.png) every N iterations and at the end (0: only at the
+    end)"""
+    eval_episodes: int = 64
+    """episodes of the fixed evaluation set: the same tasks and sampling seeds at every
+    evaluation, none of them used in training (0: no evaluation)"""
+    eval_every: int = 10
+    """evaluate before the first update, every N iterations and at the end"""
 
 
 def parse_args(argv: list[str] | None = None) -> Args:
-    """Command line -> Args: one ``--kebab-case`` option per field (bools get ``--no-...``)."""
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
-                                     formatter_class=argparse.ArgumentDefaultsHelpFormatter)
-    hints = typing.get_type_hints(Args)
-    for f in dataclasses.fields(Args):
-        flag, kind = "--" + f.name.replace("_", "-"), hints[f.name]
-        if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
-                                help=f.metadata["help"])
-            continue
-        kind = next((k for k in typing.get_args(kind) if k is not type(None)), kind)
-        parser.add_argument(flag, type=json.loads if kind is dict else kind, default=f.default,
-                            help=f.metadata["help"], metavar=kind.__name__.upper())
-    return Args(**vars(parser.parse_args(argv)))
+    """Command line -> Args (tyro: one ``--kebab-case`` option per field, ``--no-...`` for
+    booleans, the field docstrings as help)."""
+    return common.cli(Args, argv, description=__doc__.split("\n\n")[0])
 
 
 def resolve(args: Args) -> Args:
     """Fill the fields left at None with the env's defaults; check the combinations."""
-    # SystemExit: a one-line message naming the fix, not a traceback (as magrpo.py's parser.error)
+    # SystemExit: a one-line message naming the fix, not a traceback (as magrpo.py's checks);
+    # the command line already refuses another --algo, an Args built in Python may not
     if args.algo not in ("cory", "ppo"):
         raise SystemExit(f"--algo must be 'cory' or 'ppo', got {args.algo!r}")
     if args.shared_base and not args.lora:
         raise SystemExit("--shared-base needs --lora (full fine-tuning cannot share weights)")
     if args.checkpoint_every < 0:
-        raise SystemExit(f"--checkpoint-every must be >= 0 (0: only at the end), got {args.checkpoint_every}")
+        raise SystemExit("--checkpoint-every must be >= 0 (0: only at the end), got "
+                         f"{args.checkpoint_every}")
     defaults = ENV_DEFAULTS.get(args.env, ENV_DEFAULTS[IMDB])
     filled = {k: copy.deepcopy(v) for k, v in defaults.items() if getattr(args, k) is None}
     out_dir = args.out_dir or f"runs/{args.algo}-{args.env.split('/')[-1]}-{args.seed}"
     args = dataclasses.replace(args, **filled, out_dir=out_dir)
     if args.min_new_tokens is None:  # IMDB continuations are fixed-length (see ENV_DEFAULTS)
-        args = dataclasses.replace(args, min_new_tokens=args.max_new_tokens if args.env == IMDB else 0)
+        min_new_tokens = args.max_new_tokens if args.env == IMDB else 0
+        args = dataclasses.replace(args, min_new_tokens=min_new_tokens)
     if not 0 <= args.min_new_tokens <= args.max_new_tokens:
-        raise SystemExit(f"--min-new-tokens must be in [0, --max-new-tokens={args.max_new_tokens}], "
-                         f"got {args.min_new_tokens}")
+        raise SystemExit("--min-new-tokens must be in [0, --max-new-tokens="
+                         f"{args.max_new_tokens}], got {args.min_new_tokens}")
     return args
 
 
@@ -274,8 +296,8 @@ def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | No
     """Learners "A" (and "B" for cory), the frozen reference (None with LoRA) and the pad id."""
     base, tokenizer = load_model(args.model)
     labels = ["A", "B"] if args.algo == "cory" else ["A"]
-    generation = dict(max_new_tokens=args.max_new_tokens, min_new_tokens=args.min_new_tokens,
-                      temperature=args.temperature, do_sample=True)
+    generation = {"max_new_tokens": args.max_new_tokens, "min_new_tokens": args.min_new_tokens,
+                  "temperature": args.temperature, "do_sample": True}
     reference = None
     models = [base] + [copy.deepcopy(base) for _ in labels[1:] if not args.shared_base]
     if not args.lora:
@@ -297,12 +319,14 @@ def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | No
             if policy.adapter is None:
                 params = list(policy.model.parameters())
             else:
-                params = [p for n, p in policy.model.named_parameters() if f".{policy.adapter}." in n]
+                params = [p for n, p in policy.model.named_parameters()
+                          if f".{policy.adapter}." in n]
             head = torch.nn.Linear(base.config.hidden_size, 1)
             torch.nn.init.normal_(head.weight, std=1e-3)
             torch.nn.init.zeros_(head.bias)
             optimizer = torch.optim.AdamW([*params, *head.parameters()], lr=args.lr)
-            kl_ctl = KLController(args.kl_coef, args.kl_target if args.adaptive_kl else None, args.kl_horizon)
+            kl_ctl = KLController(args.kl_coef, args.kl_target if args.adaptive_kl else None,
+                                  args.kl_horizon)
             learners[label] = Learner(label, policy, head, optimizer, kl_ctl, params)
     return learners, reference, tokenizer.pad_token_id
 
@@ -321,9 +345,11 @@ def forward(learner, prompts, completions, targets, run, reference=False):
     learner.policy.activate()
     with context, torch.autocast("cpu", dtype=torch.bfloat16, enabled=run.bf16_autocast):
         _, mask, *hidden, logits = completion_logprobs(
-            model, prompts, completions, pad_id=run.pad_id, return_hidden=not reference, return_logits=True)
+            model, prompts, completions, pad_id=run.pad_id, return_hidden=not reference,
+            return_logits=True)
     logits = logits.float() / run.temperature
-    logprobs = torch.log_softmax(logits, -1).gather(-1, targets[:, : mask.shape[1], None]).squeeze(-1)
+    logprobs = torch.log_softmax(logits, -1).gather(-1, targets[:, : mask.shape[1], None])
+    logprobs = logprobs.squeeze(-1)
     values = None if reference else learner.value_head(hidden[0].float()).squeeze(-1) * mask
     return logprobs * mask, logits, values, mask
 
@@ -334,7 +360,8 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
     completions = [t.completion_ids for t in turns]
     n, width = len(turns), max(len(c) for c in completions)
     targets = padded(completions, width)
-    chunks = [list(range(i, min(i + run.mini_batch_size, n))) for i in range(0, n, run.mini_batch_size)]
+    chunks = [list(range(i, min(i + run.mini_batch_size, n)))
+              for i in range(0, n, run.mini_batch_size)]
 
     # 1. Old log-probs, values and full-vocabulary KL to the reference, before any update.
     old_logprobs, old_values, kl, mask = (torch.zeros(n, width) for _ in range(4))
@@ -367,7 +394,8 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
             k = m.shape[1]
             adv, ret = advantages[idx, :k], returns[idx, :k]
             ratio = torch.exp(logprobs - old_logprobs[idx, :k])
-            pg_loss = masked_mean(torch.max(-adv * ratio, -adv * ratio.clamp(1 - run.clip, 1 + run.clip)), m)
+            clipped = ratio.clamp(1 - run.clip, 1 + run.clip)
+            pg_loss = masked_mean(torch.max(-adv * ratio, -adv * clipped), m)
             v_old = old_values[idx, :k]
             v_clipped = v_old + (values - v_old).clamp(-run.value_clip, run.value_clip)
             vf_loss = 0.5 * masked_mean(torch.max((values - ret) ** 2, (v_clipped - ret) ** 2), m)
@@ -383,7 +411,8 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
             stats["clip_frac"].append(masked_mean(((ratio - 1).abs() > run.clip).float(), m).item())
 
     # Explained variance of the returns by the old values (1: a perfect critic, <= 0: none).
-    residual = masked_mean((returns - old_values - masked_mean(returns - old_values, mask)) ** 2, mask)
+    error = returns - old_values
+    residual = masked_mean((error - masked_mean(error, mask)) ** 2, mask)
     spread = masked_mean((returns - masked_mean(returns, mask)) ** 2, mask)
     kl_sum = kl.sum(1).mean().item()
     learner.kl_ctl.update(kl_sum, n_steps=n)
@@ -400,25 +429,29 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
 
 
 # ------------------------------------------------------------------ checkpoints and plots
-def save_checkpoint(out: Path, learners, state: dict) -> None:
-    """Write ``checkpoint/iteration-<next iteration>/`` atomically, with a sha256 per file; the
-    previous checkpoint stays as the fallback (``checkpoints.save``)."""
-    checkpoints.save(out / "checkpoint", state["iteration"], state, {
-        f"learner_{label}": {"weights": learner.weights(), "value_head": learner.value_head.state_dict(),
-                             "optimizer": learner.optimizer.state_dict(), "kl_coef": learner.kl_ctl.value}
-        for label, learner in learners.items()})
+def save_checkpoint(out: Path, args: Args, learners, iteration: int, **state) -> None:
+    """Write ``checkpoint/iteration-<iteration>/`` (the next iteration) atomically, with a
+    sha256 per file; the previous checkpoint stays as the fallback (``common.save_checkpoint``).
+    ``state``: the metrics, evaluations and roles, for ``state.json``."""
+    common.save_checkpoint(out, iteration, args, payloads={
+        f"learner_{label}": {"weights": learner.weights(),
+                             "value_head": learner.value_head.state_dict(),
+                             "optimizer": learner.optimizer.state_dict(),
+                             "kl_coef": learner.kl_ctl.value}
+        for label, learner in learners.items()}, **state)
 
 
 def load_checkpoint(out: Path, learners, args: Args) -> dict | None:
-    """Restore the learners from the newest checkpoint that verifies; returns its state, or None
-    (no good checkpoint: the run starts from scratch; ``checkpoints.load_latest`` said why)."""
-    found = checkpoints.load_latest(out / "checkpoint")
+    """Restore the learners from the newest checkpoint that verifies (its args checked against
+    ``args``); returns its state, or None (no good checkpoint: the run starts from scratch;
+    ``checkpoints.load_latest`` said why)."""
+    found = common.load_checkpoint(out, args)
     if found is None:
         return None
     state, payloads = found
-    checkpoints.check_args(state["args"], dataclasses.asdict(args), RESUMABLE_CHANGES)
     for label, learner in learners.items():
         saved = payloads[f"learner_{label}"]
+        common.check_weights(saved["weights"], learner.weights(), args)
         with torch.no_grad():
             for name, tensor in learner.weights().items():
                 tensor.copy_(saved["weights"][name])
@@ -429,32 +462,25 @@ def load_checkpoint(out: Path, learners, args: Args) -> dict | None:
 
 
 def plot(metrics: list[dict], path: Path, evals: list[dict] = ()) -> None:
-    import matplotlib
+    """Task reward (with the evaluations), KL and combined reward per role, as a PNG; dotted
+    lines after the iterations that exchanged the roles."""
+    roles = [role for role in ("pioneer", "observer") if f"task_reward_{role}" in metrics[0]]
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
+    def panel(key: str, title: str):
+        lines = [(role, f"{key}_{role}", {"alpha": 0.7}) for role in roles]
+        if key != "kl" and len(roles) == 2:  # cory: the mean of the two roles
+            lines.append(("mean", f"{key}_mean", {"color": "black"}))
+        if key == "task_reward":  # evaluations sit between iterations (after n updates)
+            lines += [(f"{role} (eval)", f"task_reward_{role}",
+                       {"eval": True, "marker": marker, "linestyle": "--"})
+                      for role, marker in zip(roles, "os", strict=False)]
+        return title, lines
 
-    x = [m["iteration"] for m in metrics]
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4), constrained_layout=True)
-    for ax, key, title in zip(axes, ("task_reward", "kl", "combined_reward"),
-                              ("task reward", "KL to reference (sum over tokens)", "combined reward")):
-        for role in ("pioneer", "observer"):
-            if f"{key}_{role}" in metrics[0]:
-                ax.plot(x, [m[f"{key}_{role}"] for m in metrics], label=role, alpha=0.7)
-        if key != "kl" and f"{key}_observer" in metrics[0]:  # cory: the mean of the two roles
-            ax.plot(x, [m[f"{key}_mean"] for m in metrics], label="mean", color="black")
-        if key == "task_reward" and evals:  # evaluations sit between iterations (after n updates)
-            for role, marker in (("pioneer", "o"), ("observer", "s")):
-                if f"task_reward_{role}" in evals[0]:
-                    ax.plot([e["iteration"] - 0.5 for e in evals], [e[f"task_reward_{role}"] for e in evals],
-                            marker=marker, linestyle="--", label=f"{role} (eval)")
-        for m in metrics:
-            if m["role_swap"]:
-                ax.axvline(m["iteration"] + 0.5, color="grey", linestyle=":", linewidth=0.8)
-        ax.set(title=title, xlabel="iteration")
-        ax.legend()
-    fig.savefig(path, dpi=100)
-    plt.close(fig)
+    common.plot_curves(path, metrics, [
+        panel("task_reward", "task reward"),
+        panel("kl", "KL to reference (sum over tokens)"),
+        panel("combined_reward", "combined reward"),
+    ], evals, swaps=True)
 
 
 # ------------------------------------------------------------------ training loop
@@ -489,32 +515,34 @@ def evaluate(args: Args, roles: dict[str, Learner], env_kwargs: dict, updates: i
 def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     """Run (or resume) training; returns the metrics and ``{role: learner}`` at the end."""
     args = resolve(args)
-    if args.bf16_autocast and not cpu_bf16_is_fast():
-        warnings.warn("--bf16-autocast on a CPU without AVX512-BF16/AMX: torch emulates bf16 and "
-                      "training is many times slower than float32", stacklevel=2)
+    common.warn_if_bf16_is_slow(args.bf16_autocast)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
     learners, ref_model, pad_id = build_learners(args)
     # The update code reads these run constants from one object.
-    run = argparse.Namespace(**dataclasses.asdict(args), ref_model=ref_model, pad_id=pad_id)
-    env_kwargs = {**args.env_kwargs, "reward_mode": "collective" if args.algo == "cory" else "individual"}
+    run = SimpleNamespace(**dataclasses.asdict(args), ref_model=ref_model, pad_id=pad_id)
+    reward_mode = "collective" if args.algo == "cory" else "individual"
+    env_kwargs = {**args.env_kwargs, "reward_mode": reward_mode}
     order = list(learners)  # order[0] plays pioneer_0, order[1] observer_0
     metrics: list[dict] = []
     evals: list[dict] = []  # one row per evaluation; "iteration" = updates done before it
     start = 0
     state = load_checkpoint(out, learners, args) if args.resume else None
     if state is not None:  # the logs are rewritten from it: lines logged after it are dropped
-        start, order, metrics, evals = state["iteration"], state["order"], state["metrics"], state["evals"]
-    (out / "metrics.jsonl").write_text("".join(json.dumps(m) + "\n" for m in metrics))
-    (out / "eval.jsonl").write_text("".join(json.dumps(e) + "\n" for e in evals))
+        start, order = state["iteration"], state["order"]
+        metrics, evals = state["metrics"], state["evals"]
+    common.write_log(out / "metrics.jsonl", metrics)
+    common.write_log(out / "eval.jsonl", evals)
+
+    def seated() -> dict[str, Learner]:  # {role: learner}; ppo: the pioneer only
+        return {role: learners[label] for role, label in zip(ROLES, order, strict=False)}
 
     def run_eval(updates: int) -> None:
-        row = evaluate(args, {role: learners[label] for role, label in zip(ROLES, order)}, env_kwargs, updates)
+        row = evaluate(args, seated(), env_kwargs, updates)
         evals.append(row)
-        with open(out / "eval.jsonl", "a") as handle:
-            handle.write(json.dumps(row) + "\n")
+        common.append_log(out / "eval.jsonl", row)
         tqdm.write(f"eval after {updates} updates: " + ", ".join(
             f"{k} {v:.3f}" for k, v in row.items() if k.startswith("task_reward")))
 
@@ -524,7 +552,7 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, desc=args.algo)
     for iteration in bar:
         tick, cpu_tick = time.perf_counter(), time.process_time()
-        roles = {role: learners[label] for role, label in zip(ROLES, order)}  # ppo: pioneer only
+        roles = seated()
         policies = {role: learner.policy for role, learner in roles.items()}
         policies.setdefault("observer_0", observer_stub)  # ppo: the observer is not trained
         for i, learner in enumerate(roles.values()):
@@ -544,16 +572,17 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
         for key in ("task_reward", "combined_reward"):
             row[f"{key}_mean"] = float(np.mean([row[f"{key}_{r.split('_')[0]}"] for r in roles]))
 
-        swap = args.algo == "cory" and args.swap_every > 0 and (iteration + 1) % args.swap_every == 0
+        swap = (args.algo == "cory" and args.swap_every > 0
+                and (iteration + 1) % args.swap_every == 0)
         if swap:  # role exchange: the models (with heads, optimizers, eta) change seats
             order.reverse()
         seconds = time.perf_counter() - tick
         row.update(role_swap=swap, seconds=seconds, rollout_seconds=rollout_seconds,
-                   train_seconds=seconds - rollout_seconds, cpu_seconds=time.process_time() - cpu_tick,
+                   train_seconds=seconds - rollout_seconds,
+                   cpu_seconds=time.process_time() - cpu_tick,
                    peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
         metrics.append(row)
-        with open(out / "metrics.jsonl", "a") as handle:
-            handle.write(json.dumps(row) + "\n")
+        common.append_log(out / "metrics.jsonl", row)
         bar.set_postfix(reward=f"{row['task_reward_mean']:.3f}", kl=f"{row['kl_pioneer']:.2f}",
                         pioneer=order[0])
 
@@ -561,12 +590,12 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
         if args.eval_episodes > 0 and ((iteration + 1) % args.eval_every == 0 or last):
             run_eval(iteration + 1)
         if last or (args.checkpoint_every and (iteration + 1) % args.checkpoint_every == 0):
-            save_checkpoint(out, learners, {"iteration": iteration + 1, "order": order, "metrics": metrics,
-                                            "evals": evals, "args": dataclasses.asdict(args)})
+            save_checkpoint(out, args, learners, iteration + 1, metrics=metrics, evals=evals,
+                            order=order)
             plot(metrics, out / "curves.png", evals)
     if metrics:
         plot(metrics, out / "curves.png", evals)
-    return metrics, {role: learners[label] for role, label in zip(ROLES, order)}
+    return metrics, seated()
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

@@ -1,8 +1,8 @@
 """MAGRPO: multi-agent group-relative policy optimisation for LLM collaboration (and GRPO).
 
 Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning", arXiv:2508.04652;
-the algorithm of Liu et al., 2025 (arXiv:2508.04652). CleanRL-style: one file, one ``Args`` dataclass, the
-algorithm in straight-line code in :func:`main`.
+the algorithm of Liu et al., 2025 (arXiv:2508.04652). CleanRL-style: one file, one ``Args``
+dataclass, the algorithm in straight-line code in :func:`main`.
 
 Each iteration:
 
@@ -49,9 +49,10 @@ holds per learner (``learner_0.pt``, ``learner_1.pt``) the trainable weights (fu
 adapter only) and the optimizer state; torch's global RNG state (``torch_rng.pt``; unused here,
 restored anyway); the next iteration, the policy seeds, the args and the metrics so far
 (``state.json``); and a sha256 of each file (``manifest.json``). It is written atomically and
-verified on resume (``baselines/checkpoints.py``, shared with ``cory.py``): a bad checkpoint falls
-back to the previous one, no good one starts afresh. ``--resume`` continues exactly where a
-killed run stopped (same metrics, timing aside).
+verified on resume (``baselines/checkpoints.py``): a bad checkpoint falls back to the previous
+one, no good one starts afresh. ``--resume`` continues exactly where a killed run stopped (same
+metrics, timing aside). The command line (tyro), the checkpoint and resume check, the logs and the
+curves are the skeleton shared with ``cory.py`` (``baselines/common.py``).
 
 Usage::
 
@@ -65,39 +66,34 @@ Outputs in ``--out-dir``: ``metrics.jsonl`` (one line per iteration), ``curves.p
 ``checkpoint/``, ``episodes.jsonl`` (the latest iteration's episodes, to read).
 """
 
-import argparse
-import ast
 import json
 import resource
 import sys
 import time
-import warnings
-from dataclasses import asdict, dataclass, fields
+from dataclasses import dataclass
 from pathlib import Path
+from typing import Literal
 
 import numpy as np
 import torch
 from tqdm.auto import tqdm
 
 import llm_marl_envs
-from llm_marl_envs.models import cpu_bf16_is_fast
 from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
-# baselines/checkpoints.py (atomic, checksummed checkpoints, shared with cory.py): on sys.path
-# when this file runs as a script, not when it is imported by its path (tests, benchmarks).
+# baselines/common.py (the skeleton shared with cory.py: command line, checkpoints, logs,
+# curves): on sys.path when this file runs as a script, not when it is imported by its path.
 if str(Path(__file__).resolve().parent) not in sys.path:
     sys.path.insert(0, str(Path(__file__).resolve().parent))
-import checkpoints  # noqa: E402
+import common
 
 #: Metrics that measure the machine, not the algorithm (they differ between identical runs).
 TIMING_KEYS = (
     "seconds", "rollout_seconds", "train_seconds", "gen_tokens_per_s", "train_tokens_per_s",
     "peak_rss_mb",
 )
-#: Arguments a ``--resume`` may change; any other change is refused.
-RESUMABLE_CHANGES = ("iterations", "resume", "checkpoint_every", "progress", "out_dir")
 
 
 @dataclass
@@ -106,7 +102,7 @@ class Args:
     """registered environment id (TLDRSummarization-v0, ArxivExpansion-v0, CoopCoding-v0, ...)"""
     env_kwargs: str = '{"data_source": "bundled"}'
     """environment arguments: a JSON object or key=value pairs separated by commas"""
-    algo: str = "magrpo"
+    algo: Literal["magrpo", "grpo"] = "magrpo"
     """'magrpo' (a model + optimizer per agent) or 'grpo' (one shared model plays every agent)"""
     model: str = "default"
     """'default' (embedded SmolLM2-135M-Instruct), 'tiny' (random test model), Hub id or folder"""
@@ -151,7 +147,7 @@ class Args:
     seed: int = 1
     """seed of the episodes (tasks) and of sampling"""
     out_dir: str = ""
-    """output folder (default: runs/<algo>-<env name>-<seed>)"""
+    """output folder ('': runs/<algo>-<env name>-<seed>)"""
     resume: bool = False
     """continue from <out-dir>/checkpoint (other arguments must match the checkpoint's)"""
     checkpoint_every: int = 5
@@ -160,40 +156,14 @@ class Args:
     """show a tqdm progress bar over iterations"""
 
 
-# --- command line: argparse built from Args (field docstrings are the help) ------------------
-
-
-def _field_docs(cls) -> dict[str, str]:
-    """The string literal under each field of a dataclass (how tyro reads CleanRL's Args)."""
-    tree = ast.parse(Path(__file__).read_text(encoding="utf-8"))
-    body = next(n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == cls.__name__).body
-    return {
-        a.target.id: b.value.value.strip()
-        for a, b in zip(body, body[1:])
-        if isinstance(a, ast.AnnAssign) and isinstance(b, ast.Expr)
-        and isinstance(b.value, ast.Constant)
-    }
+# --- command line: tyro reads Args (field docstrings are the help) --------------------------
 
 
 def parse_args(argv=None) -> Args:
     """``Args`` from the command line (``argv`` None: ``sys.argv[1:]``)."""
-    docs = _field_docs(Args)
-    parser = argparse.ArgumentParser(
-        description=__doc__.split("\n\n")[0],
-        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
-    )
-    for f in fields(Args):  # every field has a default of its own type
-        flag, kind = "--" + f.name.replace("_", "-"), type(f.default)
-        if kind is bool:
-            parser.add_argument(flag, action=argparse.BooleanOptionalAction, default=f.default,
-                                help=docs[f.name])
-        else:
-            parser.add_argument(flag, type=kind, default=f.default, help=docs[f.name])
-    args = Args(**vars(parser.parse_args(argv)))
-    if args.algo not in ("magrpo", "grpo"):
-        parser.error(f"--algo must be 'magrpo' or 'grpo', got {args.algo!r}")
+    args = common.cli(Args, argv, description=__doc__.split("\n\n")[0])
     if args.group_size < 2:
-        parser.error("--group-size must be >= 2 (a group of one has no baseline)")
+        raise SystemExit("--group-size must be >= 2 (a group of one has no baseline)")
     return args
 
 
@@ -266,7 +236,7 @@ def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, flo
         advantage = torch.tensor([s[3] for s in part], dtype=torch.float32)
         per_sample = -advantage * (logprobs * mask).sum(dim=1) / len(episodes)
         per_sample.sum().backward()  # micro-batch gradients add up to the full batch's
-        for (agent, *_), value in zip(part, per_sample.tolist()):
+        for (agent, *_), value in zip(part, per_sample.tolist(), strict=True):
             losses[agent] += value
         tokens += sum(len(s[1]) + len(s[2]) for s in part)
     max_norm = args.max_grad_norm if args.max_grad_norm > 0 else float("inf")
@@ -278,16 +248,9 @@ def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, flo
 # --- checkpoints and plots -------------------------------------------------------------------
 
 
-def save_checkpoint(folder: Path, next_iteration: int, args: Args, learners, metrics) -> None:
-    """Everything ``--resume`` needs, as ``folder/iteration-<next_iteration>/``: written
-    atomically with a sha256 per file; the previous checkpoint stays as the fallback."""
-    state = {
-        "iteration": next_iteration,
-        "args": asdict(args),
-        # for the record only: the policies are reseeded at every iteration
-        "policy_seeds": [learner["policy"].seed for learner in learners],
-        "metrics": metrics,
-    }
+def save_checkpoint(out_dir: Path, next_iteration: int, args: Args, learners, metrics) -> None:
+    """Everything ``--resume`` needs, as ``checkpoint/iteration-<next_iteration>/`` (atomic,
+    checksummed; the previous checkpoint stays as the fallback)."""
     payloads = {f"learner_{index}": {
         "agents": learner["agents"],
         "params": {n: p.detach()  # trainable weights: the model, or the LoRA adapter
@@ -295,25 +258,23 @@ def save_checkpoint(folder: Path, next_iteration: int, args: Args, learners, met
         "optimizer": learner["optimizer"].state_dict(),
     } for index, learner in enumerate(learners)}
     payloads["torch_rng"] = torch.get_rng_state()  # unused by this script; restored all the same
-    checkpoints.save(folder, next_iteration, state, payloads)
+    # the policy seeds are for the record only: the policies are reseeded at every iteration
+    common.save_checkpoint(out_dir, next_iteration, args, metrics, payloads,
+                           policy_seeds=[learner["policy"].seed for learner in learners])
 
 
-def load_checkpoint(folder: Path, args: Args, learners) -> tuple[int, list[dict]]:
-    """Restore the learners from the newest checkpoint in ``folder`` that verifies; returns the
-    next iteration and the metrics so far: ``(0, [])`` when there is no good one (the run starts
-    from scratch; ``checkpoints.load_latest`` said why)."""
-    found = checkpoints.load_latest(folder)
+def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict]]:
+    """Restore the learners from the newest checkpoint that verifies (its args checked against
+    ``args``); returns the next iteration and the metrics so far: ``(0, [])`` when there is no
+    good one (the run starts from scratch; ``checkpoints.load_latest`` said why)."""
+    found = common.load_checkpoint(out_dir, args)
     if found is None:
         return 0, []
     state, payloads = found
-    checkpoints.check_args(state["args"], asdict(args), RESUMABLE_CHANGES)
     for index, learner in enumerate(learners):
         saved, model = payloads[f"learner_{index}"], learner["policy"].model
-        trainable = {n for n, p in model.named_parameters() if p.requires_grad}
-        if set(saved["params"]) != trainable:
-            raise SystemExit(f"--resume: the checkpoint's weights do not fit --model "
-                             f"{args.model!r} (lora={args.lora}); resume with the model it was "
-                             "trained from")
+        trainable = [n for n, p in model.named_parameters() if p.requires_grad]
+        common.check_weights(saved["params"], trainable, args)
         model.load_state_dict(saved["params"], strict=False)
         learner["optimizer"].load_state_dict(saved["optimizer"])
     torch.set_rng_state(payloads["torch_rng"])
@@ -321,24 +282,13 @@ def load_checkpoint(folder: Path, args: Args, learners) -> tuple[int, list[dict]
 
 
 def plot_curves(metrics: list[dict], path: Path, agents: list[str]) -> None:
-    """Reward, loss and completion length per iteration, as a PNG."""
-    from matplotlib.figure import Figure  # the Agg canvas, without pyplot's global state
-
-    its = [m["iteration"] for m in metrics]
-    mean = np.array([m["reward_mean"] for m in metrics])
-    std = np.array([m["reward_std"] for m in metrics])
-    fig = Figure(figsize=(12, 3.6), layout="constrained")
-    ax_r, ax_l, ax_n = fig.subplots(1, 3)
-    ax_r.plot(its, mean, label="mean")
-    ax_r.fill_between(its, mean - std, mean + std, alpha=0.2, label="± std")
-    ax_r.plot(its, [m["reward_max"] for m in metrics], ":", label="max")
-    for agent in agents:
-        ax_l.plot(its, [m[f"loss/{agent}"] for m in metrics], label=agent)
-        ax_n.plot(its, [m[f"completion_tokens/{agent}"] for m in metrics], label=agent)
-    for ax, title in ((ax_r, "joint reward"), (ax_l, "loss"), (ax_n, "completion tokens")):
-        ax.set(title=title, xlabel="iteration")
-        ax.legend(fontsize=8)
-    fig.savefig(path, dpi=100)
+    """Joint reward (mean ± std, max), loss and completion length per iteration, as a PNG."""
+    common.plot_curves(path, metrics, [
+        ("joint reward", [("mean", "reward_mean", {"band": "reward_std"}),
+                          ("max", "reward_max", {"linestyle": ":"})]),
+        ("loss", [(agent, f"loss/{agent}", {}) for agent in agents]),
+        ("completion tokens", [(agent, f"completion_tokens/{agent}", {}) for agent in agents]),
+    ])
 
 
 # --- main ------------------------------------------------------------------------------------
@@ -347,9 +297,7 @@ def plot_curves(metrics: list[dict], path: Path, agents: list[str]) -> None:
 def main(argv=None) -> list[dict]:
     """Train; returns the metrics of every iteration (also in ``<out-dir>/metrics.jsonl``)."""
     args = parse_args(argv)
-    if args.bf16_autocast and not cpu_bf16_is_fast():
-        warnings.warn("--bf16-autocast on a CPU without AVX512-BF16/AMX: torch emulates bf16 and "
-                      "training is many times slower than float32", stacklevel=2)
+    common.warn_if_bf16_is_slow(args.bf16_autocast)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     env_name = args.env.split("/")[-1]
     out_dir = Path(args.out_dir or f"runs/{args.algo}-{env_name}-{args.seed}")
@@ -376,9 +324,8 @@ def main(argv=None) -> list[dict]:
 
     start, metrics = 0, []
     if args.resume:  # the newest good checkpoint, or none: from scratch
-        start, metrics = load_checkpoint(out_dir / "checkpoint", args, learners)
-    with open(out_dir / "metrics.jsonl", "w", encoding="utf-8") as handle:  # drops lines logged
-        handle.writelines(json.dumps(m) + "\n" for m in metrics)  # after that checkpoint
+        start, metrics = load_checkpoint(out_dir, args, learners)
+    common.write_log(out_dir / "metrics.jsonl", metrics)  # drops lines logged after the checkpoint
 
     bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, unit="it",
                desc=f"{args.algo} {env_name}", disable=not args.progress, file=sys.stderr)
@@ -442,13 +389,12 @@ def main(argv=None) -> list[dict]:
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB
         }
         metrics.append(row)
-        with open(out_dir / "metrics.jsonl", "a", encoding="utf-8") as handle:
-            handle.write(json.dumps(row) + "\n")
+        common.append_log(out_dir / "metrics.jsonl", row)
         bar.set_postfix(reward=f"{row['reward_mean']:.3f}", s_it=f"{seconds:.0f}")
 
         done = iteration + 1
         if done == args.iterations or (args.checkpoint_every and done % args.checkpoint_every == 0):
-            save_checkpoint(out_dir / "checkpoint", done, args, learners, metrics)
+            save_checkpoint(out_dir, done, args, learners, metrics)
             plot_curves(metrics, out_dir / "curves.png", agents)
     bar.close()
     return metrics

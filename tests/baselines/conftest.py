@@ -58,7 +58,8 @@ def _child_env() -> dict[str, str]:
 def _at_fsync(script: Path, argv: list[str], n: int, cwd: Path) -> None:
     """Run ``script argv`` in a child process killed by SIGKILL right after its n-th fsync."""
     proc = subprocess.run([sys.executable, "-c", KILL_AT_FSYNC, str(n), str(script), *argv],
-                          cwd=cwd, env=_child_env(), capture_output=True, text=True, timeout=300)
+                          cwd=cwd, env=_child_env(), capture_output=True, text=True, timeout=300,
+                          check=False)
     assert proc.returncode == -signal.SIGKILL, f"not killed at fsync {n}:\n{proc.stderr[-3000:]}"
 
 

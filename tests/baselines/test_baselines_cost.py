@@ -18,19 +18,23 @@ spec.loader.exec_module(bench)
 
 
 def row(config: str, seconds: float, rss: float) -> dict:
-    return {"config": config, "args": bench.CONFIGS[config], "iterations": 3, "seconds_per_iteration": seconds,
+    return {"config": config, "args": bench.CONFIGS[config], "iterations": 3,
+            "seconds_per_iteration": seconds,
             "rollout_seconds": seconds / 4, "train_seconds": seconds * 3 / 4, "peak_rss_mb": rss,
             "task_reward_first_last": [0.1, 0.2]}
 
 
 @pytest.mark.parametrize(("seconds", "rss", "verdict"), [
-    (80.0, 2_000.0, "memory 0.40x (target <= 1.3x: met), time per iteration 2.00x (target <= 2.2x: met)"),
-    (100.0, 6_000.0, "memory 1.20x (target <= 1.3x: met), time per iteration 2.50x (target <= 2.2x: NOT met)"),
+    (80.0, 2_000.0, ("memory 0.40x (target <= 1.3x: met), time per iteration 2.00x "
+                     "(target <= 2.2x: met)")),
+    (100.0, 6_000.0, ("memory 1.20x (target <= 1.3x: met), time per iteration 2.50x "
+                      "(target <= 2.2x: NOT met)")),
 ])
 def test_report_states_each_target(tmp_path, seconds, rss, verdict):
     out = tmp_path / "cost.md"
     args = argparse.Namespace(model="default", iterations=3, note="")
-    bench.write_report([row("ppo-full", 40.0, 5_000.0), row("cory-lora-shared", seconds, rss)], args, out)
+    rows = [row("ppo-full", 40.0, 5_000.0), row("cory-lora-shared", seconds, rss)]
+    bench.write_report(rows, args, out)
     text = out.read_text()
     assert verdict in text
     assert "| cory-lora-shared | `--algo cory --lora --shared-base` |" in text

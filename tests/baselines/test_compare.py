@@ -60,11 +60,13 @@ def test_eval_file_uses_each_rows_iteration(tmp_path, capsys):
     runs = []
     for seed, rewards in enumerate(([0.2, 0.5, 0.6], [0.3, 0.4, 0.8])):
         folder = write_run(tmp_path / f"cory-{seed}", [0.0])
-        rows = [{"iteration": it, "task_reward_pioneer": r} for it, r in zip((0, 10, 20), rewards)]
+        rows = [{"iteration": it, "task_reward_pioneer": r}
+                for it, r in zip((0, 10, 20), rewards, strict=True)]
         (folder / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         runs.append(f"cory={folder}")
     x, values = compare.steps(compare.grouped(runs, "eval.jsonl")["cory"], "task_reward_pioneer")
-    assert x.tolist() == [0.0, 10.0, 20.0] and values.mean(0).tolist() == pytest.approx([0.25, 0.45, 0.7])
+    assert x.tolist() == [0.0, 10.0, 20.0]
+    assert values.mean(0).tolist() == pytest.approx([0.25, 0.45, 0.7])
     out = tmp_path / "eval.png"
     compare.main([*runs, "--file", "eval.jsonl", "--keys", "task_reward_pioneer", "--out", str(out),
                   "--table", "--last", "1"])

@@ -34,7 +34,8 @@ def small_run(out_dir: Path, *extra: str) -> list[str]:
     return [
         "--model", "tiny", "--env-kwargs", '{"data_source": "bundled"}', "--max-new-tokens", "8",
         "--batch-size", "4", "--mini-batch-size", "2", "--ppo-epochs", "2", "--lr", "1e-3",
-        "--swap-every", "1", "--eval-episodes", "6", "--eval-every", "2", "--out-dir", str(out_dir), *extra,
+        "--swap-every", "1", "--eval-episodes", "6", "--eval-every", "2", "--out-dir", str(out_dir),
+        *extra,
     ]
 
 
@@ -46,7 +47,8 @@ def without_timing(metrics: list[dict]) -> list[dict]:
 def full_run(tmp_path_factory):
     """An uninterrupted 4-iteration CORY run, roles exchanged after every iteration."""
     out = tmp_path_factory.mktemp("cory-full")
-    metrics, roles = cory.train(cory.parse_args(small_run(out, "--iterations", "4", "--checkpoint-every", "2")))
+    argv = small_run(out, "--iterations", "4", "--checkpoint-every", "2")
+    metrics, roles = cory.train(cory.parse_args(argv))
     return out, metrics, roles
 
 
@@ -61,9 +63,10 @@ def test_gae_matches_a_hand_computation():
     # row 1 ends at t = 1: delta1 = -1 - 0.3, delta0 = 0.5 + 0.3 - 0.2
     b1 = -1.3
     expected = [[0.1 + 0.95 * a1, a1, 0.3], [0.6 + 0.95 * b1, b1, 0.0]]
-    close = dict(atol=1e-6, rtol=0.0)
+    close = {"atol": 1e-6, "rtol": 0.0}
     torch.testing.assert_close(advantages, torch.tensor(expected), **close)
-    expected_returns = [[expected[0][0] + 0.5, a1 + 0.6, 1.0], [expected[1][0] + 0.2, b1 + 0.3, 0.0]]
+    expected_returns = [[expected[0][0] + 0.5, a1 + 0.6, 1.0],
+                        [expected[1][0] + 0.2, b1 + 0.3, 0.0]]
     torch.testing.assert_close(returns, torch.tensor(expected_returns), **close)
     # gamma < 1 discounts the next value
     advantages, _ = cory.gae(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, 0.0]]),
@@ -84,15 +87,18 @@ def test_adaptive_kl_controller_moves_towards_the_target():
 
 
 def test_command_line_parsing_and_defaults(tmp_path):
-    args = cory.parse_args(["--lora", "--shared-base", "--no-adaptive-kl", "--env-kwargs", '{"difficulty": 2}',
+    args = cory.parse_args(["--lora", "--shared-base", "--no-adaptive-kl",
+                            "--env-kwargs", '{"difficulty": 2}',
                             "--env", cory.GSM8K, "--lr", "3e-5"])
     assert args.lora and args.shared_base and not args.adaptive_kl and args.lr == 3e-5
     resolved = cory.resolve(args)
     assert resolved.env_kwargs == {"difficulty": 2} and resolved.kl_coef == 0.01
     assert resolved.out_dir == "runs/cory-GSM8K-v0-0"
     defaults = cory.resolve(cory.parse_args([]))
-    assert (defaults.kl_coef, defaults.ppo_epochs, defaults.swap_every, defaults.lam) == (0.05, 1, 5, 0.95)
-    assert (defaults.min_new_tokens, defaults.max_new_tokens, resolved.min_new_tokens) == (24, 24, 0)
+    assert (defaults.kl_coef, defaults.ppo_epochs, defaults.swap_every, defaults.lam) == (
+        0.05, 1, 5, 0.95)
+    assert (defaults.min_new_tokens, defaults.max_new_tokens, resolved.min_new_tokens) == (
+        24, 24, 0)
     assert cory.resolve(cory.parse_args(["--max-new-tokens", "10"])).min_new_tokens == 10
     with pytest.raises(SystemExit, match="--min-new-tokens"):  # one line, no traceback
         cory.resolve(cory.parse_args(["--min-new-tokens", "30"]))
@@ -131,18 +137,20 @@ def test_cory_run_losses_kl_roles_and_outputs(full_run):
 
     initial = dict(load_model("tiny")[0].named_parameters())
     for learner in roles.values():
-        assert any(not torch.equal(p, initial[n]) for n, p in learner.policy.model.named_parameters())
+        assert any(not torch.equal(p, initial[n])
+                   for n, p in learner.policy.model.named_parameters())
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in lines] == metrics
     assert (out / "curves.png").stat().st_size > 0
     # the newest two checkpoints, each with a manifest of its files' checksums
-    assert {p.name for p in (out / "checkpoint").iterdir()} == {"iteration-000002", "iteration-000004"}
+    assert {p.name for p in (out / "checkpoint").iterdir()} == {
+        "iteration-000002", "iteration-000004"}
     assert {p.name for p in (out / "checkpoint" / "iteration-000004").iterdir()} == {
         "learner_A.pt", "learner_B.pt", "state.json", "manifest.json"}
 
 
 def test_fixed_evaluation_set(full_run, tmp_path):
-    out, metrics, roles = full_run
+    out, metrics, _ = full_run
     evals = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
     # before training, after 2 updates (eval_every=2) and at the end; pioneer = the next pioneer
     assert [e["iteration"] for e in evals] == [0, 2, 4]
@@ -156,7 +164,8 @@ def test_fixed_evaluation_set(full_run, tmp_path):
     fresh = json.loads((tmp_path / "fresh" / "eval.jsonl").read_text().splitlines()[0])
     assert fresh == evals[0]
     # ... and it touches no training stream: without it, training logs the same metrics
-    unevaluated = cory.main(small_run(tmp_path / "off", "--iterations", "4", "--checkpoint-every", "2",
+    unevaluated = cory.main(small_run(tmp_path / "off", "--iterations", "4",
+                                      "--checkpoint-every", "2",
                                       "--eval-episodes", "0"))
     assert without_timing(unevaluated) == without_timing(metrics)
     assert not (tmp_path / "off" / "eval.jsonl").read_text()
@@ -185,15 +194,17 @@ def test_single_agent_ppo_baseline(tmp_path):
     assert not any(m["role_swap"] for m in metrics)
     assert not any(key.endswith("_observer") for key in metrics[0])  # the observer is not trained
     assert metrics[0]["task_reward_mean"] == metrics[0]["task_reward_pioneer"]
-    assert math.isfinite(metrics[1]["policy_loss_pioneer"]) and metrics[0]["kl_pioneer"] == pytest.approx(0.0, abs=1e-6)
+    assert math.isfinite(metrics[1]["policy_loss_pioneer"])
+    assert metrics[0]["kl_pioneer"] == pytest.approx(0.0, abs=1e-6)
 
 
 def test_lora_adapters_share_one_base_model(tmp_path):
-    metrics, roles = cory.train(cory.parse_args(small_run(tmp_path, "--iterations", "2", "--lora", "--shared-base")))
+    argv = small_run(tmp_path, "--iterations", "2", "--lora", "--shared-base")
+    metrics, roles = cory.train(cory.parse_args(argv))
     pioneer, observer = roles["pioneer_0"], roles["observer_0"]
     model = pioneer.policy.model
     assert observer.policy.model is model  # one peft model ...
-    assert pioneer.policy.model.get_base_model() is observer.policy.model.get_base_model()  # ... one base
+    assert pioneer.policy.model.get_base_model() is observer.policy.model.get_base_model()  # base
     assert set(model.peft_config) == {pioneer.policy.adapter, observer.policy.adapter}
     assert pioneer.policy.adapter != observer.policy.adapter
     # each optimizer holds only its own adapter; the base stays frozen
@@ -235,7 +246,8 @@ def assert_same_as_uninterrupted(out: Path, resumed: list[dict], full_run) -> No
     assert (out / "eval.jsonl").read_text() == (full_out / "eval.jsonl").read_text()
 
 
-def test_truncated_checkpoint_file_is_named_and_the_previous_checkpoint_used(full_run, tmp_path, capsys):
+def test_truncated_checkpoint_file_is_named_and_the_previous_checkpoint_used(full_run, tmp_path,
+                                                                              capsys):
     out = tmp_path / "run"
     shutil.copytree(full_run[0], out)  # checkpoints after 2 and 4 iterations
     bad = newest(out, "learner_A.pt")
@@ -246,8 +258,9 @@ def test_truncated_checkpoint_file_is_named_and_the_previous_checkpoint_used(ful
     assert len(lines) == 1 and str(bad) in lines[0] and "truncated" in lines[0], lines
     assert "falling back to the previous checkpoint iteration-000002" in lines[0]
     assert_same_as_uninterrupted(out, resumed, full_run)  # iterations 2 and 3 replayed
-    manifest = json.loads((bad.parent / "manifest.json").read_text())  # the checkpoint written again
-    assert manifest["iteration"] == 4 and bad.stat().st_size == manifest["files"]["learner_A.pt"]["bytes"]
+    manifest = json.loads((bad.parent / "manifest.json").read_text())  # written again
+    assert manifest["iteration"] == 4
+    assert bad.stat().st_size == manifest["files"]["learner_A.pt"]["bytes"]
 
 
 def test_flipped_bytes_in_saved_weights_fail_the_checksum(full_run, tmp_path, capsys):

@@ -1,4 +1,5 @@
-"""baselines/magrpo.py: the pure parts, and short training runs of the tiny model (TL;DR, bundled)."""
+"""baselines/magrpo.py: the pure parts, and short training runs of the tiny model (TL;DR,
+bundled)."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import json
 import math
 import random
 import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -16,9 +18,11 @@ pytest.importorskip("transformers")
 pytest.importorskip("matplotlib")
 
 SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "magrpo.py"
-_spec = importlib.util.spec_from_file_location("magrpo_baseline", SCRIPT)
-magrpo = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(magrpo)
+if "magrpo_baseline" not in sys.modules:  # tyro reads Args' docstrings through sys.modules
+    _spec = importlib.util.spec_from_file_location("magrpo_baseline", SCRIPT)
+    sys.modules[_spec.name] = importlib.util.module_from_spec(_spec)
+    _spec.loader.exec_module(sys.modules[_spec.name])
+magrpo = sys.modules["magrpo_baseline"]
 
 TINY = [
     "--model", "tiny", "--env-kwargs", '{"data_source": "bundled"}', "--batch-size", "2",
@@ -39,7 +43,8 @@ def read_metrics(out: Path) -> list[dict]:
 def full_run(one_thread, tmp_path_factory):
     """4 uninterrupted MAGRPO iterations (checkpoint every 2)."""
     out = tmp_path_factory.mktemp("full")
-    metrics = magrpo.main([*TINY, "--iterations", "4", "--checkpoint-every", "2", "--out-dir", str(out)])
+    metrics = magrpo.main([*TINY, "--iterations", "4", "--checkpoint-every", "2",
+                           "--out-dir", str(out)])
     return out, metrics
 
 
@@ -64,7 +69,8 @@ def test_joint_reward_discounts_each_agents_turns():
     from llm_marl_envs.rollout import EpisodeRecord, TurnRecord
 
     def turn(agent, reward):
-        return TurnRecord(agent=agent, role=None, observation="", messages=[], action="", reward=reward)
+        return TurnRecord(agent=agent, role=None, observation="", messages=[], action="",
+                          reward=reward)
 
     episode = EpisodeRecord(
         env_id="x", seed=0, episode=0, group=0,
@@ -84,7 +90,7 @@ def test_env_kwargs_and_args_parsing():
     assert args.env == "llm_marl_envs/TLDRSummarization-v0" and args.temperature == 0.7
     with pytest.raises(SystemExit):
         magrpo.parse_args(["--algo", "ppo"])
-    with pytest.raises(SystemExit):
+    with pytest.raises(SystemExit, match="--group-size must be >= 2"):
         magrpo.parse_args(["--group-size", "1"])
 
 
@@ -142,12 +148,17 @@ def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
 
 def test_resume_refuses_changed_arguments(full_run):
     out, _ = full_run
-    with pytest.raises(SystemExit, match="--lr .*differs"):  # one line, no traceback
-        magrpo.main([*TINY, "--lr", "5e-4", "--iterations", "5", "--resume", "--out-dir", str(out)])
+    with pytest.raises(SystemExit) as refused:  # one line, no traceback
+        magrpo.main([*TINY, "--lr", "5e-4", "--iterations", "5", "--resume", "--out-dir",
+                     str(out)])
+    assert str(refused.value) == (  # the message common.check_resume gives both trainers
+        "--resume: --lr (checkpoint 0.001, now 0.0005) differs from the checkpoint's run; use "
+        "the checkpoint's values, or a new --out-dir for a new run")
 
 
 def test_grpo_one_shared_model_plays_both_agents(tmp_path):
-    metrics = magrpo.main([*TINY, "--algo", "grpo", "--iterations", "1", "--out-dir", str(tmp_path)])
+    metrics = magrpo.main([*TINY, "--algo", "grpo", "--iterations", "1",
+                           "--out-dir", str(tmp_path)])
     assert len(metrics) == 1
     assert "grad_norm/summarizer_0+elaborator_0" in metrics[0]
     assert math.isfinite(metrics[-1]["loss/summarizer_0"] + metrics[-1]["loss/elaborator_0"])
