@@ -2,8 +2,10 @@
 # and rebuilt only when the dependency declarations change.
 #   make demo   set up, then train CORY on IMDB with the embedded model (the main job, ~21 min on 2 cores)
 #   make play   set up, then play every registered environment with the embedded model (~2 min)
-#   make test   set up, then run the test suite (what CI runs)
+#   make test   set up, then lint (ruff check, ruff format --check) and run the test suite,
+#               which also runs the docstring examples and builds the docs site strictly (CI)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/)
+#   make docs   set up, then build the documentation site into site/ (offline, warnings are errors)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -11,7 +13,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo play test bench clean
+.PHONY: setup demo play test bench docs clean
 
 setup: $(STAMP)
 
@@ -29,6 +31,8 @@ play: $(STAMP)
 	$(BIN)/llm-marl demo
 
 test: $(STAMP)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
 	$(OFFLINE) $(BIN)/python -m pytest
 
 bench: $(STAMP)
@@ -37,6 +41,9 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/game_envs.py
 	$(OFFLINE) $(BIN)/python benchmarks/rollout_speed.py
 	$(OFFLINE) $(BIN)/python benchmarks/baselines_cost.py
+
+docs: $(STAMP)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
 clean:
 	rm -rf $(VENV) build dist *.egg-info

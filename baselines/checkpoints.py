@@ -167,12 +167,19 @@ def verify(folder: Path) -> tuple[dict, dict[str, Any]]:
             raise BadCheckpoint(f"{path} is missing")
         size = path.stat().st_size
         if size != entry["bytes"]:
-            why = ("empty" if size == 0 else f"truncated ({size} of {entry['bytes']} bytes)"
-                   if size < entry["bytes"] else f"too long ({size}, not {entry['bytes']} bytes)")
+            why = (
+                "empty"
+                if size == 0
+                else f"truncated ({size} of {entry['bytes']} bytes)"
+                if size < entry["bytes"]
+                else f"too long ({size}, not {entry['bytes']} bytes)"
+            )
             raise BadCheckpoint(f"{path} is {why}")
         if _sha256(path) != entry["sha256"]:
-            raise BadCheckpoint(f"{path} fails its checksum (sha256 mismatch: the bytes changed "
-                                "after it was written)")
+            raise BadCheckpoint(
+                f"{path} fails its checksum (sha256 mismatch: the bytes changed "
+                "after it was written)"
+            )
     payloads = {}
     for name in files:
         path = folder / name
@@ -195,9 +202,11 @@ def load_latest(root: Path) -> tuple[dict, dict[str, Any]] | None:
     found = finished(root)
     old = [p for p in (root / STATE, root / "state.pt") if p.is_file()]
     if not found and old:  # the unverifiable layout of earlier versions: refuse to overwrite it
-        raise SystemExit(f"--resume: {old[0]} was written by an earlier version of this trainer "
-                         "(no checksums); resume it with that version, or move it away to start "
-                         "afresh")
+        raise SystemExit(
+            f"--resume: {old[0]} was written by an earlier version of this trainer "
+            "(no checksums); resume it with that version, or move it away to start "
+            "afresh"
+        )
     if not found:
         note(f"--resume: no checkpoint in {root} yet; starting from scratch")
         return None
@@ -205,8 +214,10 @@ def load_latest(root: Path) -> tuple[dict, dict[str, Any]] | None:
         try:
             return verify(folder)
         except BadCheckpoint as error:
-            after = (f"falling back to the previous checkpoint {found[k + 1][1].name}"
-                     if k + 1 < len(found) else "no good checkpoint left, starting from scratch")
+            after = (
+                f"falling back to the previous checkpoint {found[k + 1][1].name}"
+                if k + 1 < len(found)
+                else "no good checkpoint left, starting from scratch"
+            )
             note(f"--resume: {error}; {after}")
     return None
-

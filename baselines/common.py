@@ -51,11 +51,16 @@ def _json_dict(text: list[str]) -> dict | None:
 
 
 #: A field type: a JSON object on the command line (``None`` or ``null``: none given).
-JsonDict = Annotated[dict | None, tyro.constructors.PrimitiveConstructorSpec(
-    nargs=1, metavar="JSON", instance_from_str=_json_dict,
-    is_instance=lambda value: value is None or isinstance(value, dict),
-    str_from_instance=lambda value: ["None" if value is None else json.dumps(value)],
-)]
+JsonDict = Annotated[
+    dict | None,
+    tyro.constructors.PrimitiveConstructorSpec(
+        nargs=1,
+        metavar="JSON",
+        instance_from_str=_json_dict,
+        is_instance=lambda value: value is None or isinstance(value, dict),
+        str_from_instance=lambda value: ["None" if value is None else json.dumps(value)],
+    ),
+]
 
 
 def cli(cls: type[T], argv: Sequence[str] | None, description: str) -> T:
@@ -82,33 +87,51 @@ def warn_if_bf16_is_slow(bf16_autocast: bool) -> None:
     from llm_marl_envs.models import cpu_bf16_is_fast
 
     if bf16_autocast and not cpu_bf16_is_fast():
-        warnings.warn("--bf16-autocast on a CPU without AVX512-BF16/AMX: torch emulates bf16 and "
-                      "training is many times slower than float32", stacklevel=3)
+        warnings.warn(
+            "--bf16-autocast on a CPU without AVX512-BF16/AMX: torch emulates bf16 and "
+            "training is many times slower than float32",
+            stacklevel=3,
+        )
 
 
 # --------------------------------------------------------------------------- checkpoints, resume
 def check_resume(saved: dict, given: dict, free: Iterable[str] = RESUMABLE_CHANGES) -> None:
     """Refuse (one line, no traceback) a resume whose arguments differ outside ``free``."""
     free = set(free)
-    changed = {k: (saved.get(k), given.get(k)) for k in sorted(set(saved) | set(given))
-               if k not in free and saved.get(k) != given.get(k)}
+    changed = {
+        k: (saved.get(k), given.get(k))
+        for k in sorted(set(saved) | set(given))
+        if k not in free and saved.get(k) != given.get(k)
+    }
     if changed:
-        listed = ", ".join(f"--{k.replace('_', '-')} (checkpoint {a!r}, now {b!r})"
-                           for k, (a, b) in changed.items())
+        listed = ", ".join(
+            f"--{k.replace('_', '-')} (checkpoint {a!r}, now {b!r})"
+            for k, (a, b) in changed.items()
+        )
         verb = "differs" if len(changed) == 1 else "differ"
-        raise SystemExit(f"--resume: {listed} {verb} from the checkpoint's run; use the "
-                         "checkpoint's values, or a new --out-dir for a new run")
+        raise SystemExit(
+            f"--resume: {listed} {verb} from the checkpoint's run; use the "
+            "checkpoint's values, or a new --out-dir for a new run"
+        )
 
 
 def check_weights(saved: Iterable[str], expected: Iterable[str], args: Any) -> None:
     """Refuse (one line) a checkpoint whose trainable weights are not the model's."""
     if set(saved) != set(expected):
-        raise SystemExit(f"--resume: the checkpoint's weights do not fit --model {args.model!r} "
-                         f"(lora={args.lora}); resume with the model it was trained from")
+        raise SystemExit(
+            f"--resume: the checkpoint's weights do not fit --model {args.model!r} "
+            f"(lora={args.lora}); resume with the model it was trained from"
+        )
 
 
-def save_checkpoint(out_dir: Path, iteration: int, args: Any, metrics: list[dict],
-                    payloads: dict[str, Any], **extra: Any) -> None:
+def save_checkpoint(
+    out_dir: Path,
+    iteration: int,
+    args: Any,
+    metrics: list[dict],
+    payloads: dict[str, Any],
+    **extra: Any,
+) -> None:
     """Everything ``--resume`` needs, as ``<out_dir>/checkpoint/iteration-<iteration>/``:
     ``state.json`` (the next iteration, the args, the metrics so far and ``extra``, JSON values
     only) and one ``<name>.pt`` per payload, written atomically with a sha256 per file; the
@@ -145,16 +168,22 @@ def append_log(path: Path, row: dict) -> None:
 Line = tuple[str, str, dict]
 
 
-def plot_curves(path: Path, metrics: list[dict], panels: Sequence[tuple[str, Sequence[Line]]],
-                evals: Sequence[dict] = (), swaps: bool = False) -> None:
+def plot_curves(
+    path: Path,
+    metrics: list[dict],
+    panels: Sequence[tuple[str, Sequence[Line]]],
+    evals: Sequence[dict] = (),
+    swaps: bool = False,
+) -> None:
     """One panel per ``(title, lines)`` against the iteration, as a PNG. Lines whose key the
     rows lack are skipped; ``swaps``: a dotted vertical line after each iteration whose
     ``role_swap`` is true."""
     from matplotlib.figure import Figure  # the Agg canvas, without pyplot's global state
 
     fig = Figure(figsize=(4.5 * len(panels), 4), layout="constrained")
-    for ax, (title, lines) in zip(fig.subplots(1, len(panels), squeeze=False)[0], panels,
-                                  strict=True):
+    for ax, (title, lines) in zip(
+        fig.subplots(1, len(panels), squeeze=False)[0], panels, strict=True
+    ):
         for label, key, options in lines:
             options = dict(options)
             band, from_evals = options.pop("band", None), options.pop("eval", False)
@@ -166,9 +195,13 @@ def plot_curves(path: Path, metrics: list[dict], panels: Sequence[tuple[str, Seq
             ax.plot(x, y, label=label, **options)
             if band:
                 spread = [r[band] for r in rows]
-                ax.fill_between(x, [a - s for a, s in zip(y, spread, strict=True)],
-                                [a + s for a, s in zip(y, spread, strict=True)], alpha=0.2,
-                                label="± std")
+                ax.fill_between(
+                    x,
+                    [a - s for a, s in zip(y, spread, strict=True)],
+                    [a + s for a, s in zip(y, spread, strict=True)],
+                    alpha=0.2,
+                    label="± std",
+                )
         if swaps:
             for row in metrics:
                 if row["role_swap"]:

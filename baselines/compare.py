@@ -55,25 +55,31 @@ def series(runs: list[list[dict]], key: str) -> np.ndarray | None:
 
 def steps(runs: list[list[dict]], key: str) -> tuple[np.ndarray, np.ndarray] | None:
     """``(x, values)``: the rows' ``iteration`` (else their index) and ``series``' values."""
-    rows = [[(m.get("iteration", i), m[key]) for i, m in enumerate(metrics) if key in m]
-            for metrics in runs]
+    rows = [
+        [(m.get("iteration", i), m[key]) for i, m in enumerate(metrics) if key in m]
+        for metrics in runs
+    ]
     rows = [r for r in rows if r]
     if not rows:
         return None
     length = min(len(r) for r in rows)
-    return (np.array([x for x, _ in rows[0][:length]], dtype=float),
-            np.array([[y for _, y in r[:length]] for r in rows], dtype=float))
+    return (
+        np.array([x for x, _ in rows[0][:length]], dtype=float),
+        np.array([[y for _, y in r[:length]] for r in rows], dtype=float),
+    )
 
 
-def plot(runs: dict[str, list[list[dict]]], keys: list[str], out: Path, smooth: int,
-         title: str) -> None:
+def plot(
+    runs: dict[str, list[list[dict]]], keys: list[str], out: Path, smooth: int, title: str
+) -> None:
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    fig, axes = plt.subplots(1, len(keys), figsize=(5 * len(keys), 3.8), constrained_layout=True,
-                             squeeze=False)
+    fig, axes = plt.subplots(
+        1, len(keys), figsize=(5 * len(keys), 3.8), constrained_layout=True, squeeze=False
+    )
     for ax, key in zip(axes[0], keys, strict=True):
         for label, metrics in runs.items():
             found = steps(metrics, key)
@@ -83,12 +89,17 @@ def plot(runs: dict[str, list[list[dict]]], keys: list[str], out: Path, smooth: 
             marker = "o" if values.shape[1] <= 12 else None  # a few evaluations: show the points
             mean = running_mean(values.mean(0), smooth)
             seeds = values.shape[0]
-            line, = ax.plot(x, mean, marker=marker,
-                            label=f"{label} (n={seeds})" if seeds > 1 else label)
+            (line,) = ax.plot(
+                x, mean, marker=marker, label=f"{label} (n={seeds})" if seeds > 1 else label
+            )
             if seeds > 1:
-                ax.fill_between(x, running_mean(values.min(0), smooth),
-                                running_mean(values.max(0), smooth), color=line.get_color(),
-                                alpha=0.2)
+                ax.fill_between(
+                    x,
+                    running_mean(values.min(0), smooth),
+                    running_mean(values.max(0), smooth),
+                    color=line.get_color(),
+                    alpha=0.2,
+                )
         ax.set(title=key, xlabel="iteration")
         ax.grid(alpha=0.3)
         ax.legend(fontsize=8)
@@ -101,32 +112,40 @@ def plot(runs: dict[str, list[list[dict]]], keys: list[str], out: Path, smooth: 
 
 def table(runs: dict[str, list[list[dict]]], keys: list[str], last: int, first: int = 1) -> str:
     head = "first" if first == 1 else f"first {first}"
-    lines = ["| run | " + " | ".join(f"{k} ({head} -> last {last})" for k in keys) + " |",
-             "|---|" + "---:|" * len(keys)]
+    lines = [
+        "| run | " + " | ".join(f"{k} ({head} -> last {last})" for k in keys) + " |",
+        "|---|" + "---:|" * len(keys),
+    ]
     for label, metrics in runs.items():
         cells = []
         for key in keys:
             values = series(metrics, key)
-            cells.append("-" if values is None else
-                         f"{values[:, :first].mean():.3f} -> {values[:, -last:].mean():.3f}")
+            cells.append(
+                "-"
+                if values is None
+                else f"{values[:, :first].mean():.3f} -> {values[:, -last:].mean():.3f}"
+            )
         lines.append(f"| {label} | " + " | ".join(cells) + " |")
     return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("runs", nargs="+",
-                        help="run folders or metrics.jsonl files, optionally LABEL=PATH")
-    parser.add_argument("--keys", nargs="+",
-                        default=["task_reward_mean", "kl_pioneer", "combined_reward_mean"])
+    parser.add_argument(
+        "runs", nargs="+", help="run folders or metrics.jsonl files, optionally LABEL=PATH"
+    )
+    parser.add_argument(
+        "--keys", nargs="+", default=["task_reward_mean", "kl_pioneer", "combined_reward_mean"]
+    )
     parser.add_argument("--out", default="compare.png")
     parser.add_argument("--smooth", type=int, default=1, help="running mean over N iterations")
     parser.add_argument("--title", default="")
-    parser.add_argument("--file", default="metrics.jsonl",
-                        help="file read in each run folder, e.g. eval.jsonl (cory.py's "
-                        "evaluations)")
-    parser.add_argument("--table", action="store_true",
-                        help="print first/last values as Markdown")
+    parser.add_argument(
+        "--file",
+        default="metrics.jsonl",
+        help="file read in each run folder, e.g. eval.jsonl (cory.py's evaluations)",
+    )
+    parser.add_argument("--table", action="store_true", help="print first/last values as Markdown")
     parser.add_argument("--last", type=int, default=5, help="rows averaged for 'last' in --table")
     parser.add_argument("--first", type=int, default=1, help="rows averaged for 'first' in --table")
     args = parser.parse_args(argv)

@@ -97,8 +97,12 @@ ROLES = ("pioneer_0", "observer_0")
 # (which VADER scores high) to empty answers.
 ENV_DEFAULTS = {
     IMDB: {"lr": 5e-5, "kl_coef": 0.05, "max_new_tokens": 24, "env_kwargs": {}},
-    GSM8K: {"lr": 1e-5, "kl_coef": 0.01, "max_new_tokens": 96,
-            "env_kwargs": {"data_source": "procedural", "difficulty": 1}},
+    GSM8K: {
+        "lr": 1e-5,
+        "kl_coef": 0.01,
+        "max_new_tokens": 96,
+        "env_kwargs": {"data_source": "procedural", "difficulty": 1},
+    },
 }
 #: Metrics that measure the machine, not the algorithm (they differ between identical runs).
 TIMING_KEYS = ("seconds", "rollout_seconds", "train_seconds", "cpu_seconds", "peak_rss_mb")
@@ -203,8 +207,9 @@ def resolve(args: Args) -> Args:
     if args.shared_base and not args.lora:
         raise SystemExit("--shared-base needs --lora (full fine-tuning cannot share weights)")
     if args.checkpoint_every < 0:
-        raise SystemExit("--checkpoint-every must be >= 0 (0: only at the end), got "
-                         f"{args.checkpoint_every}")
+        raise SystemExit(
+            f"--checkpoint-every must be >= 0 (0: only at the end), got {args.checkpoint_every}"
+        )
     defaults = ENV_DEFAULTS.get(args.env, ENV_DEFAULTS[IMDB])
     filled = {k: copy.deepcopy(v) for k, v in defaults.items() if getattr(args, k) is None}
     out_dir = args.out_dir or f"runs/{args.algo}-{args.env.split('/')[-1]}-{args.seed}"
@@ -213,8 +218,10 @@ def resolve(args: Args) -> Args:
         min_new_tokens = args.max_new_tokens if args.env == IMDB else 0
         args = dataclasses.replace(args, min_new_tokens=min_new_tokens)
     if not 0 <= args.min_new_tokens <= args.max_new_tokens:
-        raise SystemExit("--min-new-tokens must be in [0, --max-new-tokens="
-                         f"{args.max_new_tokens}], got {args.min_new_tokens}")
+        raise SystemExit(
+            "--min-new-tokens must be in [0, --max-new-tokens="
+            f"{args.max_new_tokens}], got {args.min_new_tokens}"
+        )
     return args
 
 
@@ -296,8 +303,12 @@ def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | No
     """Learners "A" (and "B" for cory), the frozen reference (None with LoRA) and the pad id."""
     base, tokenizer = load_model(args.model)
     labels = ["A", "B"] if args.algo == "cory" else ["A"]
-    generation = {"max_new_tokens": args.max_new_tokens, "min_new_tokens": args.min_new_tokens,
-                  "temperature": args.temperature, "do_sample": True}
+    generation = {
+        "max_new_tokens": args.max_new_tokens,
+        "min_new_tokens": args.min_new_tokens,
+        "temperature": args.temperature,
+        "do_sample": True,
+    }
     reference = None
     models = [base] + [copy.deepcopy(base) for _ in labels[1:] if not args.shared_base]
     if not args.lora:
@@ -319,14 +330,16 @@ def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | No
             if policy.adapter is None:
                 params = list(policy.model.parameters())
             else:
-                params = [p for n, p in policy.model.named_parameters()
-                          if f".{policy.adapter}." in n]
+                params = [
+                    p for n, p in policy.model.named_parameters() if f".{policy.adapter}." in n
+                ]
             head = torch.nn.Linear(base.config.hidden_size, 1)
             torch.nn.init.normal_(head.weight, std=1e-3)
             torch.nn.init.zeros_(head.bias)
             optimizer = torch.optim.AdamW([*params, *head.parameters()], lr=args.lr)
-            kl_ctl = KLController(args.kl_coef, args.kl_target if args.adaptive_kl else None,
-                                  args.kl_horizon)
+            kl_ctl = KLController(
+                args.kl_coef, args.kl_target if args.adaptive_kl else None, args.kl_horizon
+            )
             learners[label] = Learner(label, policy, head, optimizer, kl_ctl, params)
     return learners, reference, tokenizer.pad_token_id
 
@@ -345,8 +358,13 @@ def forward(learner, prompts, completions, targets, run, reference=False):
     learner.policy.activate()
     with context, torch.autocast("cpu", dtype=torch.bfloat16, enabled=run.bf16_autocast):
         _, mask, *hidden, logits = completion_logprobs(
-            model, prompts, completions, pad_id=run.pad_id, return_hidden=not reference,
-            return_logits=True)
+            model,
+            prompts,
+            completions,
+            pad_id=run.pad_id,
+            return_hidden=not reference,
+            return_logits=True,
+        )
     logits = logits.float() / run.temperature
     logprobs = torch.log_softmax(logits, -1).gather(-1, targets[:, : mask.shape[1], None])
     logprobs = logprobs.squeeze(-1)
@@ -360,8 +378,9 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
     completions = [t.completion_ids for t in turns]
     n, width = len(turns), max(len(c) for c in completions)
     targets = padded(completions, width)
-    chunks = [list(range(i, min(i + run.mini_batch_size, n)))
-              for i in range(0, n, run.mini_batch_size)]
+    chunks = [
+        list(range(i, min(i + run.mini_batch_size, n))) for i in range(0, n, run.mini_batch_size)
+    ]
 
     # 1. Old log-probs, values and full-vocabulary KL to the reference, before any update.
     old_logprobs, old_values, kl, mask = (torch.zeros(n, width) for _ in range(4))
@@ -389,8 +408,9 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
         order = rng.permutation(n)
         for start in range(0, n, run.mini_batch_size):
             idx = torch.as_tensor(order[start : start + run.mini_batch_size])
-            logprobs, _, values, m = forward(learner, [prompts[i] for i in idx],
-                                             [completions[i] for i in idx], targets[idx], run)
+            logprobs, _, values, m = forward(
+                learner, [prompts[i] for i in idx], [completions[i] for i in idx], targets[idx], run
+            )
             k = m.shape[1]
             adv, ret = advantages[idx, :k], returns[idx, :k]
             ratio = torch.exp(logprobs - old_logprobs[idx, :k])
@@ -403,8 +423,9 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
             learner.optimizer.zero_grad(set_to_none=True)
             loss.backward()
             if run.max_grad_norm > 0:
-                torch.nn.utils.clip_grad_norm_([*learner.params, *learner.value_head.parameters()],
-                                               run.max_grad_norm)
+                torch.nn.utils.clip_grad_norm_(
+                    [*learner.params, *learner.value_head.parameters()], run.max_grad_norm
+                )
             learner.optimizer.step()
             stats["policy_loss"].append(pg_loss.item())
             stats["value_loss"].append(vf_loss.item())
@@ -433,12 +454,21 @@ def save_checkpoint(out: Path, args: Args, learners, iteration: int, **state) ->
     """Write ``checkpoint/iteration-<iteration>/`` (the next iteration) atomically, with a
     sha256 per file; the previous checkpoint stays as the fallback (``common.save_checkpoint``).
     ``state``: the metrics, evaluations and roles, for ``state.json``."""
-    common.save_checkpoint(out, iteration, args, payloads={
-        f"learner_{label}": {"weights": learner.weights(),
-                             "value_head": learner.value_head.state_dict(),
-                             "optimizer": learner.optimizer.state_dict(),
-                             "kl_coef": learner.kl_ctl.value}
-        for label, learner in learners.items()}, **state)
+    common.save_checkpoint(
+        out,
+        iteration,
+        args,
+        payloads={
+            f"learner_{label}": {
+                "weights": learner.weights(),
+                "value_head": learner.value_head.state_dict(),
+                "optimizer": learner.optimizer.state_dict(),
+                "kl_coef": learner.kl_ctl.value,
+            }
+            for label, learner in learners.items()
+        },
+        **state,
+    )
 
 
 def load_checkpoint(out: Path, learners, args: Args) -> dict | None:
@@ -471,16 +501,27 @@ def plot(metrics: list[dict], path: Path, evals: list[dict] = ()) -> None:
         if key != "kl" and len(roles) == 2:  # cory: the mean of the two roles
             lines.append(("mean", f"{key}_mean", {"color": "black"}))
         if key == "task_reward":  # evaluations sit between iterations (after n updates)
-            lines += [(f"{role} (eval)", f"task_reward_{role}",
-                       {"eval": True, "marker": marker, "linestyle": "--"})
-                      for role, marker in zip(roles, "os", strict=False)]
+            lines += [
+                (
+                    f"{role} (eval)",
+                    f"task_reward_{role}",
+                    {"eval": True, "marker": marker, "linestyle": "--"},
+                )
+                for role, marker in zip(roles, "os", strict=False)
+            ]
         return title, lines
 
-    common.plot_curves(path, metrics, [
-        panel("task_reward", "task reward"),
-        panel("kl", "KL to reference (sum over tokens)"),
-        panel("combined_reward", "combined reward"),
-    ], evals, swaps=True)
+    common.plot_curves(
+        path,
+        metrics,
+        [
+            panel("task_reward", "task reward"),
+            panel("kl", "KL to reference (sum over tokens)"),
+            panel("combined_reward", "combined reward"),
+        ],
+        evals,
+        swaps=True,
+    )
 
 
 # ------------------------------------------------------------------ training loop
@@ -499,14 +540,22 @@ def evaluate(args: Args, roles: dict[str, Learner], env_kwargs: dict, updates: i
     policies.setdefault("observer_0", observer_stub)
     for i, learner in enumerate(roles.values()):
         learner.policy.reseed(EVAL_SEED + i)
-    result = rollout(args.env, policies, episodes=args.eval_episodes, batch_size=args.batch_size,
-                     seed=EVAL_SEED, env_kwargs=env_kwargs, progress=False)
+    result = rollout(
+        args.env,
+        policies,
+        episodes=args.eval_episodes,
+        batch_size=args.batch_size,
+        seed=EVAL_SEED,
+        env_kwargs=env_kwargs,
+        progress=False,
+    )
     row: dict = {"iteration": updates, "pioneer_model": roles["pioneer_0"].label}
     for role in roles:
         turns = [next(t for t in e.turns if t.agent == role) for e in result.episodes]
         name = role.split("_")[0]
-        row[f"task_reward_{name}"] = float(np.mean([t.reward_components.get("task_reward", t.reward)
-                                                    for t in turns]))
+        row[f"task_reward_{name}"] = float(
+            np.mean([t.reward_components.get("task_reward", t.reward) for t in turns])
+        )
         row[f"completion_tokens_{name}"] = float(np.mean([len(t.completion_ids) for t in turns]))
     row["task_reward_mean"] = float(np.mean([row[f"task_reward_{r.split('_')[0]}"] for r in roles]))
     return row
@@ -543,8 +592,10 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
         row = evaluate(args, seated(), env_kwargs, updates)
         evals.append(row)
         common.append_log(out / "eval.jsonl", row)
-        tqdm.write(f"eval after {updates} updates: " + ", ".join(
-            f"{k} {v:.3f}" for k, v in row.items() if k.startswith("task_reward")))
+        tqdm.write(
+            f"eval after {updates} updates: "
+            + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if k.startswith("task_reward"))
+        )
 
     if args.eval_episodes > 0 and start == 0 and not evals:
         run_eval(0)
@@ -558,9 +609,15 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
         for i, learner in enumerate(roles.values()):
             learner.policy.reseed(args.seed * 1_000_000 + 2 * iteration + i)
         # Episode k of this iteration resets with seed * 1e6 + iteration * batch_size + k.
-        result = rollout(args.env, policies, episodes=args.batch_size, batch_size=args.batch_size,
-                         seed=args.seed * 1_000_000 + iteration * args.batch_size,
-                         env_kwargs=env_kwargs, progress=False)
+        result = rollout(
+            args.env,
+            policies,
+            episodes=args.batch_size,
+            batch_size=args.batch_size,
+            seed=args.seed * 1_000_000 + iteration * args.batch_size,
+            env_kwargs=env_kwargs,
+            progress=False,
+        )
         rollout_seconds = time.perf_counter() - tick
 
         row: dict = {"iteration": iteration, "pioneer_model": order[0]}
@@ -572,26 +629,33 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
         for key in ("task_reward", "combined_reward"):
             row[f"{key}_mean"] = float(np.mean([row[f"{key}_{r.split('_')[0]}"] for r in roles]))
 
-        swap = (args.algo == "cory" and args.swap_every > 0
-                and (iteration + 1) % args.swap_every == 0)
+        swap = (
+            args.algo == "cory" and args.swap_every > 0 and (iteration + 1) % args.swap_every == 0
+        )
         if swap:  # role exchange: the models (with heads, optimizers, eta) change seats
             order.reverse()
         seconds = time.perf_counter() - tick
-        row.update(role_swap=swap, seconds=seconds, rollout_seconds=rollout_seconds,
-                   train_seconds=seconds - rollout_seconds,
-                   cpu_seconds=time.process_time() - cpu_tick,
-                   peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024)
+        row.update(
+            role_swap=swap,
+            seconds=seconds,
+            rollout_seconds=rollout_seconds,
+            train_seconds=seconds - rollout_seconds,
+            cpu_seconds=time.process_time() - cpu_tick,
+            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+        )
         metrics.append(row)
         common.append_log(out / "metrics.jsonl", row)
-        bar.set_postfix(reward=f"{row['task_reward_mean']:.3f}", kl=f"{row['kl_pioneer']:.2f}",
-                        pioneer=order[0])
+        bar.set_postfix(
+            reward=f"{row['task_reward_mean']:.3f}", kl=f"{row['kl_pioneer']:.2f}", pioneer=order[0]
+        )
 
         last = iteration + 1 == args.iterations
         if args.eval_episodes > 0 and ((iteration + 1) % args.eval_every == 0 or last):
             run_eval(iteration + 1)
         if last or (args.checkpoint_every and (iteration + 1) % args.checkpoint_every == 0):
-            save_checkpoint(out, args, learners, iteration + 1, metrics=metrics, evals=evals,
-                            order=order)
+            save_checkpoint(
+                out, args, learners, iteration + 1, metrics=metrics, evals=evals, order=order
+            )
             plot(metrics, out / "curves.png", evals)
     if metrics:
         plot(metrics, out / "curves.png", evals)

@@ -91,7 +91,11 @@ import common
 
 #: Metrics that measure the machine, not the algorithm (they differ between identical runs).
 TIMING_KEYS = (
-    "seconds", "rollout_seconds", "train_seconds", "gen_tokens_per_s", "train_tokens_per_s",
+    "seconds",
+    "rollout_seconds",
+    "train_seconds",
+    "gen_tokens_per_s",
+    "train_tokens_per_s",
     "peak_rss_mb",
 )
 
@@ -185,8 +189,9 @@ def parse_env_kwargs(text: str) -> dict:
 # --- the algorithm's pure parts --------------------------------------------------------------
 
 
-def group_advantages(rewards, group_size: int, normalize_std: bool = False,
-                     clip: float = 10.0) -> torch.Tensor:
+def group_advantages(
+    rewards, group_size: int, normalize_std: bool = False, clip: float = 10.0
+) -> torch.Tensor:
     """``A_g = R_g - mean(group)`` (``/ (std + 1e-8)`` if ``normalize_std``), clamped to
     ``[-clip, clip]``. ``rewards`` holds consecutive groups; std is the population std."""
     grouped = torch.as_tensor(rewards, dtype=torch.float64).reshape(-1, group_size)
@@ -221,7 +226,8 @@ def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, flo
     samples = [  # (agent, prompt ids, completion ids, advantage) of the learner's turns; turns
         (turn.agent, turn.prompt_ids, turn.completion_ids, float(advantages[e]))  # with A = 0
         for e, episode in enumerate(episodes)  # add nothing to the gradient: skipped
-        for turn in episode.turns if turn.agent in learner["agents"] and advantages[e] != 0
+        for turn in episode.turns
+        if turn.agent in learner["agents"] and advantages[e] != 0
     ]
     losses, tokens = dict.fromkeys(learner["agents"], 0.0), 0
     optimizer.zero_grad(set_to_none=True)
@@ -230,7 +236,9 @@ def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, flo
         part = samples[begin : begin + chunk]
         with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16_autocast):
             logprobs, mask = completion_logprobs(
-                model, [s[1] for s in part], [s[2] for s in part],
+                model,
+                [s[1] for s in part],
+                [s[2] for s in part],
                 pad_id=learner["policy"].tokenizer.pad_token_id,
             )
         advantage = torch.tensor([s[3] for s in part], dtype=torch.float32)
@@ -251,16 +259,28 @@ def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, flo
 def save_checkpoint(out_dir: Path, next_iteration: int, args: Args, learners, metrics) -> None:
     """Everything ``--resume`` needs, as ``checkpoint/iteration-<next_iteration>/`` (atomic,
     checksummed; the previous checkpoint stays as the fallback)."""
-    payloads = {f"learner_{index}": {
-        "agents": learner["agents"],
-        "params": {n: p.detach()  # trainable weights: the model, or the LoRA adapter
-                   for n, p in learner["policy"].model.named_parameters() if p.requires_grad},
-        "optimizer": learner["optimizer"].state_dict(),
-    } for index, learner in enumerate(learners)}
+    payloads = {
+        f"learner_{index}": {
+            "agents": learner["agents"],
+            "params": {
+                n: p.detach()  # trainable weights: the model, or the LoRA adapter
+                for n, p in learner["policy"].model.named_parameters()
+                if p.requires_grad
+            },
+            "optimizer": learner["optimizer"].state_dict(),
+        }
+        for index, learner in enumerate(learners)
+    }
     payloads["torch_rng"] = torch.get_rng_state()  # unused by this script; restored all the same
     # the policy seeds are for the record only: the policies are reseeded at every iteration
-    common.save_checkpoint(out_dir, next_iteration, args, metrics, payloads,
-                           policy_seeds=[learner["policy"].seed for learner in learners])
+    common.save_checkpoint(
+        out_dir,
+        next_iteration,
+        args,
+        metrics,
+        payloads,
+        policy_seeds=[learner["policy"].seed for learner in learners],
+    )
 
 
 def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict]]:
@@ -283,12 +303,21 @@ def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict
 
 def plot_curves(metrics: list[dict], path: Path, agents: list[str]) -> None:
     """Joint reward (mean ± std, max), loss and completion length per iteration, as a PNG."""
-    common.plot_curves(path, metrics, [
-        ("joint reward", [("mean", "reward_mean", {"band": "reward_std"}),
-                          ("max", "reward_max", {"linestyle": ":"})]),
-        ("loss", [(agent, f"loss/{agent}", {}) for agent in agents]),
-        ("completion tokens", [(agent, f"completion_tokens/{agent}", {}) for agent in agents]),
-    ])
+    common.plot_curves(
+        path,
+        metrics,
+        [
+            (
+                "joint reward",
+                [
+                    ("mean", "reward_mean", {"band": "reward_std"}),
+                    ("max", "reward_max", {"linestyle": ":"}),
+                ],
+            ),
+            ("loss", [(agent, f"loss/{agent}", {}) for agent in agents]),
+            ("completion tokens", [(agent, f"completion_tokens/{agent}", {}) for agent in agents]),
+        ],
+    )
 
 
 # --- main ------------------------------------------------------------------------------------
@@ -309,8 +338,13 @@ def main(argv=None) -> list[dict]:
     learners = []
     for played in [[a] for a in agents] if args.algo == "magrpo" else [agents]:
         policy = HFPolicy.from_spec(
-            args.model, dtype=args.dtype, max_new_tokens=args.max_new_tokens, do_sample=True,
-            temperature=args.temperature, top_p=args.top_p, name=f"{args.algo}:{'+'.join(played)}",
+            args.model,
+            dtype=args.dtype,
+            max_new_tokens=args.max_new_tokens,
+            do_sample=True,
+            temperature=args.temperature,
+            top_p=args.top_p,
+            name=f"{args.algo}:{'+'.join(played)}",
         )
         if args.lora:
             policy.add_lora(r=args.lora_r, alpha=args.lora_alpha)
@@ -327,8 +361,15 @@ def main(argv=None) -> list[dict]:
         start, metrics = load_checkpoint(out_dir, args, learners)
     common.write_log(out_dir / "metrics.jsonl", metrics)  # drops lines logged after the checkpoint
 
-    bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, unit="it",
-               desc=f"{args.algo} {env_name}", disable=not args.progress, file=sys.stderr)
+    bar = tqdm(
+        range(start, args.iterations),
+        initial=start,
+        total=args.iterations,
+        unit="it",
+        desc=f"{args.algo} {env_name}",
+        disable=not args.progress,
+        file=sys.stderr,
+    )
     for iteration in bar:
         tick = time.perf_counter()
 
@@ -336,9 +377,15 @@ def main(argv=None) -> list[dict]:
         for index, learner in enumerate(learners):
             learner["policy"].reseed(derive_seed(args.seed, iteration, index))
         result = rollout(
-            args.env, policies, episodes=n_episodes, batch_size=n_episodes,
-            seed=args.seed * 1_000_000 + iteration * args.batch_size, group_size=args.group_size,
-            env_kwargs=env_kwargs, out=out_dir / "episodes.jsonl", progress=False,
+            args.env,
+            policies,
+            episodes=n_episodes,
+            batch_size=n_episodes,
+            seed=args.seed * 1_000_000 + iteration * args.batch_size,
+            group_size=args.group_size,
+            env_kwargs=env_kwargs,
+            out=out_dir / "episodes.jsonl",
+            progress=False,
         )
         episodes = result.episodes  # in order: group b is episodes[b*G : (b+1)*G]
         rollout_seconds = time.perf_counter() - tick
@@ -360,8 +407,10 @@ def main(argv=None) -> list[dict]:
         # Metrics. Components: the first agent's last turn (the envs' shared joint score);
         # raw values such as rho are averaged over the episodes that reached them.
         turns = {a: [t for ep in episodes for t in ep.turns if t.agent == a] for a in agents}
-        scores = [next(t for t in reversed(ep.turns) if t.agent == agents[0]).reward_components
-                  for ep in episodes]
+        scores = [
+            next(t for t in reversed(ep.turns) if t.agent == agents[0]).reward_components
+            for ep in episodes
+        ]
         names = sorted({k for c in scores for k, v in c.items() if isinstance(v, (int, float))})
         gen_tokens = sum(len(t.completion_ids) for a in agents for t in turns[a])
         seconds = time.perf_counter() - tick
@@ -374,12 +423,16 @@ def main(argv=None) -> list[dict]:
             "reward_min": float(rewards.min()),
             "zero_std_groups": int((rewards.reshape(-1, args.group_size).std(axis=1) == 0).sum()),
             "advantage_abs_mean": float(advantages.abs().mean()),
-            **{f"reward_components/{k}": float(np.mean([c[k] for c in scores if k in c]))
-               for k in names},
+            **{
+                f"reward_components/{k}": float(np.mean([c[k] for c in scores if k in c]))
+                for k in names
+            },
             **{f"loss/{a}": losses[a] for a in agents},
             **{f"grad_norm/{name}": norm for name, norm in grad_norms.items()},
-            **{f"completion_tokens/{a}": float(np.mean([len(t.completion_ids) for t in turns[a]]))
-               for a in agents},
+            **{
+                f"completion_tokens/{a}": float(np.mean([len(t.completion_ids) for t in turns[a]]))
+                for a in agents
+            },
             "format_failures": sum(t.format_error is not None for a in agents for t in turns[a]),
             "seconds": seconds,
             "rollout_seconds": rollout_seconds,

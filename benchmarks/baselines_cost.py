@@ -49,18 +49,40 @@ TARGETS = {"memory": 1.3, "time": 2.2}
 
 def run_config(name: str, iterations: int, model: str, extra: list[str]) -> dict:
     """Train ``iterations`` iterations of one configuration in a child process; its metrics."""
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     with tempfile.TemporaryDirectory() as out:
-        command = [sys.executable, str(ROOT / "baselines" / "cory.py"), *CONFIGS[name], "--model", model,
-                   "--iterations", str(iterations), "--checkpoint-every", str(10**6), "--eval-episodes", "0",
-                   "--out-dir", out, *extra]
+        command = [
+            sys.executable,
+            str(ROOT / "baselines" / "cory.py"),
+            *CONFIGS[name],
+            "--model",
+            model,
+            "--iterations",
+            str(iterations),
+            "--checkpoint-every",
+            str(10**6),
+            "--eval-episodes",
+            "0",
+            "--out-dir",
+            out,
+            *extra,
+        ]
         proc = subprocess.run(command, capture_output=True, text=True, env=env, cwd=ROOT)
         if proc.returncode != 0:
             raise RuntimeError(f"{name} failed:\n{proc.stderr[-3000:]}")
-        metrics = [json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()]
+        metrics = [
+            json.loads(line) for line in (Path(out) / "metrics.jsonl").read_text().splitlines()
+        ]
     timed = metrics[1:] or metrics
     return {
-        "config": name, "args": CONFIGS[name] + extra, "iterations": len(metrics),
+        "config": name,
+        "args": CONFIGS[name] + extra,
+        "iterations": len(metrics),
         "seconds_per_iteration": float(np.mean([m["seconds"] for m in timed])),
         "rollout_seconds": float(np.mean([m["rollout_seconds"] for m in timed])),
         "train_seconds": float(np.mean([m["train_seconds"] for m in timed])),
@@ -71,21 +93,34 @@ def run_config(name: str, iterations: int, model: str, extra: list[str]) -> dict
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--iterations", type=int, default=3, help="iterations per configuration (>= 2)")
+    parser.add_argument(
+        "--iterations", type=int, default=3, help="iterations per configuration (>= 2)"
+    )
     parser.add_argument("--configs", nargs="+", default=list(CONFIGS), choices=list(CONFIGS))
-    parser.add_argument("--model", default="default", help="'default' (SmolLM2) or 'tiny' (a smoke run)")
-    parser.add_argument("--extra", default="", help="more cory.py flags for every configuration, one string")
-    parser.add_argument("--note", default="", help="a remark on the conditions, printed under the machine line")
+    parser.add_argument(
+        "--model", default="default", help="'default' (SmolLM2) or 'tiny' (a smoke run)"
+    )
+    parser.add_argument(
+        "--extra", default="", help="more cory.py flags for every configuration, one string"
+    )
+    parser.add_argument(
+        "--note", default="", help="a remark on the conditions, printed under the machine line"
+    )
     parser.add_argument("--out", default="docs/benchmarks/baselines_cost.md")
     args = parser.parse_args()
     rows = []
     for name in args.configs:
         row = run_config(name, args.iterations, args.model, args.extra.split())
         rows.append(row)
-        print(f"{name:<18} {row['seconds_per_iteration']:7.1f} s/iteration (rollout {row['rollout_seconds']:.1f}, "
-              f"train {row['train_seconds']:.1f}), peak {row['peak_rss_mb']:.0f} MB", flush=True)
+        print(
+            f"{name:<18} {row['seconds_per_iteration']:7.1f} s/iteration (rollout {row['rollout_seconds']:.1f}, "
+            f"train {row['train_seconds']:.1f}), peak {row['peak_rss_mb']:.0f} MB",
+            flush=True,
+        )
     out = Path(args.out)
-    out.with_suffix(".json").write_text(json.dumps({"model": args.model, "rows": rows}, indent=1) + "\n")
+    out.with_suffix(".json").write_text(
+        json.dumps({"model": args.model, "rows": rows}, indent=1) + "\n"
+    )
     write_report(rows, args, out)
     print(f"wrote {out} and {out.with_suffix('.json')}")
 
@@ -105,9 +140,11 @@ def write_report(rows: list[dict], args: argparse.Namespace, out: Path) -> None:
         "included. Raw figures: `baselines_cost.json`.",
         "",
         f"Machine: {platform.machine()}, {os.cpu_count()} cores, CPU only, Python {platform.python_version()}"
-        + (f"; {args.note}" if args.note else "") + ".",
+        + (f"; {args.note}" if args.note else "")
+        + ".",
         "",
-        "| configuration | flags | s / iteration | rollout s | train s | peak RSS MB | time vs ppo-full | memory vs ppo-full |",
+        "| configuration | flags | s / iteration | rollout s | train s | peak RSS MB "
+        "| time vs ppo-full | memory vs ppo-full |",
         "|---|---|---:|---:|---:|---:|---:|---:|",
     ]
     for r in rows:
@@ -115,8 +152,10 @@ def write_report(rows: list[dict], args: argparse.Namespace, out: Path) -> None:
         if ref:
             t = f"{r['seconds_per_iteration'] / ref['seconds_per_iteration']:.2f}x"
             m = f"{r['peak_rss_mb'] / ref['peak_rss_mb']:.2f}x"
-        lines.append(f"| {r['config']} | `{' '.join(r['args'])}` | {r['seconds_per_iteration']:.1f} | "
-                     f"{r['rollout_seconds']:.1f} | {r['train_seconds']:.1f} | {r['peak_rss_mb']:.0f} | {t} | {m} |")
+        lines.append(
+            f"| {r['config']} | `{' '.join(r['args'])}` | {r['seconds_per_iteration']:.1f} | "
+            f"{r['rollout_seconds']:.1f} | {r['train_seconds']:.1f} | {r['peak_rss_mb']:.0f} | {t} | {m} |"
+        )
     if ref and TARGET_CONFIG in by_name:
         c = by_name[TARGET_CONFIG]
         mem = c["peak_rss_mb"] / ref["peak_rss_mb"]

@@ -34,7 +34,9 @@ GSM8K_ANSWERS = [
     "I am not sure, maybe it is 1,250 dollars.",
     "We need 15 / 3 = 5 boxes, so 5 * 8 = 40 cookies. The answer is 40.",
 ]
-SUMMARY = "My landlord kept my whole deposit over floor scratches that were there before I moved in."
+SUMMARY = (
+    "My landlord kept my whole deposit over floor scratches that were there before I moved in."
+)
 ELABORATION = (
     "I moved out of my flat last month after two years. However, my landlord kept the whole "
     "deposit because he says the scratches on the kitchen floor are new. In fact, my move-in "
@@ -105,17 +107,51 @@ def main() -> None:
     rows = []
     # (env id, label, answers, env kwargs, reward-only function, target, what the target is on)
     configs = [
-        ("llm_marl_envs/GSM8K-v0", "bundled", GSM8K_ANSWERS, {"data_source": "bundled"},
-         lambda a: gsm8k_reward([a], answer=["#### 21"]), 20_000, "env"),
-        ("llm_marl_envs/GSM8K-v0", "procedural, difficulty 2", GSM8K_ANSWERS,
-         {"data_source": "procedural", "difficulty": 2}, None, 20_000, "env"),
-        ("llm_marl_envs/IMDBSentiment-v0", "bundled, VADER", IMDB_ANSWERS,
-         {"data_source": "bundled", "scorer": "vader"},
-         lambda a: sentiment_reward([a], prompts=["The film was"], scorer="vader"), 3_000, "env"),
-        ("llm_marl_envs/TLDRSummarization-v0", "bundled", WRITING_ANSWERS, {"data_source": "bundled"},
-         lambda _: writing_reward(SUMMARY, ELABORATION, TLDR), 5_000, "reward"),
-        ("llm_marl_envs/ArxivExpansion-v0", "bundled", INTRO_ANSWERS, {"data_source": "bundled"},
-         lambda _: writing_reward(INTRO_A, INTRO_B, ARXIV), None, "reward"),
+        (
+            "llm_marl_envs/GSM8K-v0",
+            "bundled",
+            GSM8K_ANSWERS,
+            {"data_source": "bundled"},
+            lambda a: gsm8k_reward([a], answer=["#### 21"]),
+            20_000,
+            "env",
+        ),
+        (
+            "llm_marl_envs/GSM8K-v0",
+            "procedural, difficulty 2",
+            GSM8K_ANSWERS,
+            {"data_source": "procedural", "difficulty": 2},
+            None,
+            20_000,
+            "env",
+        ),
+        (
+            "llm_marl_envs/IMDBSentiment-v0",
+            "bundled, VADER",
+            IMDB_ANSWERS,
+            {"data_source": "bundled", "scorer": "vader"},
+            lambda a: sentiment_reward([a], prompts=["The film was"], scorer="vader"),
+            3_000,
+            "env",
+        ),
+        (
+            "llm_marl_envs/TLDRSummarization-v0",
+            "bundled",
+            WRITING_ANSWERS,
+            {"data_source": "bundled"},
+            lambda _: writing_reward(SUMMARY, ELABORATION, TLDR),
+            5_000,
+            "reward",
+        ),
+        (
+            "llm_marl_envs/ArxivExpansion-v0",
+            "bundled",
+            INTRO_ANSWERS,
+            {"data_source": "bundled"},
+            lambda _: writing_reward(INTRO_A, INTRO_B, ARXIV),
+            None,
+            "reward",
+        ),
     ]
     for env_id, label, answers, kwargs, reward_fn, target, on in configs:
         env_rate, episodes = bench_env(env_id, answers, args.seconds, **kwargs)
@@ -123,8 +159,10 @@ def main() -> None:
         measured = env_rate if on == "env" else reward_rate
         rows.append((env_id, label, env_rate, reward_rate, target, on, measured))
         reward_text = f"{reward_rate:,.0f}" if reward_rate else "-"
-        print(f"{env_id:<36} {label:<26} env {env_rate:>9,.0f} turns/s   reward only {reward_text:>9} /s"
-              f"   ({episodes} episodes)")
+        print(
+            f"{env_id:<36} {label:<26} env {env_rate:>9,.0f} turns/s   reward only {reward_text:>9} /s"
+            f"   ({episodes} episodes)"
+        )
 
     lines = [
         "# Environment overhead per agent turn",
@@ -147,7 +185,9 @@ def main() -> None:
         else:
             unit = "turns/s (env)" if on == "env" else "joint actions/s (reward)"
             target_text, met = f">= {target:,} {unit}", "yes" if measured >= target else "NO"
-        lines.append(f"| `{env_id}` | {label} | {env_rate:,.0f} | {reward_text} | {target_text} | {met} |")
+        lines.append(
+            f"| `{env_id}` | {label} | {env_rate:,.0f} | {reward_text} | {target_text} | {met} |"
+        )
     lines += [
         "",
         "Procedural GSM8K generates a new problem at every reset, so its row includes the "

@@ -27,7 +27,11 @@ import numpy as np
 
 import llm_marl_envs
 from llm_marl_envs.games.maze_layout import generate_layout
-from llm_marl_envs.policies.scripted.donor import always_defect, fraction_giver, reputation_reciprocator
+from llm_marl_envs.policies.scripted.donor import (
+    always_defect,
+    fraction_giver,
+    reputation_reciprocator,
+)
 from llm_marl_envs.policies.scripted.maze import oracle_pair, random_pair
 
 
@@ -84,10 +88,19 @@ def main() -> None:
         eps, tps = bench_episodes(env, policies, args.seconds)
         met = "-" if target is None else ("yes" if eps >= target_value else "NO")
         rows.append((env_id, setup, policies_name, eps, tps, target or "-", met))
-        print(f"{env_id:<30} {setup:<24} {policies_name:<28} {eps:>9,.0f} episodes/s {tps:>10,.0f} turns/s")
+        print(
+            f"{env_id:<30} {setup:<24} {policies_name:<28} {eps:>9,.0f} episodes/s {tps:>10,.0f} turns/s"
+        )
 
-    add(maze, "9x9 partial", "random pair", llm_marl_envs.make(maze), random_pair(0),
-        ">= 500 episodes/s", 500)
+    add(
+        maze,
+        "9x9 partial",
+        "random pair",
+        llm_marl_envs.make(maze),
+        random_pair(0),
+        ">= 500 episodes/s",
+        500,
+    )
     add(maze, "9x9 partial", "oracle pair", llm_marl_envs.make(maze), oracle_pair())
     add(maze, "15x15 partial", "random pair", llm_marl_envs.make(maze, size=15), random_pair(0))
     add(maze, "9x9 full", "random pair", llm_marl_envs.make(maze, variant="full"), random_pair(0))
@@ -98,8 +111,15 @@ def main() -> None:
     ]:
         env = llm_marl_envs.make(donor, num_agents=12)
         policies = {agent: make_policy() for agent in env.possible_agents}
-        add(donor, "N=12, 12 rounds", name, env, policies,
-            ">= 200 games/s" if name == "reputation reciprocator" else None, 200)
+        add(
+            donor,
+            "N=12, 12 rounds",
+            name,
+            env,
+            policies,
+            ">= 200 games/s" if name == "reputation reciprocator" else None,
+            200,
+        )
     generation = {size: bench_generation(size, args.seconds) for size in (9, 15)}
     for size, rate in generation.items():
         print(f"maze generation {size}x{size}: {rate:,.0f} layouts/s")

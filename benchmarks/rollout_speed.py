@@ -56,10 +56,19 @@ print(json.dumps({
 """
 
 
-def run_child(model: str, dtype: str, env_id: str, episodes: int, batch_size: int, max_new_tokens: int) -> dict:
+def run_child(
+    model: str, dtype: str, env_id: str, episodes: int, batch_size: int, max_new_tokens: int
+) -> dict:
     payload = json.dumps([model, dtype, env_id, ENVS[env_id], episodes, batch_size, max_new_tokens])
-    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-    proc = subprocess.run([sys.executable, "-c", _CHILD, payload], capture_output=True, text=True, env=env)
+    env = {
+        **os.environ,
+        "HF_HUB_OFFLINE": "1",
+        "HF_DATASETS_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
+    proc = subprocess.run(
+        [sys.executable, "-c", _CHILD, payload], capture_output=True, text=True, env=env
+    )
     if proc.returncode != 0:
         raise RuntimeError(f"{model} {env_id} batch {batch_size} failed:\n{proc.stderr[-3000:]}")
     return json.loads(proc.stdout.strip().splitlines()[-1])
@@ -68,12 +77,19 @@ def run_child(model: str, dtype: str, env_id: str, episodes: int, batch_size: in
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--episodes", type=int, default=32)
-    parser.add_argument("--models", nargs="+", default=["tiny", "default", "default@bf16"],
-                        help="model specs, optionally @dtype (e.g. default@bf16)")
+    parser.add_argument(
+        "--models",
+        nargs="+",
+        default=["tiny", "default", "default@bf16"],
+        help="model specs, optionally @dtype (e.g. default@bf16)",
+    )
     parser.add_argument("--envs", nargs="+", default=list(ENVS))
     parser.add_argument("--max-new-tokens", type=int, default=48)
-    parser.add_argument("--results", default="docs/benchmarks/rollout_speed.json",
-                        help="measurements are merged into this file (one row per model, dtype, env)")
+    parser.add_argument(
+        "--results",
+        default="docs/benchmarks/rollout_speed.json",
+        help="measurements are merged into this file (one row per model, dtype, env)",
+    )
     parser.add_argument("--out", default="docs/benchmarks/rollout_speed.md")
     args = parser.parse_args()
     results_path = Path(args.results)
@@ -84,18 +100,31 @@ def main() -> None:
         for env_id in args.envs:
             runs = {}
             for batch_size in (args.episodes, 1):
-                r = runs[batch_size] = run_child(model, dtype, env_id, args.episodes, batch_size, args.max_new_tokens)
-                print(f"{model:<8} {dtype:<8} {env_id:<38} batch {batch_size:>3}: {r['wall']:8.2f} s, "
-                      f"env {r['env'] / r['wall']:.2%}, peak {r['peak_rss_mb']:.0f} MB", flush=True)
+                r = runs[batch_size] = run_child(
+                    model, dtype, env_id, args.episodes, batch_size, args.max_new_tokens
+                )
+                print(
+                    f"{model:<8} {dtype:<8} {env_id:<38} batch {batch_size:>3}: {r['wall']:8.2f} s, "
+                    f"env {r['env'] / r['wall']:.2%}, peak {r['peak_rss_mb']:.0f} MB",
+                    flush=True,
+                )
             batched, single = runs[args.episodes], runs[1]
             row = {
-                "model": model, "dtype": dtype, "env_id": env_id, "episodes": args.episodes,
-                "max_new_tokens": args.max_new_tokens, "machine": f"{platform.machine()}, {os.cpu_count()} cores",
+                "model": model,
+                "dtype": dtype,
+                "env_id": env_id,
+                "episodes": args.episodes,
+                "max_new_tokens": args.max_new_tokens,
+                "machine": f"{platform.machine()}, {os.cpu_count()} cores",
                 "batched": {k: v for k, v in batched.items() if k != "digests"},
                 "single": {k: v for k, v in single.items() if k != "digests"},
-                "identical": sum(a == b for a, b in zip(batched["digests"], single["digests"], strict=True)),
+                "identical": sum(
+                    a == b for a, b in zip(batched["digests"], single["digests"], strict=True)
+                ),
             }
-            stored = [x for x in stored if (x["model"], x["dtype"], x["env_id"]) != (model, dtype, env_id)]
+            stored = [
+                x for x in stored if (x["model"], x["dtype"], x["env_id"]) != (model, dtype, env_id)
+            ]
             stored.append(row)
             results_path.write_text(json.dumps(stored, indent=1) + "\n")
     write_report(stored, Path(args.out))
@@ -145,7 +174,12 @@ def write_report(rows: list[dict], out: Path) -> None:
         if len({d for d in (e["batched"][1], e["single"][1])}) > 1
     ]
     if cross:
-        lines += ["", "Each mode at its fastest dtype (bf16 pays off only in batches on this CPU):", "", *cross]
+        lines += [
+            "",
+            "Each mode at its fastest dtype (bf16 pays off only in batches on this CPU):",
+            "",
+            *cross,
+        ]
     lines += [
         "",
         "*Identical episodes* compares the full episode records (prompts, actions, rewards) of the "

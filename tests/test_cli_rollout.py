@@ -23,11 +23,29 @@ from llm_marl_envs.rollout import read_jsonl
 
 def test_rollout_writes_jsonl_and_prints_a_summary(tmp_path, capsys):
     out = tmp_path / "maze.jsonl"
-    code = main([
-        "rollout", "llm_marl_envs/MazeCollab-v0", "--policy", "scripted", "--agent", "gnome_1=random",
-        "--episodes", "5", "--batch-size", "2", "--seed", "4", "--out", str(out), "--show", "1",
-        "--env-arg", "size=5", "--no-progress",
-    ])
+    code = main(
+        [
+            "rollout",
+            "llm_marl_envs/MazeCollab-v0",
+            "--policy",
+            "scripted",
+            "--agent",
+            "gnome_1=random",
+            "--episodes",
+            "5",
+            "--batch-size",
+            "2",
+            "--seed",
+            "4",
+            "--out",
+            str(out),
+            "--show",
+            "1",
+            "--env-arg",
+            "size=5",
+            "--no-progress",
+        ]
+    )
     assert code == 0
     text = capsys.readouterr().out
     assert "=== llm_marl_envs/MazeCollab-v0 | episode 0 | seed 4" in text
@@ -46,12 +64,26 @@ def test_rollout_rejects_bad_arguments(capsys):
     with pytest.raises(ValueError, match="unknown policy spec"):
         main(["rollout", "llm_marl_envs/MazeCollab-v0", "--policy", "gpt-17"])
     with pytest.raises(ValueError, match="no agent"):
-        main(["rollout", "llm_marl_envs/MazeCollab-v0", "--policy", "scripted", "--agent", "gnome_7=random"])
+        main(
+            [
+                "rollout",
+                "llm_marl_envs/MazeCollab-v0",
+                "--policy",
+                "scripted",
+                "--agent",
+                "gnome_7=random",
+            ]
+        )
 
 
 def test_parse_assignments_reads_yaml_values():
-    assert parse_assignments(["size=7", "variant=full", "turn_weights=[1.2, 0.8]", "flag=true"], "x") == {
-        "size": 7, "variant": "full", "turn_weights": [1.2, 0.8], "flag": True,
+    assert parse_assignments(
+        ["size=7", "variant=full", "turn_weights=[1.2, 0.8]", "flag=true"], "x"
+    ) == {
+        "size": 7,
+        "variant": "full",
+        "turn_weights": [1.2, 0.8],
+        "flag": True,
     }
     with pytest.raises(ValueError, match="KEY=VALUE"):
         parse_assignments(["novalue"], "--env-arg")
@@ -61,8 +93,13 @@ def test_play_lets_a_person_move_a_gnome():
     typed = iter(["MOVE: stay\\", "SAY: waiting for you"] + ["stay"] * 200)
     shown = []
     returns = run_play(
-        "llm_marl_envs/MazeCollab-v0", humans=["gnome_0"], policy="scripted", seed=2,
-        env_kwargs={"size": 5}, read=lambda prompt: next(typed), write=shown.append,
+        "llm_marl_envs/MazeCollab-v0",
+        humans=["gnome_0"],
+        policy="scripted",
+        seed=2,
+        env_kwargs={"size": 5},
+        read=lambda prompt: next(typed),
+        write=shown.append,
     )
     assert set(returns) == {"gnome_0", "gnome_1"}
     text = "\n".join(shown)
@@ -73,13 +110,23 @@ def test_play_lets_a_person_move_a_gnome():
 # `llm-marl rollout --policy openai:URL` against a real server on 127.0.0.1 that answers the
 # first requests well and then misbehaves. The maze with size=5, max_cycles=2 has 4 turns per
 # episode whatever the answers, so with --batch-size 1 requests 1-4 are episode 0.
-MAZE_ARGS = ["llm_marl_envs/MazeCollab-v0", "--env-arg", "size=5", "--env-arg", "max_cycles=2",
-             "--batch-size", "1", "--no-progress"]
+MAZE_ARGS = [
+    "llm_marl_envs/MazeCollab-v0",
+    "--env-arg",
+    "size=5",
+    "--env-arg",
+    "max_cycles=2",
+    "--batch-size",
+    "1",
+    "--no-progress",
+]
 
 
 def _chat_body(content) -> bytes:
     message = {"role": "assistant", "content": content}
-    return json.dumps({"choices": [{"index": 0, "finish_reason": "stop", "message": message}]}).encode()
+    return json.dumps(
+        {"choices": [{"index": 0, "finish_reason": "stop", "message": message}]}
+    ).encode()
 
 
 @pytest.fixture
@@ -148,8 +195,22 @@ def test_rollout_timeout_and_retries_bound_a_stuck_server(tmp_path, capsys, fake
     started = time.monotonic()
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        code = main(["rollout", *MAZE_ARGS, "--policy", f"openai:{server.url}", "--episodes", "3",
-                     "--timeout", "0.6", "--retries", "1", "--out", str(out)])
+        code = main(
+            [
+                "rollout",
+                *MAZE_ARGS,
+                "--policy",
+                f"openai:{server.url}",
+                "--episodes",
+                "3",
+                "--timeout",
+                "0.6",
+                "--retries",
+                "1",
+                "--out",
+                str(out),
+            ]
+        )
     elapsed = time.monotonic() - started
     text = capsys.readouterr().out
     assert code == 1
@@ -158,14 +219,26 @@ def test_rollout_timeout_and_retries_bound_a_stuck_server(tmp_path, capsys, fake
     assert "1 finished episode(s) kept" in text and str(out) in text
     assert [r.episode for r in read_jsonl(out)] == [0]
     slow = [w for w in caught if w.category.__name__ == "SlowResponseWarning"]
-    assert len(slow) == 1 and "0.3s" in str(slow[0].message)  # once per prompt, at half the deadline
+    assert len(slow) == 1 and "0.3s" in str(
+        slow[0].message
+    )  # once per prompt, at half the deadline
 
 
 def test_rollout_null_content_is_a_failure_not_an_empty_action(tmp_path, capsys, fake_openai):
     server = fake_openai(lambda n: "ok" if n <= 4 else "null")
     out = tmp_path / "null.jsonl"
-    code = main(["rollout", *MAZE_ARGS, "--policy", f"openai:{server.url}", "--episodes", "3",
-                 "--out", str(out)])
+    code = main(
+        [
+            "rollout",
+            *MAZE_ARGS,
+            "--policy",
+            f"openai:{server.url}",
+            "--episodes",
+            "3",
+            "--out",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 1
     assert "content is null" in text and "1 finished episode(s) kept" in text
@@ -176,8 +249,22 @@ def test_rollout_null_content_is_a_failure_not_an_empty_action(tmp_path, capsys,
 def test_rollout_refuses_an_answer_over_the_size_cap(tmp_path, capsys, fake_openai):
     server = fake_openai(lambda n: "ok" if n <= 4 else 2_000_000)
     out = tmp_path / "huge.jsonl"
-    code = main(["rollout", *MAZE_ARGS, "--policy", f"openai:{server.url}", "--episodes", "3",
-                 "--timeout", "5", "--max-response-bytes", "100K", "--out", str(out)])
+    code = main(
+        [
+            "rollout",
+            *MAZE_ARGS,
+            "--policy",
+            f"openai:{server.url}",
+            "--episodes",
+            "3",
+            "--timeout",
+            "5",
+            "--max-response-bytes",
+            "100K",
+            "--out",
+            str(out),
+        ]
+    )
     text = capsys.readouterr().out
     assert code == 1
     assert "max_response_bytes=102400" in text and "1 finished episode(s) kept" in text
@@ -187,8 +274,21 @@ def test_rollout_refuses_an_answer_over_the_size_cap(tmp_path, capsys, fake_open
 def test_rollout_skips_records_over_the_record_cap(tmp_path, capsys):
     out = tmp_path / "maze.jsonl"
     with pytest.warns(UserWarning, match="not written"):
-        code = main(["rollout", "llm_marl_envs/MazeCollab-v0", "--policy", "scripted", "--episodes", "2",
-                     "--out", str(out), "--no-progress", "--max-record-bytes", "1K"])
+        code = main(
+            [
+                "rollout",
+                "llm_marl_envs/MazeCollab-v0",
+                "--policy",
+                "scripted",
+                "--episodes",
+                "2",
+                "--out",
+                str(out),
+                "--no-progress",
+                "--max-record-bytes",
+                "1K",
+            ]
+        )
     assert code == 0
     assert read_jsonl(out) == []  # every maze record is longer than 1 KiB: none is cut short
     text = capsys.readouterr().out
@@ -196,9 +296,15 @@ def test_rollout_skips_records_over_the_record_cap(tmp_path, capsys):
 
 
 def test_rollout_server_options_are_checked(capsys):
-    for bad in (["--timeout", "0"], ["--timeout", "inf"], ["--retries", "-1"],
-                ["--max-response-bytes", "0"], ["--max-response-bytes", "lots"],
-                ["--max-response-bytes", "infM"], ["--max-record-bytes", "0"]):
+    for bad in (
+        ["--timeout", "0"],
+        ["--timeout", "inf"],
+        ["--retries", "-1"],
+        ["--max-response-bytes", "0"],
+        ["--max-response-bytes", "lots"],
+        ["--max-response-bytes", "infM"],
+        ["--max-record-bytes", "0"],
+    ):
         with pytest.raises(SystemExit):
             main(["rollout", *MAZE_ARGS, "--policy", "scripted", *bad])
 
@@ -218,9 +324,22 @@ def test_ctrl_c_stops_with_the_kept_summary_and_exit_130(tmp_path, fake_openai):
     server = fake_openai(lambda n: "ok" if n <= 8 else "hang")
     out = tmp_path / "interrupted.jsonl"
     child = subprocess.Popen(
-        [sys.executable, "-c", CTRL_C_CHILD, "rollout", *MAZE_ARGS, "--policy", f"openai:{server.url}",
-         "--episodes", "5", "--out", str(out)],  # the default 60 s deadline: only Ctrl-C ends the wait
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-c",
+            CTRL_C_CHILD,
+            "rollout",
+            *MAZE_ARGS,
+            "--policy",
+            f"openai:{server.url}",
+            "--episodes",
+            "5",
+            "--out",
+            str(out),
+        ],  # the default 60 s deadline: only Ctrl-C ends the wait
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         assert server.hung.wait(30), "the child never reached the hanging request"

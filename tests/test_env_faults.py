@@ -35,44 +35,79 @@ EXAMPLES = int(os.environ.get("FAULT_EXAMPLES", "12"))
 MISUSE = (TypeError, ValueError, RuntimeError)
 
 SEEDS = st.sampled_from([None, 0, 1, 7, -1, 2.5, "3", True])
-OPTIONS = st.sampled_from([None, {}, {"row_index": 0}, {"row_index": 1}, {"row_index": 10**6},
-                           {"row_index": -1}, {"row_index": "2"}, "row_index=0", [1]])
+OPTIONS = st.sampled_from(
+    [
+        None,
+        {},
+        {"row_index": 0},
+        {"row_index": 1},
+        {"row_index": 10**6},
+        {"row_index": -1},
+        {"row_index": "2"},
+        "row_index=0",
+        [1],
+    ]
+)
 ACTIONS = st.one_of(
-    st.sampled_from(["The answer is 42.", "MOVE: north", "Answer: 3", "", "def f():\n    return 1",
-                     "x" * 9000, None, 5, b"bytes", ["list"], {"d": 1}, 3.5]),
+    st.sampled_from(
+        [
+            "The answer is 42.",
+            "MOVE: north",
+            "Answer: 3",
+            "",
+            "def f():\n    return 1",
+            "x" * 9000,
+            None,
+            5,
+            b"bytes",
+            ["list"],
+            {"d": 1},
+            3.5,
+        ]
+    ),
     st.text(max_size=40),
 )
 AGENTS = st.sampled_from(["__first__", "nobody", "", None, 3])
-OPS = st.lists(st.one_of(
-    st.tuples(st.just("reset"), SEEDS, OPTIONS),
-    st.tuples(st.just("step"), ACTIONS),
-    st.tuples(st.just("step"), ACTIONS),  # stepping twice as often as anything else
-    st.tuples(st.just("last")),
-    st.tuples(st.just("observe"), AGENTS),
-    st.tuples(st.just("render")),
-    st.tuples(st.just("close")),
-), min_size=1, max_size=14)
-SETTINGS = settings(max_examples=EXAMPLES, deadline=None, derandomize=True,
-                    suppress_health_check=[HealthCheck.too_slow])
+OPS = st.lists(
+    st.one_of(
+        st.tuples(st.just("reset"), SEEDS, OPTIONS),
+        st.tuples(st.just("step"), ACTIONS),
+        st.tuples(st.just("step"), ACTIONS),  # stepping twice as often as anything else
+        st.tuples(st.just("last")),
+        st.tuples(st.just("observe"), AGENTS),
+        st.tuples(st.just("render")),
+        st.tuples(st.just("close")),
+    ),
+    min_size=1,
+    max_size=14,
+)
+SETTINGS = settings(
+    max_examples=EXAMPLES,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.too_slow],
+)
 
 
 def _state(env) -> dict:
     """Everything a caller can observe of an AEC env, deep-copied for comparison."""
     live = list(env.agents)
-    return copy.deepcopy({
-        "agents": live,
-        "selection": env.agent_selection if live else None,
-        "rewards": {a: env.rewards.get(a) for a in live},
-        "cumulative": {a: env._cumulative_rewards.get(a) for a in live},
-        "terminations": {a: env.terminations.get(a) for a in live},
-        "truncations": {a: env.truncations.get(a) for a in live},
-        "infos": repr({a: env.infos.get(a) for a in live}),
-        "prompts": dict(env._prompts),
-        "transcript": len(env.transcript),
-        "moves": env.num_moves,
-        "rng": None if env.np_random is None else repr(env.np_random.bit_generator.state),
-        "needs_reset": env._needs_reset,
-    })
+    return copy.deepcopy(
+        {
+            "agents": live,
+            "selection": env.agent_selection if live else None,
+            "rewards": {a: env.rewards.get(a) for a in live},
+            "cumulative": {a: env._cumulative_rewards.get(a) for a in live},
+            "terminations": {a: env.terminations.get(a) for a in live},
+            "truncations": {a: env.truncations.get(a) for a in live},
+            "infos": repr({a: env.infos.get(a) for a in live}),
+            "prompts": dict(env._prompts),
+            "transcript": len(env.transcript),
+            "moves": env.num_moves,
+            "rng": None if env.np_random is None else repr(env.np_random.bit_generator.state),
+            "needs_reset": env._needs_reset,
+        }
+    )
 
 
 def _refuses_play(env) -> bool:
@@ -105,7 +140,7 @@ def _apply(env, parallel, op):
         return env.last()
     if name == "observe":
         agent = env.possible_agents[0] if op[1] == "__first__" else op[1]
-        return (env.observe(agent))
+        return env.observe(agent)
     if name == "render":
         return (parallel or env).render()
     return (parallel or env).close()
@@ -149,7 +184,8 @@ def _run(env_id: str, ops: list, form: str) -> None:
     (parallel or env).reset(seed=0)
     agent = env.agent_selection
     env.step(_first_action(env, agent)) if parallel is None else parallel.step(
-        {a: "The answer is 42." for a in parallel.agents})
+        {a: "The answer is 42." for a in parallel.agents}
+    )
     _check_invariants(env, parallel)
 
 
@@ -248,14 +284,17 @@ def test_a_failing_step_is_not_played_on(monkeypatch):
     assert all(env.terminations.values())
 
 
-@pytest.mark.parametrize("call, error, match", [
-    (lambda env: env.last(), RuntimeError, r"call reset\(\) before last\(\)"),
-    (lambda env: env.step("x"), RuntimeError, r"call reset\(\) before step\(\)"),
-    (lambda env: env.observe("nobody"), ValueError, "unknown agent 'nobody'"),
-    (lambda env: env.reset(seed=-1), ValueError, "seed must be None or an int >= 0"),
-    (lambda env: env.reset(seed="0"), ValueError, "seed must be None or an int >= 0"),
-    (lambda env: env.reset(options="row_index=0"), TypeError, "options must be a dict"),
-])
+@pytest.mark.parametrize(
+    "call, error, match",
+    [
+        (lambda env: env.last(), RuntimeError, r"call reset\(\) before last\(\)"),
+        (lambda env: env.step("x"), RuntimeError, r"call reset\(\) before step\(\)"),
+        (lambda env: env.observe("nobody"), ValueError, "unknown agent 'nobody'"),
+        (lambda env: env.reset(seed=-1), ValueError, "seed must be None or an int >= 0"),
+        (lambda env: env.reset(seed="0"), ValueError, "seed must be None or an int >= 0"),
+        (lambda env: env.reset(options="row_index=0"), TypeError, "options must be a dict"),
+    ],
+)
 def test_misuse_errors_say_what_to_do(call, error, match):
     env = llm_marl_envs.make("llm_marl_envs/TLDRSummarization-v0")
     with pytest.raises(error, match=match):

@@ -65,15 +65,25 @@ def test_unknown_id_suggests_close_ids(wrong, suggested):
 
 
 def test_kwargs_override_registry_defaults():
-    env = llm_marl_envs.make("llm_marl_envs/GSM8K-v0", reward_mode="individual", data_source="bundled")
+    env = llm_marl_envs.make(
+        "llm_marl_envs/GSM8K-v0", reward_mode="individual", data_source="bundled"
+    )
     assert env.reward_mode == "individual" and env.data.source == "bundled"
 
 
 @pytest.mark.parametrize(
     ("block", "code", "extra"),
     [
-        ("vaderSentiment", "llm_marl_envs.make('llm_marl_envs/IMDBSentiment-v0', data_source='bundled')", "sentiment"),
-        ("torch", "llm_marl_envs.make('llm_marl_envs/IMDBSentiment-v0', data_source='bundled', scorer='x/y')", "train"),
+        (
+            "vaderSentiment",
+            "llm_marl_envs.make('llm_marl_envs/IMDBSentiment-v0', data_source='bundled')",
+            "sentiment",
+        ),
+        (
+            "torch",
+            "llm_marl_envs.make('llm_marl_envs/IMDBSentiment-v0', data_source='bundled', scorer='x/y')",
+            "train",
+        ),
         ("pyarrow", "from llm_marl_envs.data import read_table; read_table('x.parquet')", "data"),
     ],
 )

@@ -83,9 +83,13 @@ def test_unscorable_strings_are_format_failures(env_id, name):
 def test_odd_strings_get_a_defined_outcome(env_id, name):
     env, agent = _first_turn(env_id)
     components = _act_and_score(env, agent, OTHER_STRINGS[name])["reward_components"]
-    assert components and all(isinstance(v, float) and math.isfinite(v) for v in components.values())
+    assert components and all(
+        isinstance(v, float) and math.isfinite(v) for v in components.values()
+    )
     recorded = next(t.action for t in env.transcript if t.agent == agent)
-    assert len(recorded.encode("utf-8")) >= len(recorded)  # cleaned text is always encodable (no lone surrogates)
+    assert len(recorded.encode("utf-8")) >= len(
+        recorded
+    )  # cleaned text is always encodable (no lone surrogates)
     assert "\x00" not in recorded and "\x07" not in recorded
     str(env.observe(env.agent_selection)).encode("utf-8")  # raises on a lone surrogate
     _finish_episode(env)

@@ -43,9 +43,21 @@ for env_id in llm_marl_envs.list_envs():
 def test_wheel_installs_and_makes_every_env(tmp_path):
     wheel_dir = tmp_path / "wheel"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--quiet", "--no-deps", "--no-build-isolation",
-         "-w", str(wheel_dir), str(REPO)],
-        check=True, capture_output=True, text=True,
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--quiet",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(wheel_dir),
+            str(REPO),
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
     )
     [wheel] = wheel_dir.glob("llm_marl_envs-*.whl")
     env_dir = tmp_path / "venv"
@@ -53,7 +65,8 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     python = env_dir / "bin" / "python"
     install = subprocess.run(
         [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check", str(wheel)],
-        capture_output=True, text=True,
+        capture_output=True,
+        text=True,
     )
     assert install.returncode == 0, install.stderr[-2000:]
     workdir = tmp_path / "elsewhere"

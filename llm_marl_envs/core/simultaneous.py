@@ -42,7 +42,8 @@ class SimultaneousTextEnv(TextAECEnv):
     def _play(self, agent: str, action: CleanAction) -> None:
         self._pending[agent] = action
         waiting = [
-            a for a in self.agents
+            a
+            for a in self.agents
             if a not in self._pending and not (self.terminations[a] or self.truncations[a])
         ]
         if waiting:

@@ -236,15 +236,18 @@ class TextAECEnv(AECEnv):
         """``(observation, reward, terminated, truncated, info)`` of the agent to act."""
         self._check_playable("last()")
         if not self.agents:
-            raise RuntimeError("the episode is over (no live agents): call reset() to start "
-                               "another; env.agent_iter() stops by itself at the end")
+            raise RuntimeError(
+                "the episode is over (no live agents): call reset() to start "
+                "another; env.agent_iter() stops by itself at the end"
+            )
         return super().last(observe)
 
     def observe(self, agent: str) -> TextObservation:
         """The agent's current prompt ('' before it has been given one)."""
         if not isinstance(agent, str) or agent not in self._prompts:
-            raise ValueError(f"unknown agent {agent!r}: this environment's agents are "
-                             f"{self.possible_agents}")
+            raise ValueError(
+                f"unknown agent {agent!r}: this environment's agents are {self.possible_agents}"
+            )
         return TextObservation(self._prompts[agent])
 
     @property
@@ -278,8 +281,13 @@ class TextAECEnv(AECEnv):
         index = options.get("row_index")
         if index is None:
             return drawn
-        return check_int("options['row_index']", index, 0, len(data) - 1,
-                         why=f" (rows of {data.name}/{data.split} from {data.source})")
+        return check_int(
+            "options['row_index']",
+            index,
+            0,
+            len(data) - 1,
+            why=f" (rows of {data.name}/{data.split} from {data.source})",
+        )
 
     def _record(self, agent: str, action: CleanAction, components: dict[str, float]) -> None:
         """Put the scored turn into ``infos`` and the transcript."""

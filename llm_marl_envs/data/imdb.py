@@ -66,8 +66,13 @@ def _normalise(
 @lru_cache(maxsize=16)
 def _load(split: str, data_source: str, min_chars: int) -> TaskData:
     return load_task_data(
-        "imdb", split, data_source, from_hub=_from_hub, hub_repo=HUB_REPO,
-        bundled_file="imdb_openings.jsonl", normalise=partial(_normalise, min_chars=min_chars),
+        "imdb",
+        split,
+        data_source,
+        from_hub=_from_hub,
+        hub_repo=HUB_REPO,
+        bundled_file="imdb_openings.jsonl",
+        normalise=partial(_normalise, min_chars=min_chars),
     )
 
 

@@ -150,7 +150,9 @@ def hub_status(timeout: float = 2.0) -> tuple[bool, str]:
         require("datasets", "data", "Loading from the Hugging Face Hub")
     except ImportError:
         return False, "the 'datasets' package is not installed"
-    if any(os.environ.get(flag, "").lower() in ("1", "true", "yes", "on") for flag in _OFFLINE_FLAGS):
+    if any(
+        os.environ.get(flag, "").lower() in ("1", "true", "yes", "on") for flag in _OFFLINE_FLAGS
+    ):
         return True, "offline mode: local Hub cache only"
     endpoint = urlparse(os.environ.get("HF_ENDPOINT", "https://huggingface.co"))
     port = endpoint.port or (443 if endpoint.scheme == "https" else 80)
@@ -203,8 +205,13 @@ def load_task_data(
     base, cut = parse_split(split)
     if cut != slice(None):
         data = load_task_data(
-            name, base, data_source, from_hub=from_hub, hub_repo=hub_repo,
-            bundled_file=bundled_file, normalise=normalise,
+            name,
+            base,
+            data_source,
+            from_hub=from_hub,
+            hub_repo=hub_repo,
+            bundled_file=bundled_file,
+            normalise=normalise,
         )
         rows, ids = data.rows[cut], data.row_ids[cut]
         if not rows:
@@ -242,8 +249,13 @@ def load_task_data(
     if usable:
         try:
             data = load_task_data(
-                name, split, "hub", from_hub=from_hub, hub_repo=hub_repo,
-                bundled_file=bundled_file, normalise=normalise,
+                name,
+                split,
+                "hub",
+                from_hub=from_hub,
+                hub_repo=hub_repo,
+                bundled_file=bundled_file,
+                normalise=normalise,
             )
             _announce(data, reason)
             return data
@@ -260,7 +272,9 @@ def load_task_data(
 def _bundled(name: str, split: str, filename: str, normalise: Callable) -> TaskData:
     """The bundled sample; every fifth row (index % 5 == 4) is its ``test`` split."""
     if split not in ("train", "test"):
-        raise DataSourceError(f"The bundled {name} sample has splits 'train' and 'test', not {split!r}")
+        raise DataSourceError(
+            f"The bundled {name} sample has splits 'train' and 'test', not {split!r}"
+        )
     raw = read_table(bundled_path(filename))
     keep = [i for i in range(len(raw)) if (i % 5 == 4) == (split == "test")]
     rows, ids = normalise([raw[i] for i in keep], f"bundled {filename}")

@@ -31,7 +31,9 @@ def _from_hub(split: str) -> list[dict[str, Any]]:
 def _normalise(raw: list[dict[str, Any]], where: str) -> tuple[list[dict[str, Any]], list[int]]:
     if not raw or not {"prompt", "completion"} <= raw[0].keys():
         found = sorted(raw[0]) if raw else "no rows"
-        raise DataSourceError(f"{where}: expected TL;DR columns 'prompt' and 'completion', found {found}")
+        raise DataSourceError(
+            f"{where}: expected TL;DR columns 'prompt' and 'completion', found {found}"
+        )
     rows = [{"prompt": str(r["prompt"]), "completion": str(r["completion"])} for r in raw]
     return rows, list(range(len(rows)))
 
@@ -45,8 +47,13 @@ def post_text(prompt: str) -> str:
 @lru_cache(maxsize=16)
 def _load(split: str, data_source: str) -> TaskData:
     return load_task_data(
-        "tldr", split, data_source, from_hub=_from_hub, hub_repo=HUB_REPO,
-        bundled_file="tldr_sample.jsonl", normalise=_normalise,
+        "tldr",
+        split,
+        data_source,
+        from_hub=_from_hub,
+        hub_repo=HUB_REPO,
+        bundled_file="tldr_sample.jsonl",
+        normalise=_normalise,
     )
 
 

@@ -116,8 +116,9 @@ class CoopCodingEnv(SimultaneousTextEnv):
         if program_timeout is not None and not program_timeout > 0:
             raise ValueError(f"program_timeout must be positive, got {program_timeout!r}")
         if sandbox_isolation not in ("auto", "strict"):
-            raise ValueError(f"sandbox_isolation must be 'auto' or 'strict', got "
-                             f"{sandbox_isolation!r}")
+            raise ValueError(
+                f"sandbox_isolation must be 'auto' or 'strict', got {sandbox_isolation!r}"
+            )
         super().__init__(
             [HELPER, MAIN],
             {HELPER: "helper (writes aux)", MAIN: "main (writes the entry point)"},
@@ -132,7 +133,8 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.turn_weights = weights
         self.limits = SandboxLimits(
             timeout=float(test_timeout),
-            program_timeout=None if program_timeout is None else float(program_timeout))
+            program_timeout=None if program_timeout is None else float(program_timeout),
+        )
         self.sandbox_isolation = sandbox_isolation
         if sandbox_isolation == "strict":  # refuse now, not in the middle of an episode
             from llm_marl_envs.sandbox import capabilities
@@ -187,7 +189,9 @@ class CoopCodingEnv(SimultaneousTextEnv):
             {k: t.to_dict()[k] for k in ("index", "passed", "timed_out", "error_type", "message")}
             for t in (result.tests if result else [])
         ]
-        status = result.status if result else ("syntax_error" if not analysis.syntax_ok else "not_run")
+        status = (
+            result.status if result else ("syntax_error" if not analysis.syntax_ok else "not_run")
+        )
         for agent, action in actions.items():
             components = {
                 **levels,
@@ -239,14 +243,18 @@ def _feedback(analysis: Any, result: Any, tests: tuple[str, ...]) -> str:
     if not analysis.syntax_ok:
         return f"The program does not parse: {analysis.syntax_error}"
     if result.status != "ok":
-        return f"The program failed to load ({result.status}): {result.error_type}: {result.message}"
+        return (
+            f"The program failed to load ({result.status}): {result.error_type}: {result.message}"
+        )
     failed = [t for t in result.tests if not t.passed]
     if not failed:
         return "All tests passed."
     lines = ["Failed tests:"]
     for test in failed[:MAX_FEEDBACK_ITEMS]:
         assertion = tests[test.index].strip().splitlines()[-1][:200]
-        detail = f"{test.error_type}: {test.message[:200]}" if test.message else str(test.error_type)
+        detail = (
+            f"{test.error_type}: {test.message[:200]}" if test.message else str(test.error_type)
+        )
         lines.append(f"- {assertion}  ->  {detail}")
     if len(failed) > MAX_FEEDBACK_ITEMS:
         lines.append(f"- ... and {len(failed) - MAX_FEEDBACK_ITEMS} more")

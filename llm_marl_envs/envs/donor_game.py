@@ -115,6 +115,7 @@ __all__ = ["FORMAT_ERRORS", "DonorGameEnv", "env", "parse_donation"]
 OPTION_KEYS = ("reverse_pairings", "strategies")
 _num = format_units
 
+
 # ---------------------------------------------------------------------------- the env
 class DonorGameEnv(TextAECEnv):
     """The Donor game (see the module docstring for rules, observations and rewards).
@@ -169,8 +170,9 @@ class DonorGameEnv(TextAECEnv):
         self.multiplier = check_number("multiplier", multiplier, positive=True)
         self.trace_depth = check_int("trace_depth", trace_depth, 0)
         self.punishment = check_bool("punishment", punishment)
-        self.punishment_multiplier = check_number("punishment_multiplier", punishment_multiplier,
-                                                  positive=True)
+        self.punishment_multiplier = check_number(
+            "punishment_multiplier", punishment_multiplier, positive=True
+        )
         agents = [f"player_{i}" for i in range(n)]
         super().__init__(
             agents,
@@ -344,8 +346,9 @@ class DonorGameEnv(TextAECEnv):
                 amount = parsed
         resources = self.resources
         before = resources[donor]
-        turn = donation(amount, kind, before, resources[recipient], self.multiplier,
-                        self.punishment_multiplier)
+        turn = donation(
+            amount, kind, before, resources[recipient], self.multiplier, self.punishment_multiplier
+        )
         amount, clamped, fraction = turn.amount, turn.clamped, turn.fraction
         loss, gain = turn.donor_reward, turn.recipient_reward
         resources[donor] = before - amount
@@ -398,9 +401,7 @@ class DonorGameEnv(TextAECEnv):
 
     # ------------------------------------------------------------------ rendering
     def _render_header(self) -> str:
-        variant = (
-            f" | punishment x{_num(self.punishment_multiplier)}" if self.punishment else ""
-        )
+        variant = f" | punishment x{_num(self.punishment_multiplier)}" if self.punishment else ""
         return (
             f"=== {self.metadata['name']} | seed {self.np_random_seed} | "
             f"N={len(self.possible_agents)} | {self.num_rounds} rounds | "
@@ -420,8 +421,10 @@ class DonorGameEnv(TextAECEnv):
 
     def render(self) -> str | None:
         out = super().render()
-        if self.render_mode == "human" and self.game_summary is not None and not getattr(
-            self, "_summary_printed", False
+        if (
+            self.render_mode == "human"
+            and self.game_summary is not None
+            and not getattr(self, "_summary_printed", False)
         ):
             print(self._resources_line())
             self._summary_printed = True

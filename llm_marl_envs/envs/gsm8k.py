@@ -106,7 +106,9 @@ class GSM8KEnv(PioneerObserverEnv):
             from llm_marl_envs.data.arithmetic import generate_problem
 
             if "row_index" in options:
-                raise ValueError("options['row_index'] has no meaning with data_source='procedural'")
+                raise ValueError(
+                    "options['row_index'] has no meaning with data_source='procedural'"
+                )
             task_seed = int(self.np_random.integers(2**31))
             row = generate_problem(np.random.default_rng(task_seed), self.difficulty)
             self._set_task_info(f"procedural:difficulty={self.difficulty}", task_seed)

@@ -84,7 +84,9 @@ class IMDBSentimentEnv(PioneerObserverEnv):
         )
         low, high = query_length
         if not 1 <= low <= high:
-            raise ValueError(f"query_length must be (low, high) with 1 <= low <= high, got {query_length}")
+            raise ValueError(
+                f"query_length must be (low, high) with 1 <= low <= high, got {query_length}"
+            )
         self.query_length = (int(low), int(high))
         self.tokenizer = tokenizer
         self.scorer = resolve_scorer(scorer)

@@ -91,8 +91,16 @@ VARIANTS = ("partial", "full")
 REWARD_SCALES = ("normalised", "raw")
 
 _WORDS = {
-    "up": "up", "north": "up", "down": "down", "south": "down", "left": "left", "west": "left",
-    "right": "right", "east": "right", "stay": "stay", "wait": "stay",
+    "up": "up",
+    "north": "up",
+    "down": "down",
+    "south": "down",
+    "left": "left",
+    "west": "left",
+    "right": "right",
+    "east": "right",
+    "stay": "stay",
+    "wait": "stay",
 }
 _WORD_PATTERN = "|".join(_WORDS)
 _MOVE = re.compile(rf"\bmove\b\W{{0,6}}({_WORD_PATTERN})\b", re.IGNORECASE)
@@ -224,7 +232,9 @@ class MazeCollabEnv(TextAECEnv):
         layout = options.get("layout")
         if layout is None:
             layout = generate_layout(
-                self.np_random, self.size, wall_density=self.wall_density,
+                self.np_random,
+                self.size,
+                wall_density=self.wall_density,
                 shared_walls=self.variant == "full",
             )
             self._set_task_info("procedural", self.np_random_seed)
@@ -248,7 +258,9 @@ class MazeCollabEnv(TextAECEnv):
             self.knows_treasure[gnome] = knows
             self.infos[gnome]["role"] = "guide" if knows else "seeker"
             self._rules[gnome] = _RULES.format(
-                agent=gnome, n=layout.size, knowledge=_KNOWLEDGE[role],
+                agent=gnome,
+                n=layout.size,
+                knowledge=_KNOWLEDGE[role],
                 goal_legend=", G treasure" if knows else "",
             )
             self._rows[gnome] = _map_rows(layout, index, knows)
@@ -334,7 +346,9 @@ class MazeCollabEnv(TextAECEnv):
             rows.append("Last turn: " + self._last_event)
         partner = GNOMES[1 - _INDEX[gnome]]
         said = self.last_messages[partner]
-        rows.append(f'{partner} said: "{said}"' if said else partner + " has not said anything yet.")
+        rows.append(
+            f'{partner} said: "{said}"' if said else partner + " has not said anything yet."
+        )
         if self.success:
             rows.append("The token reached the treasure: the game is over.")
         state = "\n".join(rows)
@@ -355,7 +369,11 @@ class MazeCollabEnv(TextAECEnv):
             if self.layout is None:  # before the first reset: an empty board of the right size
                 return np.full((24 * self.size, 24 * self.size, 3), _PALETTE[0], dtype=np.uint8)
             return self.render_rgb()
-        text = self.render_text() if self.layout is not None else self._render_header() + "\n(no episode yet: call reset())"
+        text = (
+            self.render_text()
+            if self.layout is not None
+            else self._render_header() + "\n(no episode yet: call reset())"
+        )
         if self.render_mode == "ansi":
             return text
         print(text)
@@ -365,7 +383,10 @@ class MazeCollabEnv(TextAECEnv):
         """Both wall layers, token, start and treasure, and the last messages."""
         layout = self.layout
         n = layout.size
-        header = f"=== MazeCollab-v0 | seed {self.np_random_seed} | {n}x{n} {self.variant} | turn {self.steps} / {2 * self.max_cycles} ==="
+        header = (
+            f"=== MazeCollab-v0 | seed {self.np_random_seed} | {n}x{n} {self.variant} | "
+            f"turn {self.steps} / {2 * self.max_cycles} ==="
+        )
         grid = ["    " + " ".join(str(c % 10) for c in range(n))]
         w0, w1 = layout.walls
         for r in range(n):
@@ -399,9 +420,13 @@ class MazeCollabEnv(TextAECEnv):
         image[::cell, :] = image[:, ::cell] = _GRID
         image[-1, :] = image[:, -1] = _GRID
 
-        def paint(index: int, colour: np.ndarray, inset: int, mask: np.ndarray | None = None) -> None:
+        def paint(
+            index: int, colour: np.ndarray, inset: int, mask: np.ndarray | None = None
+        ) -> None:
             r, c = divmod(index, n)
-            patch = image[r * cell + inset : (r + 1) * cell - inset, c * cell + inset : (c + 1) * cell - inset]
+            patch = image[
+                r * cell + inset : (r + 1) * cell - inset, c * cell + inset : (c + 1) * cell - inset
+            ]
             if mask is None:
                 patch[...] = colour
             else:
@@ -458,7 +483,11 @@ def _legal_moves(layout: MazeLayout, gnome: int) -> list[tuple[str, ...]]:
     """For every cell, the moves that are legal there for ``gnome`` (its own walls)."""
     walls = layout.walls[gnome]
     return [
-        tuple(d for d, t in zip(DIRECTIONS, targets, strict=True) if t >= 0 and (t == cell or not walls[t]))
+        tuple(
+            d
+            for d, t in zip(DIRECTIONS, targets, strict=True)
+            if t >= 0 and (t == cell or not walls[t])
+        )
         for cell, targets in enumerate(neighbours(layout.size))
     ]
 

@@ -18,8 +18,13 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["FORMAT_ERRORS", "format_units", "pairing_schedule", "parse_donation",
-           "reputation_trace"]
+__all__ = [
+    "FORMAT_ERRORS",
+    "format_units",
+    "pairing_schedule",
+    "parse_donation",
+    "reputation_trace",
+]
 
 FORMAT_ERRORS = ("empty", "too_long", "no_amount", "non_finite", "punish_not_allowed")
 
@@ -92,8 +97,9 @@ def format_units(x: float) -> str:
     return f"{r:.2f}".rstrip("0")
 
 
-def pairing_schedule(rng: np.random.Generator, agents: list[str], num_rounds: int,
-                     reverse: bool = False) -> list[list[tuple[str, str]]]:
+def pairing_schedule(
+    rng: np.random.Generator, agents: list[str], num_rounds: int, reverse: bool = False
+) -> list[list[tuple[str, str]]]:
     """Every round's ``(donor, recipient)`` pairs, in seat order of the donors.
 
     A permutation from ``rng`` splits the players into halves X and Y of size m = N/2, and two
@@ -123,8 +129,9 @@ def pairing_schedule(rng: np.random.Generator, agents: list[str], num_rounds: in
     return schedule
 
 
-def reputation_trace(given: dict[str, list[dict[str, Any]]], recipient: str, round_number: int,
-                     depth: int) -> list[dict[str, Any]]:
+def reputation_trace(
+    given: dict[str, list[dict[str, Any]]], recipient: str, round_number: int, depth: int
+) -> list[dict[str, Any]]:
     """The recipient's most recent donation before ``round_number``, then what that partner
     did before that, and so on, at most ``depth`` hops (records of ``given``, newest first)."""
     trace: list[dict[str, Any]] = []

@@ -185,7 +185,8 @@ def _far_cells(size: int) -> tuple[tuple[int, ...], ...]:
     """For each start cell, the cells at least ``size - 1`` steps away (treasure candidates)."""
     return tuple(
         tuple(
-            t for t in range(size * size)
+            t
+            for t in range(size * size)
             if abs(s // size - t // size) + abs(s % size - t % size) >= size - 1
         )
         for s in range(size * size)
@@ -237,9 +238,13 @@ def generate_layout(
             walls = (walls0, tuple(flags[n_cells:]))
         if walls[0][treasure] and walls[1][treasure]:
             continue
-        if require_both and not shared_walls and (
-            _solo_reachable(size, walls[0], start, treasure)
-            or _solo_reachable(size, walls[1], start, treasure)
+        if (
+            require_both
+            and not shared_walls
+            and (
+                _solo_reachable(size, walls[0], start, treasure)
+                or _solo_reachable(size, walls[1], start, treasure)
+            )
         ):
             continue
         distance = turn_distances(size, walls, treasure)

@@ -50,7 +50,9 @@ def completion_logprobs(
     if len(prompt_ids) != len(completion_ids):
         raise ValueError(f"{len(prompt_ids)} prompts but {len(completion_ids)} completions")
     if any(len(p) == 0 for p in prompt_ids):
-        raise ValueError("every prompt needs at least one token (it predicts the first completion token)")
+        raise ValueError(
+            "every prompt needs at least one token (it predicts the first completion token)"
+        )
     device = next(model.parameters()).device
     batch = len(prompt_ids)
     start = max((len(p) for p in prompt_ids), default=0)  # every completion begins at this column
@@ -84,7 +86,11 @@ def completion_logprobs(
     if return_hidden:
         gather_hidden = output.hidden_states[-1][:, start - 1 : start - 1 + steps]
         gather_hidden = gather_hidden * mask[..., None].to(gather_hidden.dtype)
-    logprobs = torch.log_softmax(gather_logits.float(), dim=-1).gather(-1, targets.unsqueeze(-1)).squeeze(-1)
+    logprobs = (
+        torch.log_softmax(gather_logits.float(), dim=-1)
+        .gather(-1, targets.unsqueeze(-1))
+        .squeeze(-1)
+    )
     logprobs = logprobs * mask
     result: tuple[Any, ...] = (logprobs, mask)
     if return_hidden:

@@ -21,8 +21,15 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-__all__ = ["CallablePolicy", "Completion", "Policy", "PolicyError", "PolicyFn", "Prompt",
-           "as_policy"]
+__all__ = [
+    "CallablePolicy",
+    "Completion",
+    "Policy",
+    "PolicyError",
+    "PolicyFn",
+    "Prompt",
+    "as_policy",
+]
 
 #: A per-turn policy function: ``(observation, info) -> action text`` (the scripted players).
 PolicyFn = Callable[[str, dict[str, Any]], str]
@@ -76,7 +83,7 @@ class Policy(ABC):
     def generate(self, prompts: Sequence[Prompt]) -> list[Completion]:
         """One completion per prompt, in order."""
 
-    def close(self) -> None:
+    def close(self) -> None:  # noqa: B027 - optional to override: most policies hold nothing
         """Release resources (connections, worker threads); the default does nothing."""
 
 
@@ -90,7 +97,9 @@ class CallablePolicy(Policy):
 
     def __init__(self, fn: PolicyFn, name: str | None = None) -> None:
         if not callable(fn):
-            raise TypeError(f"CallablePolicy needs a callable (observation, info) -> str, got {fn!r}")
+            raise TypeError(
+                f"CallablePolicy needs a callable (observation, info) -> str, got {fn!r}"
+            )
         self.fn = fn
         self.name = name or getattr(fn, "__name__", "callable")
 

@@ -168,7 +168,9 @@ class OpenAIPolicy(Policy):
         check_number("top_p", top_p, high=1, positive=True)
         check_number("timeout", timeout, positive=True)  # seconds
         if warn_after is not None and (not _is_number(warn_after) or not warn_after > 0):
-            raise ValueError(f"warn_after must be a positive number of seconds or None, got {warn_after!r}")
+            raise ValueError(
+                f"warn_after must be a positive number of seconds or None, got {warn_after!r}"
+            )
         check_number("backoff", backoff, 0)  # seconds
         if isinstance(stop, str):
             stop = [stop]
@@ -313,7 +315,8 @@ class OpenAIPolicy(Policy):
                 warnings.warn(
                     f"POST {url}: no complete answer after {self.slow_after:g}s (attempt {attempt} "
                     f"of {attempts}; deadline {self.timeout:g}s per attempt)",
-                    SlowResponseWarning, stacklevel=2,
+                    SlowResponseWarning,
+                    stacklevel=2,
                 )
 
         for attempt in range(1, attempts + 1):
@@ -328,11 +331,18 @@ class OpenAIPolicy(Policy):
                 wait = self.backoff * 2 ** (attempt - 1)
                 if failure.retry_after is not None:
                     wait = max(wait, min(failure.retry_after, _MAX_RETRY_AFTER))
-                log.warning("POST %s: %s; retry %d/%d in %.2fs",
-                            url, message, attempt, self.max_retries, wait)
+                log.warning(
+                    "POST %s: %s; retry %d/%d in %.2fs",
+                    url,
+                    message,
+                    attempt,
+                    self.max_retries,
+                    wait,
+                )
                 if self._closing.wait(wait):  # close() during the back-off: stop now
-                    raise PolicyError(f"POST {url}: {self!r} was closed after {attempt} attempt(s): "
-                                      f"{message}") from None
+                    raise PolicyError(
+                        f"POST {url}: {self!r} was closed after {attempt} attempt(s): {message}"
+                    ) from None
                 continue
             except PolicyError as error:  # not retryable: say how far we got
                 raise PolicyError(
@@ -407,7 +417,9 @@ class _Attempt:
         self._lock = threading.Lock()
         self._finished = False
         self._done = threading.Event()
-        self._thread = threading.Thread(target=self._watch, name="openai-policy-deadline", daemon=True)
+        self._thread = threading.Thread(
+            target=self._watch, name="openai-policy-deadline", daemon=True
+        )
         self._thread.start()
 
     def remaining(self) -> float:
@@ -519,8 +531,10 @@ class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
 def _read_capped(response: http.client.HTTPResponse, cap: int) -> bytes:
     """The whole body, read in pieces; PolicyError as soon as it is longer than ``cap`` bytes."""
     if response.length is not None and response.length > cap:
-        raise PolicyError(f"the answer is {response.length} bytes (Content-Length), more than "
-                          f"max_response_bytes={cap}; refused without reading it")
+        raise PolicyError(
+            f"the answer is {response.length} bytes (Content-Length), more than "
+            f"max_response_bytes={cap}; refused without reading it"
+        )
     body = bytearray()
     while True:
         chunk = response.read(min(_READ_CHUNK, cap + 1 - len(body)))
@@ -528,8 +542,10 @@ def _read_capped(response: http.client.HTTPResponse, cap: int) -> bytes:
             break
         body += chunk
         if len(body) > cap:
-            raise PolicyError(f"the answer is longer than max_response_bytes={cap}; refused after "
-                              f"reading {len(body)} bytes")
+            raise PolicyError(
+                f"the answer is longer than max_response_bytes={cap}; refused after "
+                f"reading {len(body)} bytes"
+            )
     if response.length:  # read(n) returns b"" on early EOF instead of raising
         raise http.client.IncompleteRead(bytes(body[-_ERROR_BODY_CHARS:]), response.length)
     return bytes(body)
@@ -554,8 +570,10 @@ def _classify(failure: BaseException, timeout: float) -> Exception:
             return _Retryable(f"timed out after {timeout:g}s (connect)")
         return _Retryable(f"connection error: {failure.reason}")
     if isinstance(failure, TimeoutError):  # the socket timeout, set to the time left
-        return _Retryable(f"timed out: no complete answer within the {timeout:g}s deadline "
-                          f"(connect, send and read)")
+        return _Retryable(
+            f"timed out: no complete answer within the {timeout:g}s deadline "
+            f"(connect, send and read)"
+        )
     if isinstance(failure, OSError):  # reset, broken pipe, remote disconnect
         return _Retryable(f"connection error: {type(failure).__name__}: {failure}")
     # IncompleteRead, BadStatusLine, ...
@@ -579,7 +597,10 @@ def _answer_text(payload: Any) -> tuple[str, str | None]:
         return "", f"the answer is a JSON {type(payload).__name__}, not an object"
     choices = payload.get("choices")
     if not isinstance(choices, list) or not choices:
-        return "", "no choices" if choices is None else f"choices is {choices!r}, not a non-empty list"
+        return (
+            "",
+            "no choices" if choices is None else f"choices is {choices!r}, not a non-empty list",
+        )
     choice = choices[0]
     if not isinstance(choice, dict):
         return "", f"choices[0] is a {type(choice).__name__}, not an object"
@@ -588,8 +609,11 @@ def _answer_text(payload: Any) -> tuple[str, str | None]:
         if not isinstance(message, dict):
             return "", f"choices[0].message is {type(message).__name__}, not an object"
         field_name, text = "choices[0].message.content", message.get("content")
-        extras = [key for key in ("tool_calls", "function_call", "refusal", "reasoning_content")
-                  if message.get(key)]
+        extras = [
+            key
+            for key in ("tool_calls", "function_call", "refusal", "reasoning_content")
+            if message.get(key)
+        ]
     elif "text" in choice:
         field_name, text, extras = "choices[0].text", choice["text"], []
     else:
@@ -611,8 +635,10 @@ def _parse_logprobs(logprobs: Any) -> list[float] | None:
     if not isinstance(logprobs, dict):
         return None
     if isinstance(logprobs.get("content"), list):
-        values = [entry.get("logprob") if isinstance(entry, dict) else None
-                  for entry in logprobs["content"]]
+        values = [
+            entry.get("logprob") if isinstance(entry, dict) else None
+            for entry in logprobs["content"]
+        ]
     elif isinstance(logprobs.get("token_logprobs"), list):
         values = logprobs["token_logprobs"]
     else:
@@ -651,6 +677,3 @@ def _retry_after(error: urllib.error.HTTPError) -> float | None:
 
 def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
-
-
-

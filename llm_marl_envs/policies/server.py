@@ -137,8 +137,10 @@ class PolicyServer:
         self.url = f"http://{self.host}:{self.port}/v1"
         self._worker = threading.Thread(target=self._work, name="policy-server-worker", daemon=True)
         self._serving = threading.Thread(
-            target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05},
-            name="policy-server-http", daemon=True,
+            target=self._httpd.serve_forever,
+            kwargs={"poll_interval": 0.05},
+            name="policy-server-http",
+            daemon=True,
         )
         self._worker.start()
         self._serving.start()
@@ -224,7 +226,7 @@ class PolicyServer:
                 job.error = f"{type(error).__name__}: {error}"
                 job.done.set()
             return
-        for job, completion in zip(batch, completions):
+        for job, completion in zip(batch, completions, strict=True):
             job.completion = completion
             job.done.set()
 
@@ -273,8 +275,16 @@ def serve_policy(
         The running :class:`PolicyServer`; call ``close()`` or use it in a ``with`` block.
     """
     return PolicyServer(
-        policy, host, port, model_name=model_name, max_batch=max_batch, batch_wait=batch_wait,
-        api_key=api_key, delay=delay, fail_first=fail_first, fail_status=fail_status,
+        policy,
+        host,
+        port,
+        model_name=model_name,
+        max_batch=max_batch,
+        batch_wait=batch_wait,
+        api_key=api_key,
+        delay=delay,
+        fail_first=fail_first,
+        fail_status=fail_status,
         record_requests=record_requests,
     )
 
@@ -322,9 +332,17 @@ class _Handler(BaseHTTPRequestHandler):
             if bad_body is not None:
                 raise bad_body
             if method == "GET" and path == "/v1/models":
-                answer = {"object": "list", "data": [
-                    {"id": srv.model_name, "object": "model", "created": 0, "owned_by": "llm-marl"}
-                ]}
+                answer = {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": srv.model_name,
+                            "object": "model",
+                            "created": 0,
+                            "owned_by": "llm-marl",
+                        }
+                    ],
+                }
             elif method == "POST" and path == "/v1/chat/completions":
                 answer = _chat_completion(srv, body)
             elif method == "POST" and path == "/v1/completions":
@@ -339,8 +357,9 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_error(500, f"{type(error).__name__}: {error}", "server_error")
 
     def _send_error(self, status: int, message: str, kind: str) -> None:
-        self._send(status, {"error": {"message": message, "type": kind, "param": None,
-                                      "code": status}})
+        self._send(
+            status, {"error": {"message": message, "type": kind, "param": None, "code": status}}
+        )
 
     def _read_json(self) -> Any:
         try:
@@ -413,10 +432,14 @@ def _chat_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
         "finish_reason": "stop",
     }
     if body.get("logprobs") and completion.logprobs is not None:
-        choice["logprobs"] = {"content": [
-            {"token": token, "logprob": logprob, "bytes": None, "top_logprobs": []}
-            for token, logprob in zip(_token_names(completion), completion.logprobs)
-        ]}
+        choice["logprobs"] = {
+            "content": [
+                {"token": token, "logprob": logprob, "bytes": None, "top_logprobs": []}
+                for token, logprob in zip(
+                    _token_names(completion), completion.logprobs, strict=True
+                )
+            ]
+        }
     return _envelope(srv, "chatcmpl", "chat.completion", [choice], [completion])
 
 
@@ -427,8 +450,9 @@ def _text_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
         texts = [texts]
     if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
         raise _RequestError(400, "'prompt' must be a string or a non-empty list of strings")
-    completions = srv.submit([Prompt(agent="remote", observation=t, messages=[], info={})
-                              for t in texts])
+    completions = srv.submit(
+        [Prompt(agent="remote", observation=t, messages=[], info={}) for t in texts]
+    )
     want_logprobs = body.get("logprobs") is not None and body.get("logprobs") is not False
     choices = []
     for index, completion in enumerate(completions):
@@ -440,8 +464,9 @@ def _text_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
                 "top_logprobs": None,
                 "text_offset": None,
             }
-        choices.append({"index": index, "text": completion.text, "logprobs": logprobs,
-                        "finish_reason": "stop"})
+        choices.append(
+            {"index": index, "text": completion.text, "logprobs": logprobs, "finish_reason": "stop"}
+        )
     return _envelope(srv, "cmpl", "text_completion", choices, completions)
 
 
@@ -453,8 +478,13 @@ def _token_names(completion: Completion) -> list[str]:
     return [""] * len(completion.logprobs or [])
 
 
-def _envelope(srv: PolicyServer, prefix: str, kind: str, choices: list[dict[str, Any]],
-              completions: list[Completion]) -> dict[str, Any]:
+def _envelope(
+    srv: PolicyServer,
+    prefix: str,
+    kind: str,
+    choices: list[dict[str, Any]],
+    completions: list[Completion],
+) -> dict[str, Any]:
     answer: dict[str, Any] = {
         "id": f"{prefix}-{uuid.uuid4().hex}",
         "object": kind,
@@ -488,8 +518,14 @@ def main(argv: list[str] | None = None) -> None:
     from llm_marl_envs.policies.hf import HFPolicy  # heavy: only here
 
     policy = HFPolicy.from_spec(args.model)
-    server = serve_policy(policy, args.host, args.port, model_name=args.model,
-                          max_batch=args.max_batch, batch_wait=args.batch_wait)
+    server = serve_policy(
+        policy,
+        args.host,
+        args.port,
+        model_name=args.model,
+        max_batch=args.max_batch,
+        batch_wait=args.batch_wait,
+    )
     log.info("serving %s at %s (Ctrl-C stops)", args.model, server.url)
     try:
         server.serve_forever()

@@ -25,7 +25,15 @@ from llm_marl_envs.policies.base import CallablePolicy, Completion, Policy, Prom
 
 __all__ = ["POLICY_SPECS", "HumanPolicy", "PolicyFactory", "RandomTextPolicy"]
 
-POLICY_SPECS = ("default", "tiny", "hf:NAME_OR_PATH", "openai:URL[#MODEL]", "scripted", "random", "human")
+POLICY_SPECS = (
+    "default",
+    "tiny",
+    "hf:NAME_OR_PATH",
+    "openai:URL[#MODEL]",
+    "scripted",
+    "random",
+    "human",
+)
 
 
 class RandomTextPolicy(Policy):
@@ -54,7 +62,9 @@ class HumanPolicy(Policy):
     def generate(self, prompts: list[Prompt]) -> list[Completion]:
         answers = []
         for prompt in prompts:
-            self.write(f"\n----- {prompt.agent} ({prompt.info.get('role', '')}) sees -----\n{prompt.observation}")
+            self.write(
+                f"\n----- {prompt.agent} ({prompt.info.get('role', '')}) sees -----\n{prompt.observation}"
+            )
             lines = [self.read(f"{prompt.agent}> ")]
             while lines[-1].endswith("\\"):
                 lines[-1] = lines[-1][:-1]
@@ -79,11 +89,15 @@ class PolicyFactory:
 
     def __call__(self, spec: str, agent: str, action_space=None) -> Policy:
         if not isinstance(spec, str) or not spec:
-            raise ValueError(f"a policy spec must be a non-empty str, one of {POLICY_SPECS}; got {spec!r}")
+            raise ValueError(
+                f"a policy spec must be a non-empty str, one of {POLICY_SPECS}; got {spec!r}"
+            )
         if spec == "scripted":
             from llm_marl_envs.policies.scripted import scripted_policy
 
-            return CallablePolicy(scripted_policy(self.env_id, agent, self.seed), name=f"scripted:{agent}")
+            return CallablePolicy(
+                scripted_policy(self.env_id, agent, self.seed), name=f"scripted:{agent}"
+            )
         if spec == "random":
             if action_space is None:
                 raise ValueError("the random policy needs the agent's action space")
@@ -102,15 +116,14 @@ class PolicyFactory:
             options = {k: v for k, v in self.generation.items() if k in ("temperature", "top_p")}
             if "max_new_tokens" in self.generation:
                 options["max_tokens"] = self.generation["max_new_tokens"]
-            return OpenAIPolicy.from_spec(spec[len("openai:"):], seed=self.seed, **options)
+            return OpenAIPolicy.from_spec(spec[len("openai:") :], seed=self.seed, **options)
         if spec in ("default", "tiny") or spec.startswith("hf:"):
             from llm_marl_envs.policies.hf import HFPolicy
 
-            name = spec[len("hf:"):] if spec.startswith("hf:") else spec
+            name = spec[len("hf:") :] if spec.startswith("hf:") else spec
             return HFPolicy.from_spec(name, seed=self.seed, **self.generation)
         raise ValueError(f"unknown policy spec {spec!r}; use one of {', '.join(POLICY_SPECS)}")
 
     def close(self) -> None:
         for policy in self._models.values():
             policy.close()
-

@@ -35,7 +35,11 @@ def extract_code(text: str, function: str | None = None) -> str:
 
     Text without fences is returned as it is (stripped of surrounding blank lines).
     """
-    blocks = [body for lang, body in _FENCE.findall(text) if lang.lower() in ("", "python", "py", "python3")]
+    blocks = [
+        body
+        for lang, body in _FENCE.findall(text)
+        if lang.lower() in ("", "python", "py", "python3")
+    ]
     if not blocks:
         return text.strip("\n")
     if function:
@@ -51,12 +55,16 @@ def prompt_imports(prompt: str) -> str:
         tree = ast.parse(prompt)
     except SyntaxError:
         return ""
-    return "\n".join(ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom)))
+    return "\n".join(
+        ast.unparse(n) for n in tree.body if isinstance(n, (ast.Import, ast.ImportFrom))
+    )
 
 
 def build_program(prompt: str, aux_code: str, main_code: str) -> str:
     """The program that is tested: the prompt's imports, then aux, then main."""
-    return "\n\n".join(part for part in (prompt_imports(prompt), aux_code, main_code) if part.strip())
+    return "\n\n".join(
+        part for part in (prompt_imports(prompt), aux_code, main_code) if part.strip()
+    )
 
 
 @dataclass(frozen=True)
@@ -95,7 +103,12 @@ def _is_aux_call(node: ast.AST | None) -> bool:
 
 def _body_without_docstring(function: ast.FunctionDef) -> list[ast.stmt]:
     body = list(function.body)
-    if body and isinstance(body[0], ast.Expr) and isinstance(body[0].value, ast.Constant) and isinstance(body[0].value.value, str):
+    if (
+        body
+        and isinstance(body[0], ast.Expr)
+        and isinstance(body[0].value, ast.Constant)
+        and isinstance(body[0].value.value, str)
+    ):
         body = body[1:]
     return body
 

@@ -32,8 +32,14 @@ class Donation:
     fraction: float
 
 
-def donation(asked: float, kind: str, donor_resources: float, recipient_resources: float,
-             multiplier: float, punishment_multiplier: float) -> Donation:
+def donation(
+    asked: float,
+    kind: str,
+    donor_resources: float,
+    recipient_resources: float,
+    multiplier: float,
+    punishment_multiplier: float,
+) -> Donation:
     """Score one donor turn (``kind`` is ``"donate"`` or ``"punish"``).
 
     >>> donation(4, "donate", 10, 10, 2.0, 2.0)
@@ -57,8 +63,11 @@ def donation(asked: float, kind: str, donor_resources: float, recipient_resource
     return Donation(amount, clamped, loss, gain, fraction)
 
 
-def game_summary(history: list[dict[str, Any]], given: dict[str, list[dict[str, Any]]],
-                 resources: dict[str, float]) -> tuple[dict[str, Any], dict[str, dict]]:
+def game_summary(
+    history: list[dict[str, Any]],
+    given: dict[str, list[dict[str, Any]]],
+    resources: dict[str, float],
+) -> tuple[dict[str, Any], dict[str, dict]]:
     """The end-of-game figures: the game's summary and each player's own.
 
     ``history`` lists every donor turn (``round, donor, recipient, amount, fraction, kind``),
@@ -68,8 +77,10 @@ def game_summary(history: list[dict[str, Any]], given: dict[str, list[dict[str, 
     ``final_resources``, ``donation_fraction`` and ``punishments``.
     """
     turns = len(history)
-    fractions = {a: [r["fraction"] if r["kind"] == "donate" else 0.0 for r in records]
-                 for a, records in given.items()}
+    fractions = {
+        a: [r["fraction"] if r["kind"] == "donate" else 0.0 for r in records]
+        for a, records in given.items()
+    }
     punish_counts = {a: sum(r["kind"] == "punish" for r in records) for a, records in given.items()}
     final = dict(resources)
     all_fractions = [f for fs in fractions.values() for f in fs]
@@ -81,9 +92,11 @@ def game_summary(history: list[dict[str, Any]], given: dict[str, list[dict[str, 
         "total_donated": sum(r["amount"] for r in history if r["kind"] == "donate"),
     }
     per_agent = {
-        a: {"final_resources": final[a],
+        a: {
+            "final_resources": final[a],
             "donation_fraction": sum(fractions[a]) / len(fractions[a]) if fractions[a] else 0.0,
-            "punishments": punish_counts[a]}
+            "punishments": punish_counts[a],
+        }
         for a in given
     }
     return summary, per_agent

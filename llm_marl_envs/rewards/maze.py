@@ -7,8 +7,7 @@ receive the team reward of every turn.
 
 from __future__ import annotations
 
-__all__ = ["INVALID_PENALTY", "MOVE_OUTCOMES", "STEP_PENALTY", "SUCCESS_REWARD",
-           "turn_components"]
+__all__ = ["INVALID_PENALTY", "MOVE_OUTCOMES", "STEP_PENALTY", "SUCCESS_REWARD", "turn_components"]
 
 STEP_PENALTY, INVALID_PENALTY, SUCCESS_REWARD = -0.1, -0.5, 20.0
 #: What a move can end in: None (the token moved or stayed as asked) or why it was invalid.

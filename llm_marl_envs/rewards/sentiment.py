@@ -38,9 +38,7 @@ class VaderScorer:
     name = "vader"
 
     def __init__(self) -> None:
-        vader = require(
-            "vaderSentiment.vaderSentiment", "sentiment", "The VADER sentiment scorer"
-        )
+        vader = require("vaderSentiment.vaderSentiment", "sentiment", "The VADER sentiment scorer")
         self._analyzer = vader.SentimentIntensityAnalyzer()
 
     def __call__(self, texts: Sequence[str]) -> list[float]:
@@ -71,9 +69,7 @@ class TransformersSentimentScorer:
         transformers = require("transformers", "train", purpose)
         try:
             self.tokenizer = transformers.AutoTokenizer.from_pretrained(model_name)
-            self.model = transformers.AutoModelForSequenceClassification.from_pretrained(
-                model_name
-            )
+            self.model = transformers.AutoModelForSequenceClassification.from_pretrained(model_name)
         except OSError as error:
             raise OSError(
                 f"Could not load the sentiment classifier {model_name!r}: it is neither a local "

@@ -1,4 +1,7 @@
-"""Joint reward of MAGRPO's writing tasks: TL;DR summarisation and arXiv expansion (MAGRPO: Liu et al., 2025, arXiv:2508.04652).
+"""Joint reward of MAGRPO's writing tasks: TL;DR summarisation and arXiv expansion.
+
+MAGRPO: Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning", 2025
+(arXiv:2508.04652).
 
 Two agents write about the same source text: ``c1`` (agent 1) and ``c2`` (agent 2). Their
 joint reward (maximum 3.0) climbs four gated levels; the first level that fails stops the
@@ -92,7 +95,9 @@ def transition_score(text: str) -> float:
 def writing_reward(c1: str, c2: str, table: WritingRewardTable) -> dict[str, float]:
     """Components of the joint reward: structure, length_ratio, vocabulary, coherence,
     consistency, total (plus the raw ``rho``, ``u``, ``T`` and ``J`` when computed)."""
-    out = dict.fromkeys(("structure", "length_ratio", "vocabulary", "coherence", "consistency"), 0.0)
+    out = dict.fromkeys(
+        ("structure", "length_ratio", "vocabulary", "coherence", "consistency"), 0.0
+    )
     n1, n2 = len(c1.split()), len(c2.split())
     if not (table.min_words <= n1 <= table.max_words and table.min_words <= n2 <= table.max_words):
         return _total(out)
@@ -125,7 +130,11 @@ def writing_reward(c1: str, c2: str, table: WritingRewardTable) -> dict[str, flo
 
 def _total(out: dict[str, float]) -> dict[str, float]:
     out["total"] = (
-        out["structure"] + out["length_ratio"] + out["vocabulary"] + out["coherence"] + out["consistency"]
+        out["structure"]
+        + out["length_ratio"]
+        + out["vocabulary"]
+        + out["coherence"]
+        + out["consistency"]
     )
     return out
 

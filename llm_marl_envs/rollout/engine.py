@@ -191,16 +191,25 @@ def rollout(
     elif not isinstance(executor, EnvExecutor):
         raise TypeError(f"executor must be an EnvExecutor, got {executor!r}")
     elif env_workers is not None:
-        raise ValueError("env_workers configures the default executor; "
-                         "pass LocalExecutor(env_workers=...) as executor instead")
+        raise ValueError(
+            "env_workers configures the default executor; "
+            "pass LocalExecutor(env_workers=...) as executor instead"
+        )
     copies = min(batch_size, max(episodes, 1))
     try:
         described = executor.open(env, env_kwargs, copies)
         engine = RolloutEngine(
-            executor, _resolve_policies(policies, described.possible_agents),
-            env_id=described.env_id, env_kwargs=dict(env_kwargs or {}), episodes=episodes,
-            copies=copies, seed=seed, group_size=group_size,
-            out=out, include_tokens=include_tokens, progress=progress,
+            executor,
+            _resolve_policies(policies, described.possible_agents),
+            env_id=described.env_id,
+            env_kwargs=dict(env_kwargs or {}),
+            episodes=episodes,
+            copies=copies,
+            seed=seed,
+            group_size=group_size,
+            out=out,
+            include_tokens=include_tokens,
+            progress=progress,
             max_record_bytes=max_record_bytes,
         )
         return engine.run()
@@ -226,10 +235,22 @@ class RolloutEngine:
     the policies) and closes the executor afterwards. :meth:`run` plays once.
     """
 
-    def __init__(self, executor: EnvExecutor, policies: Mapping[str, Policy], *, env_id: str,
-                 env_kwargs: Mapping[str, Any], episodes: int, copies: int, seed: int,
-                 group_size: int, out: str | Path | None, include_tokens: bool,
-                 progress: bool | None, max_record_bytes: int | None) -> None:
+    def __init__(
+        self,
+        executor: EnvExecutor,
+        policies: Mapping[str, Policy],
+        *,
+        env_id: str,
+        env_kwargs: Mapping[str, Any],
+        episodes: int,
+        copies: int,
+        seed: int,
+        group_size: int,
+        out: str | Path | None,
+        include_tokens: bool,
+        progress: bool | None,
+        max_record_bytes: int | None,
+    ) -> None:
         self.executor = executor
         self.policies = dict(policies)
         self.env_id, self.env_kwargs = env_id, dict(env_kwargs)
@@ -255,8 +276,11 @@ class RolloutEngine:
         try:
             self._settle(self._start_episodes(range(len(self.slots))))
             while True:
-                self._settle(i for i, s in enumerate(self.slots)
-                             if s.pending is not None and s.pending.done())
+                self._settle(
+                    i
+                    for i, s in enumerate(self.slots)
+                    if s.pending is not None and s.pending.done()
+                )
                 ready = self._pending_turns()
                 if ready:
                     self._ask_policies(ready)
@@ -311,18 +335,23 @@ class RolloutEngine:
             raise
         except Exception as error:  # a policy bug or a model error: report it the same way
             raise PolicyError(
-                f"policy {policy.name!r} failed: {type(error).__name__}: {error}") from error
+                f"policy {policy.name!r} failed: {type(error).__name__}: {error}"
+            ) from error
         elapsed = time.perf_counter() - tick
         result = self.result
         result.policy_seconds[policy.name] = result.policy_seconds.get(policy.name, 0.0) + elapsed
         result.policy_calls[policy.name] = result.policy_calls.get(policy.name, 0) + 1
         if len(completions) != len(prompts):
-            raise PolicyError(f"policy {policy.name!r} returned {len(completions)} completions "
-                              f"for {len(prompts)} prompts")
+            raise PolicyError(
+                f"policy {policy.name!r} returned {len(completions)} completions "
+                f"for {len(prompts)} prompts"
+            )
         for completion in completions:
             if not isinstance(completion, Completion) or not isinstance(completion.text, str):
-                raise PolicyError(f"policy {policy.name!r} must return Completion objects with "
-                                  f"str text, got {completion!r}")
+                raise PolicyError(
+                    f"policy {policy.name!r} must return Completion objects with "
+                    f"str text, got {completion!r}"
+                )
         return completions
 
     # ------------------------------------------------------------------ 3. environment steps
@@ -369,8 +398,9 @@ class RolloutEngine:
     def _track(self, batch: list[int], futures: list[Future[EnvUpdate]]) -> list[int]:
         """Note the executor's work in flight; return the slots whose work is already done."""
         if len(futures) != len(batch):
-            raise RuntimeError(f"the executor returned {len(futures)} futures for "
-                               f"{len(batch)} slots")
+            raise RuntimeError(
+                f"the executor returned {len(futures)} futures for {len(batch)} slots"
+            )
         for i, future in zip(batch, futures, strict=True):
             self.slots[i].pending = future
         return [i for i in batch if self.slots[i].pending.done()]
@@ -399,7 +429,10 @@ class RolloutEngine:
         group = index // self.group_size
         agents = start.possible_agents
         slot.record = EpisodeRecord(
-            env_id=self.env_id, seed=self.seed + group, episode=index, group=group,
+            env_id=self.env_id,
+            seed=self.seed + group,
+            episode=index,
+            group=group,
             returns={a: 0.0 for a in agents},
             data_source=start.data_source,
             row_id=start.row_id,
@@ -425,11 +458,14 @@ class RolloutEngine:
                     {k: v for k, v in info.items() if k not in _SKIP_FINAL_INFO}
                 )
             else:
-                slot.prompt = Prompt(agent, view.observation,
-                                     list(info.get("messages") or []), info)
+                slot.prompt = Prompt(
+                    agent, view.observation, list(info.get("messages") or []), info
+                )
         if not update.done and slot.prompt is None:
-            raise RuntimeError(f"the executor's update for episode {record.episode} has neither "
-                               "a live turn nor the end of the episode")
+            raise RuntimeError(
+                f"the executor's update for episode {record.episode} has neither "
+                "a live turn nor the end of the episode"
+            )
 
     # ------------------------------------------------------------------ 4. records
     def _finish_episode(self, slot: _Slot) -> None:
@@ -443,7 +479,8 @@ class RolloutEngine:
                 warnings.warn(
                     f"{self.out}: episode {record.episode} not written: its record is "
                     f"{len(line)} bytes, more than max_record_bytes={cap}",
-                    RecordTooLargeWarning, stacklevel=2,
+                    RecordTooLargeWarning,
+                    stacklevel=2,
                 )
             else:
                 append_line(self._handle, line)
@@ -466,8 +503,10 @@ def _kept(result: RolloutResult, out: str | Path | None) -> str:
     unwritten = result.unwritten_episodes
     if not unwritten:
         return text + f" (written to {out})"
-    return (text + f" ({len(result.episodes) - len(unwritten)} written to {out}; "
-            f"{len(unwritten)} over the record size cap not written: episodes {sorted(unwritten)})")
+    return (
+        text + f" ({len(result.episodes) - len(unwritten)} written to {out}; "
+        f"{len(unwritten)} over the record size cap not written: episodes {sorted(unwritten)})"
+    )
 
 
 def _resolve_policies(policies, agents: list[str]) -> dict[str, Policy]:
@@ -475,8 +514,9 @@ def _resolve_policies(policies, agents: list[str]) -> dict[str, Policy]:
         missing = [a for a in agents if a not in policies]
         unknown = [a for a in policies if a not in agents]
         if missing or unknown:
-            raise ValueError(f"policies must cover the agents {agents}; "
-                             f"missing {missing}, unknown {unknown}")
+            raise ValueError(
+                f"policies must cover the agents {agents}; missing {missing}, unknown {unknown}"
+            )
         converted: dict[int, Policy] = {}
         resolved = {}
         for agent in agents:  # the same object for several agents stays one policy (one batch)
@@ -515,8 +555,12 @@ class _LineBar:
 
     def update(self, n: int) -> None:
         self.count += n
-        print(f"\r{self.label}: {self.count}/{self.total} episodes", end="", file=sys.stderr,
-              flush=True)
+        print(
+            f"\r{self.label}: {self.count}/{self.total} episodes",
+            end="",
+            file=sys.stderr,
+            flush=True,
+        )
 
     def close(self) -> None:
         print(file=sys.stderr)

@@ -122,15 +122,17 @@ class EnvExecutor(ABC):
     """
 
     @abstractmethod
-    def open(self, env: EnvSource, env_kwargs: Mapping[str, Any] | None,
-             copies: int) -> EnvDescription:
+    def open(
+        self, env: EnvSource, env_kwargs: Mapping[str, Any] | None, copies: int
+    ) -> EnvDescription:
         """Make ``copies`` copies of ``env`` (a registered id made with ``env_kwargs``, or a
         function returning an env, with ``env_kwargs`` empty); raise as
         ``llm_marl_envs.make`` would for a bad id or arguments."""
 
     @abstractmethod
-    def reset(self, slots: Sequence[int], seeds: Sequence[int],
-              groups: Sequence[int]) -> list[Future[EnvUpdate]]:
+    def reset(
+        self, slots: Sequence[int], seeds: Sequence[int], groups: Sequence[int]
+    ) -> list[Future[EnvUpdate]]:
         """Start a new episode in each slot (``env.reset(seed=...)``); ``groups[i]`` is the
         episode's group (the episodes of a group share a seed); one future per slot."""
 
@@ -151,20 +153,25 @@ def advance(env: AECEnv) -> EnvUpdate:
     while env.agents:
         observation, reward, terminated, truncated, info = env.last()
         if terminated or truncated:
-            update.views.append(AgentView(env.agent_selection, float(reward), terminated,
-                                          truncated, dict(info)))
+            update.views.append(
+                AgentView(env.agent_selection, float(reward), terminated, truncated, dict(info))
+            )
             env.step(None)
             continue
-        update.views.append(AgentView(env.agent_selection, float(reward), terminated,
-                                      truncated, info, str(observation)))
+        update.views.append(
+            AgentView(
+                env.agent_selection, float(reward), terminated, truncated, info, str(observation)
+            )
+        )
         break
     update.done = not env.agents
     update.seconds = time.perf_counter() - tick
     return update
 
 
-def env_maker(env: EnvSource, env_kwargs: Mapping[str, Any] | None
-              ) -> tuple[Callable[[], AECEnv], str]:
+def env_maker(
+    env: EnvSource, env_kwargs: Mapping[str, Any] | None
+) -> tuple[Callable[[], AECEnv], str]:
     """A function that makes one AEC copy of ``env``, and the env's id (or name).
 
     A registered id is checked at once (an unknown one raises with close matches); a factory
@@ -175,11 +182,11 @@ def env_maker(env: EnvSource, env_kwargs: Mapping[str, Any] | None
         spec = llm_marl_envs.spec(env)  # raises with close matches for unknown ids
         return (lambda: llm_marl_envs.make(env, **kwargs)), spec.id
     if not callable(env):
-        raise TypeError(
-            f"env must be a registered id or a function returning an env, got {env!r}")
+        raise TypeError(f"env must be a registered id or a function returning an env, got {env!r}")
     if kwargs:
         raise ValueError(
-            "env_kwargs apply to registered ids; pass a function that builds the env instead")
+            "env_kwargs apply to registered ids; pass a function that builds the env instead"
+        )
 
     def make_aec() -> AECEnv:
         made = env()
@@ -187,7 +194,8 @@ def env_maker(env: EnvSource, env_kwargs: Mapping[str, Any] | None
             made = parallel_to_aec(made)
         if not isinstance(made, AECEnv):
             raise TypeError(
-                f"the env function returned {type(made).__name__}, not a PettingZoo env")
+                f"the env function returned {type(made).__name__}, not a PettingZoo env"
+            )
         return made
 
     probe = make_aec()
@@ -216,8 +224,9 @@ class LocalExecutor(EnvExecutor):
         self.envs: list[AECEnv] = []
         self._pool: ThreadPoolExecutor | None = None
 
-    def open(self, env: EnvSource, env_kwargs: Mapping[str, Any] | None,
-             copies: int) -> EnvDescription:
+    def open(
+        self, env: EnvSource, env_kwargs: Mapping[str, Any] | None, copies: int
+    ) -> EnvDescription:
         make_env, env_id = env_maker(env, env_kwargs)
         self.envs = [make_env() for _ in range(check_int("copies", copies, 1))]
         workers = self.env_workers
@@ -228,17 +237,21 @@ class LocalExecutor(EnvExecutor):
             self._pool = ThreadPoolExecutor(workers, thread_name_prefix="env-step")
         return EnvDescription(env_id, list(self.envs[0].possible_agents))
 
-    def reset(self, slots: Sequence[int], seeds: Sequence[int],
-              groups: Sequence[int]) -> list[Future[EnvUpdate]]:
-        return [_done(self._reset_one(slot, seed))
-                for slot, seed in zip(slots, seeds, strict=True)]
+    def reset(
+        self, slots: Sequence[int], seeds: Sequence[int], groups: Sequence[int]
+    ) -> list[Future[EnvUpdate]]:
+        return [_done(self._reset_one(slot, seed)) for slot, seed in zip(slots, seeds, strict=True)]
 
     def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[Future[EnvUpdate]]:
         if self._pool is None:
-            return [_done(self._step_one(slot, action))
-                    for slot, action in zip(slots, actions, strict=True)]
-        return [self._pool.submit(self._step_one, slot, action)
-                for slot, action in zip(slots, actions, strict=True)]
+            return [
+                _done(self._step_one(slot, action))
+                for slot, action in zip(slots, actions, strict=True)
+            ]
+        return [
+            self._pool.submit(self._step_one, slot, action)
+            for slot, action in zip(slots, actions, strict=True)
+        ]
 
     def close(self) -> None:
         if self._pool is not None:
@@ -250,9 +263,11 @@ class LocalExecutor(EnvExecutor):
         env = self.envs[slot]
         tick = time.perf_counter()
         env.reset(seed=seed)
-        start = EpisodeStart(list(env.possible_agents),
-                             getattr(env.unwrapped, "data_source", None),
-                             getattr(env.unwrapped, "row_id", None))
+        start = EpisodeStart(
+            list(env.possible_agents),
+            getattr(env.unwrapped, "data_source", None),
+            getattr(env.unwrapped, "row_id", None),
+        )
         seconds = time.perf_counter() - tick
         update = advance(env)
         update.start, update.seconds = start, update.seconds + seconds

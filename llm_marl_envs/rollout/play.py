@@ -9,8 +9,9 @@ from llm_marl_envs.policies.base import PolicyFn
 __all__ = ["play_episode"]
 
 
-def play_episode(env: AECEnv, policies: dict[str, PolicyFn], seed: int | None = None
-                 ) -> dict[str, float]:
+def play_episode(
+    env: AECEnv, policies: dict[str, PolicyFn], seed: int | None = None
+) -> dict[str, float]:
     """Play one episode of an AEC env; returns each agent's total reward."""
     env.reset(seed=seed)
     totals = {agent: 0.0 for agent in env.possible_agents}

@@ -30,8 +30,9 @@ same warning), so appending after a crash gives a valid file.
 
 **Record size cap.** A record whose line is longer than ``max_record_bytes`` (default
 :data:`DEFAULT_MAX_RECORD_BYTES`, 64 MiB; measured with the scripted policies, a 72-turn
-DonorGame episode is 0.2 MB and a 15-turn maze 0.07 MB) is not written: it is skipped whole, with a :class:`RecordTooLargeWarning` naming the
-episode and its size, and counted by the writer (the rollout engine lists such episodes in
+DonorGame episode is 0.2 MB and a 15-turn maze 0.07 MB) is not written: it is skipped whole,
+with a :class:`RecordTooLargeWarning` naming the episode and its size, and counted by the
+writer (the rollout engine lists such episodes in
 ``RolloutResult.unwritten_episodes``; they stay in ``RolloutResult.episodes``). Records are
 never truncated, so every line in a file is a complete episode.
 """
@@ -184,7 +185,7 @@ def append_line(handle: BinaryIO, line: bytes) -> None:
         view = memoryview(line)
         while view:
             written = handle.write(view)
-            view = view[written if written is not None else len(view):]
+            view = view[written if written is not None else len(view) :]
         handle.flush()
     except BaseException:
         try:
@@ -202,7 +203,8 @@ def _oversized(line: bytes, record: EpisodeRecord, max_record_bytes: int | None,
     warnings.warn(
         f"{path}: episode {record.episode} not written: its record is {len(line)} bytes, more "
         f"than max_record_bytes={max_record_bytes}",
-        RecordTooLargeWarning, stacklevel=3,
+        RecordTooLargeWarning,
+        stacklevel=3,
     )
     return True
 
@@ -226,8 +228,12 @@ def _drop_incomplete_tail(handle: BinaryIO, path: Any) -> None:
         end = begin
     else:
         keep = 0
-    warnings.warn(f"{path}: dropped an incomplete last line ({size - keep} bytes, no newline) "
-                  "before appending", IncompleteLineWarning, stacklevel=3)
+    warnings.warn(
+        f"{path}: dropped an incomplete last line ({size - keep} bytes, no newline) "
+        "before appending",
+        IncompleteLineWarning,
+        stacklevel=3,
+    )
     handle.truncate(keep)
     handle.seek(keep)
 
@@ -286,7 +292,8 @@ def iter_jsonl(path: str | Path) -> Iterator[EpisodeRecord]:
                     warnings.warn(
                         f"{path}:{number}: skipped an incomplete last line ({len(line)} bytes, "
                         "no newline; the writer was probably killed mid-write)",
-                        IncompleteLineWarning, stacklevel=2,
+                        IncompleteLineWarning,
+                        stacklevel=2,
                     )
                     return
                 raise ValueError(f"{path}:{number}: not an episode record ({error})") from error
@@ -306,7 +313,10 @@ def read_jsonl(path: str | Path) -> list[EpisodeRecord]:
 
 
 def sft_examples(
-    records: Iterable[EpisodeRecord], *, min_return: float | None = None, agents: Iterable[str] | None = None
+    records: Iterable[EpisodeRecord],
+    *,
+    min_return: float | None = None,
+    agents: Iterable[str] | None = None,
 ) -> list[dict[str, Any]]:
     """Chat-format SFT examples: each turn's prompt messages plus the action as the answer.
 

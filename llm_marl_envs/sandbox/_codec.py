@@ -139,7 +139,7 @@ def write_all(fd: int, data: bytes) -> None:
     """Write all of ``data`` to ``fd``."""
     view = memoryview(data)
     while view:
-        view = view[os.write(fd, view):]
+        view = view[os.write(fd, view) :]
 
 
 def frame(data: bytes) -> bytes:
@@ -154,6 +154,6 @@ def unframe(buffer: bytearray) -> bytes | None:
     (n,) = _LEN.unpack_from(buffer)
     if len(buffer) < 4 + n:
         return None
-    data = bytes(buffer[4:4 + n])
-    del buffer[:4 + n]
+    data = bytes(buffer[4 : 4 + n])
+    del buffer[: 4 + n]
     return data

@@ -37,16 +37,20 @@ def _ok(ret: int) -> None:
 
 
 def prctl(option: int, arg: int) -> None:
-    _ok(_libc.prctl(option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0),
-                    ctypes.c_ulong(0)))
+    _ok(
+        _libc.prctl(
+            option, ctypes.c_ulong(arg), ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0)
+        )
+    )
 
 
 def unshare(flags: int) -> None:
     _ok(_libc.unshare(ctypes.c_int(flags)))
 
 
-def mount(source: str | None, target: str, fstype: str | None, flags: int,
-          data: str | None = None) -> None:
+def mount(
+    source: str | None, target: str, fstype: str | None, flags: int, data: str | None = None
+) -> None:
     def enc(text: str | None) -> bytes | None:
         return None if text is None else text.encode()
 
@@ -118,8 +122,11 @@ def _placed(path: str) -> str:
 
 def _needed_paths(extra: list[str]) -> list[str]:
     """Directories the interpreter reads from: sys.path, its prefixes, binary and library."""
-    paths = {os.path.realpath(p) for p in [*sys.path, sys.prefix, sys.exec_prefix, *extra]
-             if p and os.path.isdir(p)}
+    paths = {
+        os.path.realpath(p)
+        for p in [*sys.path, sys.prefix, sys.exec_prefix, *extra]
+        if p and os.path.isdir(p)
+    }
     paths.add(os.path.dirname(os.path.realpath(sys.executable)))
     libdir = sysconfig.get_config_var("LIBDIR")
     if libdir and os.path.isdir(libdir):
@@ -192,11 +199,16 @@ def _loaded_files(packages: list[str]) -> list[str]:
                 except BaseException:  # noqa: BLE001, S110 - reported when the program imports it
                     pass
             with open("/proc/self/maps") as maps:
-                files = sorted({parts[5] for line in maps if len(parts := line.split()) == 6
-                                and parts[5].startswith("/")})
+                files = sorted(
+                    {
+                        parts[5]
+                        for line in maps
+                        if len(parts := line.split()) == 6 and parts[5].startswith("/")
+                    }
+                )
             data = json.dumps(files).encode()
             while data:
-                data = data[os.write(write_fd, data):]
+                data = data[os.write(write_fd, data) :]
         finally:
             os._exit(0)
     os.close(write_fd)
@@ -209,8 +221,13 @@ def _loaded_files(packages: list[str]) -> list[str]:
 
 
 def _dynload_dirs() -> list[str]:
-    return sorted({os.path.realpath(p) for p in sys.path
-                   if os.path.basename(p) == "lib-dynload" and os.path.isdir(p)})
+    return sorted(
+        {
+            os.path.realpath(p)
+            for p in sys.path
+            if os.path.basename(p) == "lib-dynload" and os.path.isdir(p)
+        }
+    )
 
 
 def _under(path: str, roots) -> bool:
@@ -247,8 +264,11 @@ def plan_root(packages: list[str] = (), hide: list[str] = ()) -> dict:
     home directories, no ``/run`` or host ``/tmp``, no sockets.
     """
     stdlib = os.path.realpath(os.path.dirname(os.__file__))
-    dirs = [stdlib, *_dynload_dirs(), *(p for p in _package_paths(list(packages))
-                                        if os.path.isdir(p))]
+    dirs = [
+        stdlib,
+        *_dynload_dirs(),
+        *(p for p in _package_paths(list(packages)) if os.path.isdir(p)),
+    ]
     dirs = sorted({d for d in dirs if not _under(d, [x for x in dirs if x != d])})
     files = {p for p in _package_paths(list(packages)) if os.path.isfile(p)}
     files.add(os.path.realpath(sys.executable))
@@ -271,19 +291,30 @@ def plan_root(packages: list[str] = (), hide: list[str] = ()) -> dict:
                 links[entry.path] = os.readlink(entry.path)
     if os.path.realpath(sys.executable) != os.path.abspath(sys.executable):
         links[os.path.abspath(sys.executable)] = os.path.realpath(sys.executable)
-    cover = sorted({os.path.join(stdlib, name) for name in ("site-packages", "dist-packages")
-                    if os.path.isdir(os.path.join(stdlib, name))}
-                   | {os.path.realpath(h) for h in hide
-                      if _under(os.path.realpath(h), dirs + sorted(files))})
+    cover = sorted(
+        {
+            os.path.join(stdlib, name)
+            for name in ("site-packages", "dist-packages")
+            if os.path.isdir(os.path.join(stdlib, name))
+        }
+        | {os.path.realpath(h) for h in hide if _under(os.path.realpath(h), dirs + sorted(files))}
+    )
     return {"dirs": dirs, "files": sorted(files), "links": links, "cover": cover}
 
 
 def _bind_readonly(source: str, target: str) -> None:
     mount(source, target, None, MS_BIND)
     flags = os.statvfs(source).f_flag  # keep the source's own (possibly locked) flags
-    extra = sum(ms for st, ms in ((os.ST_NOEXEC, MS_NOEXEC), (os.ST_NOATIME, MS_NOATIME),
-                                  (os.ST_NODIRATIME, MS_NODIRATIME), (os.ST_RELATIME, MS_RELATIME))
-                if flags & st)
+    extra = sum(
+        ms
+        for st, ms in (
+            (os.ST_NOEXEC, MS_NOEXEC),
+            (os.ST_NOATIME, MS_NOATIME),
+            (os.ST_NODIRATIME, MS_NODIRATIME),
+            (os.ST_RELATIME, MS_RELATIME),
+        )
+        if flags & st
+    )
     mount(None, target, None, MS_REMOUNT | MS_BIND | MS_RDONLY | MS_NOSUID | MS_NODEV | extra)
 
 
@@ -296,8 +327,9 @@ def enter_root(plan: dict, staging: str = "/tmp") -> None:
     virtual environment in ``/tmp``) are still reached.
     """
     mount(None, "/", None, MS_REC | MS_PRIVATE)
-    sources = {path: os.open(path, os.O_PATH | os.O_CLOEXEC)
-               for path in [*plan["dirs"], *plan["files"]]}
+    sources = {
+        path: os.open(path, os.O_PATH | os.O_CLOEXEC) for path in [*plan["dirs"], *plan["files"]]
+    }
     try:
         _build_root(plan, staging, sources)
     finally:
@@ -337,8 +369,12 @@ def _build_root(plan: dict, staging: str, sources: dict[str, int]) -> None:
         make_file("/dev/" + name)
         mount("/dev/" + name, at("/dev/" + name), None, MS_BIND)
         mount(None, at("/dev/" + name), None, MS_REMOUNT | MS_BIND | MS_NOSUID | MS_NOEXEC)
-    for name, target in (("fd", "/proc/self/fd"), ("stdin", "/proc/self/fd/0"),
-                         ("stdout", "/proc/self/fd/1"), ("stderr", "/proc/self/fd/2")):
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+        ("stderr", "/proc/self/fd/2"),
+    ):
         os.symlink(target, at("/dev/" + name))
     for path in map(_placed, plan["cover"]):
         if os.path.isdir(at(path)):
@@ -350,11 +386,13 @@ def _build_root(plan: dict, staging: str, sources: dict[str, int]) -> None:
 
 def _seccomp_works(seccomp, pid_namespace: bool) -> bool:
     """Install the filter in a throw-away child and check that it refuses a socket."""
+
     def check() -> None:
         import socket
 
-        program = seccomp.build(allow_processes=False, pid_namespace=pid_namespace,
-                                own_pid=os.getpid())
+        program = seccomp.build(
+            allow_processes=False, pid_namespace=pid_namespace, own_pid=os.getpid()
+        )
         if program is None:
             raise OSError("no filter for this machine")
         seccomp.install(program)
@@ -367,20 +405,33 @@ def _seccomp_works(seccomp, pid_namespace: bool) -> bool:
     return probe(check)
 
 
-def setup_isolation(uid: int, mode: str, hide: list[str] = (), seccomp=None
-                    ) -> dict:
+def setup_isolation(uid: int, mode: str, hide: list[str] = (), seccomp=None) -> dict:
     """Enter the zygote's namespaces and find out what each attempt can use.
 
     ``minimal_filesystem`` is settled later, when the spawner has entered the root that
     :func:`plan_root` describes.
     """
-    caps = {"mode": "none", "isolation": mode, "root": os.geteuid() == 0,
-            "network_namespace": False, "ipc_namespace": False, "pid_namespace": False,
-            "mount_namespace": False, "readonly_root": False, "private_tmp": False,
-            "proc_remounted": False, "minimal_filesystem": False, "syscall_filter": False,
-            "setuid": False, "uid": os.geteuid(), "gid": os.getegid(),
-            "nproc_enforced": False, "no_new_privs": True, "hidden_paths": [],
-            "warnings": []}
+    caps = {
+        "mode": "none",
+        "isolation": mode,
+        "root": os.geteuid() == 0,
+        "network_namespace": False,
+        "ipc_namespace": False,
+        "pid_namespace": False,
+        "mount_namespace": False,
+        "readonly_root": False,
+        "private_tmp": False,
+        "proc_remounted": False,
+        "minimal_filesystem": False,
+        "syscall_filter": False,
+        "setuid": False,
+        "uid": os.geteuid(),
+        "gid": os.getegid(),
+        "nproc_enforced": False,
+        "no_new_privs": True,
+        "hidden_paths": [],
+        "warnings": [],
+    }
     if mode == "none":
         caps["warnings"].append("isolation disabled (isolation='none')")
         caps["guarantees"] = guarantees(caps)
@@ -399,36 +450,47 @@ def setup_isolation(uid: int, mode: str, hide: list[str] = (), seccomp=None
                 os._exit(3)
 
         if probe(ns):
-            caps.update(pid_namespace=True, mount_namespace=True, private_tmp=True,
-                        proc_remounted=True)
+            caps.update(
+                pid_namespace=True, mount_namespace=True, private_tmp=True, proc_remounted=True
+            )
             try:
                 expose_interpreter(list(hide))
                 caps["hidden_paths"] = [p for p in hide if os.path.exists(p)]
             except OSError as error:
                 caps["warnings"].append(f"cannot arrange the file view ({error.strerror})")
-            caps["readonly_root"] = probe(lambda: (unshare(CLONE_NEWNS), mount(
-                None, "/", None, MS_REC | MS_PRIVATE), mount(
-                None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY)))
+            caps["readonly_root"] = probe(
+                lambda: (
+                    unshare(CLONE_NEWNS),
+                    mount(None, "/", None, MS_REC | MS_PRIVATE),
+                    mount(None, "/", None, MS_REMOUNT | MS_BIND | MS_RDONLY),
+                )
+            )
         else:
-            caps["warnings"].append("no PID/mount namespaces (needs CAP_SYS_ADMIN): "
-                                    "process-group kill and a host temporary directory instead")
+            caps["warnings"].append(
+                "no PID/mount namespaces (needs CAP_SYS_ADMIN): "
+                "process-group kill and a host temporary directory instead"
+            )
         if probe(lambda: (os.setgroups([]), os.setgid(uid), os.setuid(uid))):
             caps.update(setuid=True, uid=uid, gid=uid, nproc_enforced=True)
         else:
             caps["warnings"].append("cannot switch to the sandbox uid")
     else:
-        caps["warnings"].append("not root: no namespaces, no uid switch, RLIMIT_NPROC not "
-                                "enforced; the program can read the files, the environment and "
-                                "the memory of processes of your uid")
+        caps["warnings"].append(
+            "not root: no namespaces, no uid switch, RLIMIT_NPROC not "
+            "enforced; the program can read the files, the environment and "
+            "the memory of processes of your uid"
+        )
     if seccomp is not None and _seccomp_works(seccomp, caps["pid_namespace"]):
         caps["syscall_filter"] = True
     else:
-        caps["warnings"].append(f"no seccomp filter on this machine ({platform.machine()}): "
-                                "sockets, memfds and new namespaces are not refused")
-    full = all(caps[k] for k in ("network_namespace", "pid_namespace", "mount_namespace",
-                                 "setuid"))
-    caps["mode"] = "full" if full else ("partial" if caps["network_namespace"] or caps["setuid"]
-                                        else "none")
+        caps["warnings"].append(
+            f"no seccomp filter on this machine ({platform.machine()}): "
+            "sockets, memfds and new namespaces are not refused"
+        )
+    full = all(caps[k] for k in ("network_namespace", "pid_namespace", "mount_namespace", "setuid"))
+    caps["mode"] = (
+        "full" if full else ("partial" if caps["network_namespace"] or caps["setuid"] else "none")
+    )
     caps["guarantees"] = guarantees(caps)
     return caps
 
@@ -436,14 +498,14 @@ def setup_isolation(uid: int, mode: str, hide: list[str] = (), seccomp=None
 GUARANTEES = {
     "no_inherited_memory": "a program's memory holds no other program, test or result",
     "minimal_filesystem": "the program sees only the interpreter, the standard library and "
-                          "its own working directory (needs root with CAP_SYS_ADMIN)",
+    "its own working directory (needs root with CAP_SYS_ADMIN)",
     "no_sockets": "no socket of any family can be created (needs seccomp)",
     "no_survivors": "no process of the program outlives the attempt or its owner (needs a PID "
-                    "namespace and seccomp)",
+    "namespace and seccomp)",
     "bounded_memory": "memory is bounded by RLIMIT_AS plus one size-limited tmpfs: no memfd, "
-                      "no SysV shared memory (needs seccomp and a mount namespace)",
+    "no SysV shared memory (needs seccomp and a mount namespace)",
     "isolated_processes": "the program cannot see, signal, trace or read your processes "
-                          "(needs a PID namespace and a separate uid)",
+    "(needs a PID namespace and a separate uid)",
 }
 
 

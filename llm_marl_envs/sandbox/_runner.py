@@ -77,14 +77,16 @@ def wait_text(status: int) -> str:
 class Runner:
     """Runs one program's tests against attempts of U, spawned on request by S."""
 
-    def __init__(self, req: dict, tests_req: dict, caps: dict, cmd: socket.socket,
-                 ctl_r: int) -> None:
+    def __init__(
+        self, req: dict, tests_req: dict, caps: dict, cmd: socket.socket, ctl_r: int
+    ) -> None:
         self.limits = req["limits"]
         self.seq = int(req["seq"])
         # S gets only what it needs to start an attempt; the program goes to U directly.
         self.attempt_req = {k: req[k] for k in ("limits", "cpu_seconds")}
-        self.program_frame = codec.frame(json.dumps(
-            {k: req[k] for k in ("program", "entry_point")}).encode())
+        self.program_frame = codec.frame(
+            json.dumps({k: req[k] for k in ("program", "entry_point")}).encode()
+        )
         self.timeout = float(self.limits["timeout"])
         self.budget = float(req["program_timeout"])
         self.budget_end = math.inf
@@ -145,8 +147,9 @@ class Runner:
         self.out_r, out_w = os.pipe()
         request = codec.frame(json.dumps({**self.attempt_req, "attempt": self.attempt}).encode())
         fds = [call_r, reply_w, out_w]
-        sent = self.cmd.sendmsg([request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS,
-                                             array.array("i", fds))])
+        sent = self.cmd.sendmsg(
+            [request], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds))]
+        )
         self.cmd.sendall(request[sent:])
         for fd in (call_r, reply_w, out_w):
             os.close(fd)
@@ -184,8 +187,9 @@ class Runner:
         if len(self.output) < OUTPUT_KEEP:
             self.output += data[: OUTPUT_KEEP - len(self.output)]
         if self.enforce_output and self.output_total > int(self.limits["max_output_bytes"]):
-            raise self._fault(OutputLimit(f"more than {self.limits['max_output_bytes']} bytes "
-                                          "of output"))
+            raise self._fault(
+                OutputLimit(f"more than {self.limits['max_output_bytes']} bytes of output")
+            )
 
     def _read_reply(self) -> None:
         try:
@@ -376,11 +380,31 @@ class Runner:
     # ------------------------------------------------------------------ the tests
     def run(self) -> dict:
         n = len(self.tests)
-        tests = [{"index": i, "passed": False, "timed_out": False, "error_type": None,
-                  "message": "", "duration": 0.0} for i in range(n)]
-        out = {"status": "ok", "tests": tests, "tests_total": n, "tests_run": 0,
-               "tests_passed": 0, "timeouts": 0, "crashed": False, "stopped_early": False,
-               "budget_exceeded": False, "error_type": None, "message": "", "output": ""}
+        tests = [
+            {
+                "index": i,
+                "passed": False,
+                "timed_out": False,
+                "error_type": None,
+                "message": "",
+                "duration": 0.0,
+            }
+            for i in range(n)
+        ]
+        out = {
+            "status": "ok",
+            "tests": tests,
+            "tests_total": n,
+            "tests_run": 0,
+            "tests_passed": 0,
+            "timeouts": 0,
+            "crashed": False,
+            "stopped_early": False,
+            "budget_exceeded": False,
+            "error_type": None,
+            "message": "",
+            "output": "",
+        }
         random.seed(0)  # trusted tests that use the global random module stay reproducible
         try:
             self.budget_end = time.monotonic() + self.budget  # loads and tests, not setup
@@ -411,8 +435,7 @@ class Runner:
                 self._disarm()
         except BaseException as error:  # noqa: BLE001
             self._fail_from(tests, 0, type(error).__name__, f"setup failed: {short(error)}")
-            out.update(status="setup_error", error_type=type(error).__name__,
-                       message=short(error))
+            out.update(status="setup_error", error_type=type(error).__name__, message=short(error))
             return
         # The entry point's own name is the candidate too (some tests call it by name).
         base["candidate"] = base[self.entry_point] = self.make_candidate()
@@ -431,9 +454,11 @@ class Runner:
             result = tests[i]
             if out["timeouts"] >= self.max_timeouts or time.monotonic() >= self.budget_end:
                 out["stopped_early"] = True
-                why = (f"{self.max_timeouts} tests timed out"
-                       if out["timeouts"] >= self.max_timeouts else
-                       f"the program's time budget of {self.budget:g} s is spent")
+                why = (
+                    f"{self.max_timeouts} tests timed out"
+                    if out["timeouts"] >= self.max_timeouts
+                    else f"the program's time budget of {self.budget:g} s is spent"
+                )
                 self.budget_exceeded |= out["timeouts"] < self.max_timeouts
                 result.update(error_type="NotRun", message=f"not run: {why}")
                 continue
@@ -470,8 +495,11 @@ class Runner:
                     self.kill()
                 timed_out = isinstance(error, (Timeout, BudgetSpent))
                 out["timeouts"] += timed_out
-                result.update(timed_out=timed_out, message=short(error),
-                              error_type=getattr(error, "error_type", type(error).__name__))
+                result.update(
+                    timed_out=timed_out,
+                    message=short(error),
+                    error_type=getattr(error, "error_type", type(error).__name__),
+                )
             self.in_call = False
             result["duration"] = round(time.monotonic() - start, 6)
 

@@ -45,44 +45,161 @@ X32_BIT = 0x40000000
 
 # Audit architecture and syscall numbers per machine (linux/audit.h, the syscall tables).
 ARCHES: dict[str, tuple[int, dict[str, int]]] = {
-    "x86_64": (0xC000003E, {
-        "socket": 41, "socketpair": 53, "clone": 56, "fork": 57, "vfork": 58, "clone3": 435,
-        "unshare": 272, "setns": 308, "prctl": 157, "setsid": 112, "setpgid": 109,
-        "memfd_create": 319, "memfd_secret": 447, "shmget": 29,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 321,
-        "perf_event_open": 298, "userfaultfd": 323, "keyctl": 250, "add_key": 248,
-        "request_key": 249, "ptrace": 101, "process_vm_readv": 310, "process_vm_writev": 311,
-        "pidfd_getfd": 438, "pidfd_open": 434, "pidfd_send_signal": 424,
-        "mount": 165, "umount2": 166, "pivot_root": 155, "chroot": 161, "open_tree": 428,
-        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-        "mount_setattr": 442, "init_module": 175, "finit_module": 313, "delete_module": 176,
-        "kexec_load": 246, "kexec_file_load": 320, "name_to_handle_at": 303,
-        "open_by_handle_at": 304, "kill": 62, "tkill": 200, "tgkill": 234,
-        "rt_sigqueueinfo": 129, "rt_tgsigqueueinfo": 297,
-    }),
-    "aarch64": (0xC00000B7, {
-        "socket": 198, "socketpair": 199, "clone": 220, "clone3": 435,
-        "unshare": 97, "setns": 268, "prctl": 167, "setsid": 157, "setpgid": 154,
-        "memfd_create": 279, "memfd_secret": 447, "shmget": 194,
-        "io_uring_setup": 425, "io_uring_enter": 426, "io_uring_register": 427, "bpf": 280,
-        "perf_event_open": 241, "userfaultfd": 282, "keyctl": 219, "add_key": 217,
-        "request_key": 218, "ptrace": 117, "process_vm_readv": 270, "process_vm_writev": 271,
-        "pidfd_getfd": 438, "pidfd_open": 434, "pidfd_send_signal": 424,
-        "mount": 40, "umount2": 39, "pivot_root": 41, "chroot": 51, "open_tree": 428,
-        "move_mount": 429, "fsopen": 430, "fsconfig": 431, "fsmount": 432, "fspick": 433,
-        "mount_setattr": 442, "init_module": 105, "finit_module": 273, "delete_module": 106,
-        "kexec_load": 104, "kexec_file_load": 294, "name_to_handle_at": 264,
-        "open_by_handle_at": 265, "kill": 129, "tkill": 130, "tgkill": 131,
-        "rt_sigqueueinfo": 138, "rt_tgsigqueueinfo": 240,
-    }),
+    "x86_64": (
+        0xC000003E,
+        {
+            "socket": 41,
+            "socketpair": 53,
+            "clone": 56,
+            "fork": 57,
+            "vfork": 58,
+            "clone3": 435,
+            "unshare": 272,
+            "setns": 308,
+            "prctl": 157,
+            "setsid": 112,
+            "setpgid": 109,
+            "memfd_create": 319,
+            "memfd_secret": 447,
+            "shmget": 29,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "bpf": 321,
+            "perf_event_open": 298,
+            "userfaultfd": 323,
+            "keyctl": 250,
+            "add_key": 248,
+            "request_key": 249,
+            "ptrace": 101,
+            "process_vm_readv": 310,
+            "process_vm_writev": 311,
+            "pidfd_getfd": 438,
+            "pidfd_open": 434,
+            "pidfd_send_signal": 424,
+            "mount": 165,
+            "umount2": 166,
+            "pivot_root": 155,
+            "chroot": 161,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsconfig": 431,
+            "fsmount": 432,
+            "fspick": 433,
+            "mount_setattr": 442,
+            "init_module": 175,
+            "finit_module": 313,
+            "delete_module": 176,
+            "kexec_load": 246,
+            "kexec_file_load": 320,
+            "name_to_handle_at": 303,
+            "open_by_handle_at": 304,
+            "kill": 62,
+            "tkill": 200,
+            "tgkill": 234,
+            "rt_sigqueueinfo": 129,
+            "rt_tgsigqueueinfo": 297,
+        },
+    ),
+    "aarch64": (
+        0xC00000B7,
+        {
+            "socket": 198,
+            "socketpair": 199,
+            "clone": 220,
+            "clone3": 435,
+            "unshare": 97,
+            "setns": 268,
+            "prctl": 167,
+            "setsid": 157,
+            "setpgid": 154,
+            "memfd_create": 279,
+            "memfd_secret": 447,
+            "shmget": 194,
+            "io_uring_setup": 425,
+            "io_uring_enter": 426,
+            "io_uring_register": 427,
+            "bpf": 280,
+            "perf_event_open": 241,
+            "userfaultfd": 282,
+            "keyctl": 219,
+            "add_key": 217,
+            "request_key": 218,
+            "ptrace": 117,
+            "process_vm_readv": 270,
+            "process_vm_writev": 271,
+            "pidfd_getfd": 438,
+            "pidfd_open": 434,
+            "pidfd_send_signal": 424,
+            "mount": 40,
+            "umount2": 39,
+            "pivot_root": 41,
+            "chroot": 51,
+            "open_tree": 428,
+            "move_mount": 429,
+            "fsopen": 430,
+            "fsconfig": 431,
+            "fsmount": 432,
+            "fspick": 433,
+            "mount_setattr": 442,
+            "init_module": 105,
+            "finit_module": 273,
+            "delete_module": 106,
+            "kexec_load": 104,
+            "kexec_file_load": 294,
+            "name_to_handle_at": 264,
+            "open_by_handle_at": 265,
+            "kill": 129,
+            "tkill": 130,
+            "tgkill": 131,
+            "rt_sigqueueinfo": 138,
+            "rt_tgsigqueueinfo": 240,
+        },
+    ),
 }
-DENIED = ("socket", "socketpair", "unshare", "setns", "setsid", "setpgid", "memfd_create",
-          "memfd_secret", "shmget", "io_uring_setup", "io_uring_enter", "io_uring_register",
-          "bpf", "perf_event_open", "userfaultfd", "keyctl", "add_key", "request_key", "ptrace",
-          "process_vm_readv", "process_vm_writev", "pidfd_getfd", "mount", "umount2",
-          "pivot_root", "chroot", "open_tree", "move_mount", "fsopen", "fsconfig", "fsmount",
-          "fspick", "mount_setattr", "init_module", "finit_module", "delete_module",
-          "kexec_load", "kexec_file_load", "name_to_handle_at", "open_by_handle_at")
+DENIED = (
+    "socket",
+    "socketpair",
+    "unshare",
+    "setns",
+    "setsid",
+    "setpgid",
+    "memfd_create",
+    "memfd_secret",
+    "shmget",
+    "io_uring_setup",
+    "io_uring_enter",
+    "io_uring_register",
+    "bpf",
+    "perf_event_open",
+    "userfaultfd",
+    "keyctl",
+    "add_key",
+    "request_key",
+    "ptrace",
+    "process_vm_readv",
+    "process_vm_writev",
+    "pidfd_getfd",
+    "mount",
+    "umount2",
+    "pivot_root",
+    "chroot",
+    "open_tree",
+    "move_mount",
+    "fsopen",
+    "fsconfig",
+    "fsmount",
+    "fspick",
+    "mount_setattr",
+    "init_module",
+    "finit_module",
+    "delete_module",
+    "kexec_load",
+    "kexec_file_load",
+    "name_to_handle_at",
+    "open_by_handle_at",
+)
 # Without a PID namespace the program could name your processes: signals stay inside it.
 OUTSIDE_ONLY = ("tkill", "pidfd_open", "pidfd_send_signal")
 ARG0_LOW = 16  # offsetof(struct seccomp_data, args[0]), little-endian low word
@@ -113,15 +230,20 @@ def _arg0_in(allowed: list[int], otherwise: int) -> list[bytes]:
     return [*body, _errno(otherwise), _ret(RET_ALLOW)]
 
 
-def build(*, allow_processes: bool, pid_namespace: bool, own_pid: int,
-          machine: str | None = None) -> bytes | None:
+def build(
+    *, allow_processes: bool, pid_namespace: bool, own_pid: int, machine: str | None = None
+) -> bytes | None:
     """The filter program as raw ``sock_filter`` instructions, or None on another machine."""
     arch = ARCHES.get(machine or platform.machine())
     if arch is None:
         return None
     audit_arch, nr = arch
-    prog = [_insn(LD_ABS_W, 4), _insn(JEQ, audit_arch, 1, 0), _ret(RET_KILL_PROCESS),
-            _insn(LD_ABS_W, 0)]
+    prog = [
+        _insn(LD_ABS_W, 4),
+        _insn(JEQ, audit_arch, 1, 0),
+        _ret(RET_KILL_PROCESS),
+        _insn(LD_ABS_W, 0),
+    ]
     if audit_arch == ARCHES["x86_64"][0]:
         prog += [_insn(JGE, X32_BIT, 0, 1), _ret(RET_KILL_PROCESS)]
     for name in DENIED:
@@ -136,8 +258,15 @@ def build(*, allow_processes: bool, pid_namespace: bool, own_pid: int,
             if name in nr:
                 prog += _block(nr[name], [_errno(errno.EAGAIN)])
     prog += _block(nr["clone"], clone)
-    prog += _block(nr["prctl"], [_insn(LD_ABS_W, ARG0_LOW), _insn(JEQ, PR_SET_PDEATHSIG, 0, 1),
-                                 _errno(errno.EPERM), _ret(RET_ALLOW)])
+    prog += _block(
+        nr["prctl"],
+        [
+            _insn(LD_ABS_W, ARG0_LOW),
+            _insn(JEQ, PR_SET_PDEATHSIG, 0, 1),
+            _errno(errno.EPERM),
+            _ret(RET_ALLOW),
+        ],
+    )
     if not pid_namespace:
         for name in OUTSIDE_ONLY:
             prog += _block(nr[name], [_errno(errno.EPERM)])
@@ -147,8 +276,15 @@ def build(*, allow_processes: bool, pid_namespace: bool, own_pid: int,
             prog += _block(nr[name], _arg0_in([me], errno.EPERM))
     else:
         # kill(-1, sig) inside a PID namespace reaches only the namespace; still refused.
-        prog += _block(nr["kill"], [_insn(LD_ABS_W, ARG0_LOW), _insn(JEQ, 0xFFFFFFFF, 0, 1),
-                                    _errno(errno.EPERM), _ret(RET_ALLOW)])
+        prog += _block(
+            nr["kill"],
+            [
+                _insn(LD_ABS_W, ARG0_LOW),
+                _insn(JEQ, 0xFFFFFFFF, 0, 1),
+                _errno(errno.EPERM),
+                _ret(RET_ALLOW),
+            ],
+        )
     prog.append(_ret(RET_ALLOW))
     return b"".join(prog)
 
@@ -162,9 +298,19 @@ def install(program: bytes) -> None:
     libc = ctypes.CDLL(None, use_errno=True)
     buffer = ctypes.create_string_buffer(program, len(program))
     fprog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    for args in ((PR_SET_NO_NEW_PRIVS, 1, 0), (PR_SET_SECCOMP, SECCOMP_MODE_FILTER,
-                                               ctypes.addressof(fprog))):
-        if libc.prctl(ctypes.c_int(args[0]), ctypes.c_ulong(args[1]), ctypes.c_ulong(args[2]),
-                      ctypes.c_ulong(0), ctypes.c_ulong(0)) != 0:
+    for args in (
+        (PR_SET_NO_NEW_PRIVS, 1, 0),
+        (PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.addressof(fprog)),
+    ):
+        if (
+            libc.prctl(
+                ctypes.c_int(args[0]),
+                ctypes.c_ulong(args[1]),
+                ctypes.c_ulong(args[2]),
+                ctypes.c_ulong(0),
+                ctypes.c_ulong(0),
+            )
+            != 0
+        ):
             err = ctypes.get_errno()
             raise OSError(err, os.strerror(err))

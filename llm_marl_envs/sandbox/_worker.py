@@ -43,8 +43,9 @@ if sys.path and os.path.abspath(sys.path[0] or ".") == _HERE:
 def _load(name: str):
     if f"_llm_marl_sandbox{name}" in sys.modules:
         return sys.modules[f"_llm_marl_sandbox{name}"]
-    spec = importlib.util.spec_from_file_location(f"_llm_marl_sandbox{name}",
-                                                  os.path.join(_HERE, f"{name}.py"))
+    spec = importlib.util.spec_from_file_location(
+        f"_llm_marl_sandbox{name}", os.path.join(_HERE, f"{name}.py")
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules[spec.name] = module
     spec.loader.exec_module(module)
@@ -61,9 +62,30 @@ CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC = iso.CLONE_NEWNS, iso.CLONE_NEWPID, iso
 MS_NOSUID, MS_NODEV, MS_NOEXEC = iso.MS_NOSUID, iso.MS_NODEV, iso.MS_NOEXEC
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
 WORKDIR = "/tmp/work"
-PREIMPORT = ("typing", "math", "re", "collections", "itertools", "functools", "heapq", "bisect",
-             "string", "random", "copy", "hashlib", "fractions", "decimal", "statistics",
-             "operator", "datetime", "json", "textwrap", "enum", "dataclasses", "cmath")
+PREIMPORT = (
+    "typing",
+    "math",
+    "re",
+    "collections",
+    "itertools",
+    "functools",
+    "heapq",
+    "bisect",
+    "string",
+    "random",
+    "copy",
+    "hashlib",
+    "fractions",
+    "decimal",
+    "statistics",
+    "operator",
+    "datetime",
+    "json",
+    "textwrap",
+    "enum",
+    "dataclasses",
+    "cmath",
+)
 
 
 def ctl(fd: int, *words: object) -> None:
@@ -87,6 +109,7 @@ def _rmtree(path: str) -> None:
             func(target)
         except OSError:
             pass
+
     shutil.rmtree(path, onerror=fix)
 
 
@@ -96,8 +119,7 @@ def _sweep_uid(uid: int) -> None:
         _probe(lambda: (os.setgid(uid), os.setuid(uid), os.kill(-1, signal.SIGKILL)))
 
 
-def spawner(sock: socket.socket, ctl_w: int, caps: dict, plan: dict | None,
-            status_w: int) -> None:
+def spawner(sock: socket.socket, ctl_w: int, caps: dict, plan: dict | None, status_w: int) -> None:
     """S: forked once, before any program exists; forks one attempt per request from a T.
 
     S never receives program text (each U reads its own from T after it is sandboxed), so
@@ -201,17 +223,21 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str) -> None:
         os.chdir(workdir)
         devnull = os.open("/dev/null", os.O_RDONLY)
         high = [fcntl.fcntl(fd, fcntl.F_DUPFD, 100) for fd in (devnull, fds[2], fds[0], fds[1])]
-        for target, fd in zip((0, 1, 2, 3, 4), (high[0], high[1], high[1], high[2], high[3]),
-                              strict=True):
+        for target, fd in zip(
+            (0, 1, 2, 3, 4), (high[0], high[1], high[1], high[2], high[3]), strict=True
+        ):
             os.dup2(fd, target)
         os.closerange(5, 1 << 16)
         limits = req["limits"]
-        rl = [(resource.RLIMIT_AS, int(limits["memory_bytes"])),
-              (resource.RLIMIT_FSIZE, int(limits["file_size_bytes"])),
-              (resource.RLIMIT_NOFILE, int(limits["max_open_files"]) + 5),
-              (resource.RLIMIT_CPU, int(req["cpu_seconds"]) + 1),
-              (resource.RLIMIT_CORE, 0), (resource.RLIMIT_MSGQUEUE, 0),
-              (resource.RLIMIT_MEMLOCK, 0)]
+        rl = [
+            (resource.RLIMIT_AS, int(limits["memory_bytes"])),
+            (resource.RLIMIT_FSIZE, int(limits["file_size_bytes"])),
+            (resource.RLIMIT_NOFILE, int(limits["max_open_files"]) + 5),
+            (resource.RLIMIT_CPU, int(req["cpu_seconds"]) + 1),
+            (resource.RLIMIT_CORE, 0),
+            (resource.RLIMIT_MSGQUEUE, 0),
+            (resource.RLIMIT_MEMLOCK, 0),
+        ]
         if caps["setuid"]:
             rl.append((resource.RLIMIT_NPROC, int(limits["max_processes"])))
         for which, value in rl:
@@ -223,9 +249,13 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str) -> None:
         die_with_parent()  # after the uid switch, which clears it
         prctl(PR_SET_NO_NEW_PRIVS, 1)
         if caps["syscall_filter"]:  # last: it also forbids clearing the parent-death signal
-            seccomp.install(seccomp.build(
-                allow_processes=int(limits["max_processes"]) > 1,
-                pid_namespace=caps["pid_namespace"], own_pid=os.getpid()))
+            seccomp.install(
+                seccomp.build(
+                    allow_processes=int(limits["max_processes"]) > 1,
+                    pid_namespace=caps["pid_namespace"],
+                    own_pid=os.getpid(),
+                )
+            )
     except BaseException:  # noqa: BLE001
         os._exit(71)
     try:
@@ -238,8 +268,12 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str) -> None:
 
 def serve(req: dict) -> None:
     """U: run the program's top level, then answer calls of the entry point on fd 3/4."""
-    out = io.TextIOWrapper(io.FileIO(1, "w", closefd=False), encoding="utf-8",
-                           errors="backslashreplace", write_through=True)
+    out = io.TextIOWrapper(
+        io.FileIO(1, "w", closefd=False),
+        encoding="utf-8",
+        errors="backslashreplace",
+        write_through=True,
+    )
     sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = out
     sys.stdin = sys.__stdin__ = open(0, closefd=False)  # noqa: SIM115 - /dev/null, kept open
     sys.modules["random"].seed()  # a fresh interpreter's random state, not the zygote's
@@ -288,8 +322,9 @@ def serve(req: dict) -> None:
 
 
 # --------------------------------------------------------------------------- zygote
-def runner_process(req: dict, result_w: int, spawn_sock: socket.socket, ctl_r: int,
-                   caps: dict) -> None:
+def runner_process(
+    req: dict, result_w: int, spawn_sock: socket.socket, ctl_r: int, caps: dict
+) -> None:
     """T: read the tests (only this process ever holds them) and run them."""
     status = 1
     try:
@@ -414,8 +449,15 @@ def main() -> None:
             if done == spawner_pid:
                 result = None
         if result is None:
-            send({"kind": "result", "nonce": req["nonce"], "status": "internal_error",
-                  "error_type": "SandboxError", "message": "test runner died or overran"})
+            send(
+                {
+                    "kind": "result",
+                    "nonce": req["nonce"],
+                    "status": "internal_error",
+                    "error_type": "SandboxError",
+                    "message": "test runner died or overran",
+                }
+            )
             return  # the stream may be out of step: let the parent start a fresh zygote
         result.update(kind="result", nonce=req["nonce"])
         send(result)

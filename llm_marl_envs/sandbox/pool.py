@@ -23,8 +23,16 @@ from typing import Any
 from llm_marl_envs.sandbox import _codec as codec
 from llm_marl_envs.sandbox.results import ProgramResult, SandboxLimits, TestResult
 
-__all__ = ["SandboxError", "SandboxPool", "capabilities", "default_hidden_paths",
-           "default_uid_base", "run_many", "run_tests", "shutdown"]
+__all__ = [
+    "SandboxError",
+    "SandboxPool",
+    "capabilities",
+    "default_hidden_paths",
+    "default_uid_base",
+    "run_many",
+    "run_tests",
+    "shutdown",
+]
 
 _UID_FLOOR, _UIDS_PER_PROCESS = 1_000_000, 64
 
@@ -38,6 +46,7 @@ def default_uid_base(pid: int | None = None) -> int:
     any account (Linux pids are below 2**22, uids below 2**32).
     """
     return _UID_FLOOR + _UIDS_PER_PROCESS * (os.getpid() if pid is None else pid)
+
 
 WORKER = Path(__file__).with_name("_worker.py")
 SANDBOX_ENV = {
@@ -91,19 +100,35 @@ def _missing(capabilities: dict[str, Any]) -> list[str]:
 class _Zygote:
     """One fork-server process (see ``_worker.py``) and the pipes to it."""
 
-    def __init__(self, isolation: str, uid_base: int, hide_paths: list[str],
-                 packages: list[str]) -> None:
+    def __init__(
+        self, isolation: str, uid_base: int, hide_paths: list[str], packages: list[str]
+    ) -> None:
         self.slot = _take_slot()
         self.key = os.urandom(32)
         self.buffer = bytearray()
         self.proc = subprocess.Popen(
-            [sys.executable, "-s", "-B", str(WORKER), str(uid_base + self.slot),
-             "none" if isolation == "none" else "auto"],
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-            env=dict(SANDBOX_ENV), cwd="/", close_fds=True, start_new_session=True, bufsize=0)
+            [
+                sys.executable,
+                "-s",
+                "-B",
+                str(WORKER),
+                str(uid_base + self.slot),
+                "none" if isolation == "none" else "auto",
+            ],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=dict(SANDBOX_ENV),
+            cwd="/",
+            close_fds=True,
+            start_new_session=True,
+            bufsize=0,
+        )
         try:
-            self._send(json.dumps({"hide_paths": hide_paths, "packages": packages}).encode(),
-                       json.dumps({"key": self.key.hex()}).encode())
+            self._send(
+                json.dumps({"hide_paths": hide_paths, "packages": packages}).encode(),
+                json.dumps({"key": self.key.hex()}).encode(),
+            )
             ready = self._receive(_START_TIMEOUT)
             self.capabilities: dict[str, Any] = ready["capabilities"]
         except BaseException:
@@ -135,11 +160,22 @@ class _Zygote:
         budget = _job_budget(limits)
         nonce = os.urandom(16).hex()
         cpu = limits.cpu_seconds or limits.budget + 1
-        head = {"kind": "program", "nonce": nonce, "program": job["program"],
-                "entry_point": job["entry_point"], "limits": limits.to_dict(),
-                "cpu_seconds": cpu, "program_timeout": limits.budget, "deadline": budget}
-        tail = {"kind": "tests", "setup": job["setup"], "tests": job["tests"],
-                "max_timeouts": job["max_timeouts"]}
+        head = {
+            "kind": "program",
+            "nonce": nonce,
+            "program": job["program"],
+            "entry_point": job["entry_point"],
+            "limits": limits.to_dict(),
+            "cpu_seconds": cpu,
+            "program_timeout": limits.budget,
+            "deadline": budget,
+        }
+        tail = {
+            "kind": "tests",
+            "setup": job["setup"],
+            "tests": job["tests"],
+            "max_timeouts": job["max_timeouts"],
+        }
         self._send(json.dumps(head).encode(), json.dumps(tail).encode())
         result = self._receive(budget + _SLACK)
         if result.get("kind") != "result" or result.get("nonce") != nonce:
@@ -179,8 +215,13 @@ def _normalise(job: dict | Sequence, limits: SandboxLimits | None) -> dict[str, 
     if isinstance(job, dict):
         kw = dict(job)
     else:
-        kw = dict(zip(("program", "tests", "entry_point", "setup", "limits", "max_timeouts"),
-                      job, strict=False))
+        kw = dict(
+            zip(
+                ("program", "tests", "entry_point", "setup", "limits", "max_timeouts"),
+                job,
+                strict=False,
+            )
+        )
     missing = {"program", "tests", "entry_point"} - kw.keys()
     if missing:
         raise ValueError(f"job is missing {sorted(missing)}")
@@ -195,16 +236,26 @@ def _normalise(job: dict | Sequence, limits: SandboxLimits | None) -> dict[str, 
     max_timeouts = int(kw.get("max_timeouts", 3))
     if max_timeouts < 1:
         raise ValueError("max_timeouts must be >= 1")
-    return {"program": kw["program"], "tests": list(tests), "entry_point": kw["entry_point"],
-            "setup": kw.get("setup", ""), "limits": kw.get("limits") or limits or SandboxLimits(),
-            "max_timeouts": max_timeouts}
+    return {
+        "program": kw["program"],
+        "tests": list(tests),
+        "entry_point": kw["entry_point"],
+        "setup": kw.get("setup", ""),
+        "limits": kw.get("limits") or limits or SandboxLimits(),
+        "max_timeouts": max_timeouts,
+    }
 
 
 def _error_result(job: dict[str, Any], message: str) -> ProgramResult:
     n = len(job["tests"])
     tests = [TestResult(i, error_type="SandboxError", message=message) for i in range(n)]
-    return ProgramResult(status="internal_error", tests=tests, tests_total=n,
-                         error_type="SandboxError", message=message)
+    return ProgramResult(
+        status="internal_error",
+        tests=tests,
+        tests_total=n,
+        error_type="SandboxError",
+        message=message,
+    )
 
 
 class SandboxPool:
@@ -226,21 +277,30 @@ class SandboxPool:
             the program's filesystem besides the standard library. Default: none.
     """
 
-    def __init__(self, workers: int | None = None, *, isolation: str = "auto",
-                 uid_base: int | None = None, hide_paths: Iterable[str] | None = None,
-                 packages: Iterable[str] = ()) -> None:
+    def __init__(
+        self,
+        workers: int | None = None,
+        *,
+        isolation: str = "auto",
+        uid_base: int | None = None,
+        hide_paths: Iterable[str] | None = None,
+        packages: Iterable[str] = (),
+    ) -> None:
         if isolation not in ISOLATION_MODES:
             raise ValueError(f"isolation must be one of {ISOLATION_MODES}, got {isolation!r}")
         self.packages = [str(name) for name in packages]
         for name in self.packages:
             if importlib.util.find_spec(name) is None:
-                raise ValueError(f"package {name!r} is not installed; install it or drop it "
-                                 "from packages=")
+                raise ValueError(
+                    f"package {name!r} is not installed; install it or drop it from packages="
+                )
         self.workers = max(1, workers or os.cpu_count() or 1)
         self.isolation = isolation
         self.uid_base = default_uid_base() if uid_base is None else uid_base
-        self.hide_paths = [os.path.realpath(p) for p in (
-            default_hidden_paths() if hide_paths is None else hide_paths)]
+        self.hide_paths = [
+            os.path.realpath(p)
+            for p in (default_hidden_paths() if hide_paths is None else hide_paths)
+        ]
         self._idle: queue.LifoQueue[_Zygote] = queue.LifoQueue()
         self._all: list[_Zygote] = []
         self._lock = threading.Lock()
@@ -262,11 +322,14 @@ class SandboxPool:
                 f"isolation='strict' refused: {', '.join(missing)} cannot be guaranteed here "
                 f"(mode {caps['mode']}: {'; '.join(caps.get('warnings', [])) or 'see docs'}). "
                 "Run as root with CAP_SYS_ADMIN on Linux x86_64/aarch64, or pass "
-                "isolation='auto' to accept weaker isolation (docs/sandbox.md).")
+                "isolation='auto' to accept weaker isolation (docs/sandbox.md)."
+            )
         if missing and self.isolation == "auto":
-            _warn_once(f"weaker isolation (mode {caps['mode']}): {', '.join(missing)} not "
-                       f"guaranteed; {'; '.join(caps.get('warnings', []))}. Pass "
-                       "isolation='strict' to refuse instead (see docs/sandbox.md)")
+            _warn_once(
+                f"weaker isolation (mode {caps['mode']}): {', '.join(missing)} not "
+                f"guaranteed; {'; '.join(caps.get('warnings', []))}. Pass "
+                "isolation='strict' to refuse instead (see docs/sandbox.md)"
+            )
         elif missing:
             for message in caps.get("warnings", []):
                 _warn_once(message + " (see docs/sandbox.md)")
@@ -337,14 +400,31 @@ class SandboxPool:
         finally:
             self._release(zygote, broken)
 
-    def run(self, program: str, tests: list[str], entry_point: str, *, setup: str = "",
-            limits: SandboxLimits | None = None, max_timeouts: int = 3) -> ProgramResult:
+    def run(
+        self,
+        program: str,
+        tests: list[str],
+        entry_point: str,
+        *,
+        setup: str = "",
+        limits: SandboxLimits | None = None,
+        max_timeouts: int = 3,
+    ) -> ProgramResult:
         """Run ``tests`` against ``entry_point`` of ``program``; see :func:`run_tests`."""
-        return self.run_job({"program": program, "tests": tests, "entry_point": entry_point,
-                             "setup": setup, "limits": limits, "max_timeouts": max_timeouts})
+        return self.run_job(
+            {
+                "program": program,
+                "tests": tests,
+                "entry_point": entry_point,
+                "setup": setup,
+                "limits": limits,
+                "max_timeouts": max_timeouts,
+            }
+        )
 
-    def run_many(self, jobs: Iterable[dict | Sequence], workers: int | None = None
-                 ) -> list[ProgramResult]:
+    def run_many(
+        self, jobs: Iterable[dict | Sequence], workers: int | None = None
+    ) -> list[ProgramResult]:
         """Run jobs concurrently (at most ``workers``, default the pool size); results in order."""
         jobs = list(jobs)
         if workers is not None and workers > self.workers:
@@ -392,9 +472,16 @@ def _pool(isolation: str = "auto") -> SandboxPool:
         return pool
 
 
-def run_tests(program: str, tests: list[str], entry_point: str, *, setup: str = "",
-              limits: SandboxLimits | None = None, max_timeouts: int = 3,
-              isolation: str = "auto") -> ProgramResult:
+def run_tests(
+    program: str,
+    tests: list[str],
+    entry_point: str,
+    *,
+    setup: str = "",
+    limits: SandboxLimits | None = None,
+    max_timeouts: int = 3,
+    isolation: str = "auto",
+) -> ProgramResult:
     """Run each test against the program's entry point in the sandbox.
 
     Args:
@@ -414,12 +501,14 @@ def run_tests(program: str, tests: list[str], entry_point: str, *, setup: str = 
         A :class:`ProgramResult`; only tests the trusted runner saw complete count as passed.
         Text the program produced (messages, output) has its control characters removed.
     """
-    return _pool(isolation).run(program, tests, entry_point, setup=setup, limits=limits,
-                                max_timeouts=max_timeouts)
+    return _pool(isolation).run(
+        program, tests, entry_point, setup=setup, limits=limits, max_timeouts=max_timeouts
+    )
 
 
-def run_many(jobs: Iterable[dict | Sequence], workers: int | None = None,
-             isolation: str = "auto") -> list[ProgramResult]:
+def run_many(
+    jobs: Iterable[dict | Sequence], workers: int | None = None, isolation: str = "auto"
+) -> list[ProgramResult]:
     """Run many jobs concurrently on the shared pool; one :class:`ProgramResult` per job, in order.
 
     Args:

@@ -27,8 +27,10 @@ def clean_program_text(text: str) -> str:
         return text
     text = _ANSI.sub("", text).replace("\r\n", "\n").replace("\r", "\n")
     return "".join(
-        "\ufffd" if "\ud800" <= ch <= "\udfff" else ch for ch in text
-        if ch in "\t\n" or (unicodedata.category(ch) != "Cc" and ch not in _BIDI))
+        "\ufffd" if "\ud800" <= ch <= "\udfff" else ch
+        for ch in text
+        if ch in "\t\n" or (unicodedata.category(ch) != "Cc" and ch not in _BIDI)
+    )
 
 
 @dataclass(frozen=True)
@@ -72,8 +74,14 @@ class SandboxLimits:
             raise ValueError(f"timeout must be positive, got {self.timeout!r}")
         if self.program_timeout is not None and not self.program_timeout > 0:
             raise ValueError(f"program_timeout must be positive, got {self.program_timeout!r}")
-        for name in ("memory_bytes", "max_output_bytes", "file_size_bytes", "max_processes",
-                     "max_open_files", "max_reply_bytes"):
+        for name in (
+            "memory_bytes",
+            "max_output_bytes",
+            "file_size_bytes",
+            "max_processes",
+            "max_open_files",
+            "max_reply_bytes",
+        ):
             if int(getattr(self, name)) < 1:
                 raise ValueError(f"{name} must be >= 1, got {getattr(self, name)!r}")
 

@@ -41,8 +41,11 @@ def split_asserts(check_source: str, function: str = "check") -> list[str]:
     """
     module = ast.parse(check_source)
     check = next(
-        (n for n in module.body
-         if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function),
+        (
+            n
+            for n in module.body
+            if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef)) and n.name == function
+        ),
         None,
     )
     if check is None:
@@ -54,8 +57,11 @@ def split_asserts(check_source: str, function: str = "check") -> list[str]:
     helpers: list[str] = []
     tests: list[str] = []
     for statement in check.body:
-        if (isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Constant)
-                and isinstance(statement.value.value, str)):
+        if (
+            isinstance(statement, ast.Expr)
+            and isinstance(statement.value, ast.Constant)
+            and isinstance(statement.value.value, str)
+        ):
             continue  # docstring
         if isinstance(statement, ast.Assert):
             if _is_trivial(statement):

@@ -57,18 +57,30 @@ def _child_env() -> dict[str, str]:
 
 def _at_fsync(script: Path, argv: list[str], n: int, cwd: Path) -> None:
     """Run ``script argv`` in a child process killed by SIGKILL right after its n-th fsync."""
-    proc = subprocess.run([sys.executable, "-c", KILL_AT_FSYNC, str(n), str(script), *argv],
-                          cwd=cwd, env=_child_env(), capture_output=True, text=True, timeout=300,
-                          check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", KILL_AT_FSYNC, str(n), str(script), *argv],
+        cwd=cwd,
+        env=_child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
     assert proc.returncode == -signal.SIGKILL, f"not killed at fsync {n}:\n{proc.stderr[-3000:]}"
 
 
-def _after_progress(script: Path, argv: list[str], metrics: Path, lines: int, delay: float,
-                    cwd: Path) -> int:
+def _after_progress(
+    script: Path, argv: list[str], metrics: Path, lines: int, delay: float, cwd: Path
+) -> int:
     """Run ``script argv`` in a child process; once ``metrics`` has ``lines`` lines, wait
     ``delay`` seconds and kill it with SIGKILL. Returns its exit status (-9 if killed)."""
-    proc = subprocess.Popen([sys.executable, str(script), *argv], cwd=cwd, env=_child_env(),
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *argv],
+        cwd=cwd,
+        env=_child_env(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     deadline = time.monotonic() + 300
     try:
         while proc.poll() is None and time.monotonic() < deadline:
@@ -90,8 +102,9 @@ def _twice(script: Path, argv: list[str], out: Path, fsync: int, delay: float) -
     ``--resume`` ``delay`` seconds after it has logged an iteration past the first run's."""
     _at_fsync(script, argv, fsync, cwd=out.parent)
     logged = len((out / "metrics.jsonl").read_text().splitlines())
-    _after_progress(script, [*argv, "--resume"], out / "metrics.jsonl", logged + 1, delay,
-                    cwd=out.parent)
+    _after_progress(
+        script, [*argv, "--resume"], out / "metrics.jsonl", logged + 1, delay, cwd=out.parent
+    )
 
 
 @pytest.fixture(scope="session")
@@ -101,13 +114,15 @@ def kill9() -> SimpleNamespace:
     ``kill9.after_progress(script, argv, metrics, lines, delay, cwd)`` at a time, and
     ``kill9.twice(script, argv, out, fsync, delay)`` one after the other; and
     ``kill9.selected(request, name)``: whether the requesting module's test ``name`` will run."""
-    return SimpleNamespace(at_fsync=_at_fsync, after_progress=_after_progress, twice=_twice,
-                           selected=_selected)
+    return SimpleNamespace(
+        at_fsync=_at_fsync, after_progress=_after_progress, twice=_twice, selected=_selected
+    )
 
 
 def _selected(request: pytest.FixtureRequest, name: str) -> bool:
-    return any(item.module is request.module and item.name == name
-               for item in request.session.items)
+    return any(
+        item.module is request.module and item.name == name for item in request.session.items
+    )
 
 
 @pytest.fixture(scope="module")
@@ -116,4 +131,3 @@ def background():
     early, they run on the second core while the module's in-process tests run on the first."""
     with ThreadPoolExecutor(1) as pool:
         yield pool
-

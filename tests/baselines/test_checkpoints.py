@@ -27,8 +27,9 @@ _spec.loader.exec_module(checkpoints)
 def save(root: Path, iteration: int) -> Path:
     weights = torch.arange(2_000, dtype=torch.float32) * iteration
     state = {"iteration": iteration, "metrics": [{"x": 0.1}] * iteration}
-    return checkpoints.save(root, iteration, state,
-                            {"learner_A": {"weights": weights, "eta": 0.05}})
+    return checkpoints.save(
+        root, iteration, state, {"learner_A": {"weights": weights, "eta": 0.05}}
+    )
 
 
 def folders(root: Path) -> list[str]:
@@ -91,10 +92,16 @@ FAULTS = {  # name: (file, damage, the words of the message)
     "truncated": ("learner_A.pt", cut(100), "is truncated (100 of"),
     "too long": ("learner_A.pt", lambda p: p.write_bytes(p.read_bytes() + b"\0"), "is too long"),
     "flipped bytes": ("learner_A.pt", flip, "fails its checksum (sha256 mismatch"),
-    "weights unreadable": ("learner_A.pt", lambda p: rewrite(p.parent, p.name, b"not a zip"),
-                           "is unreadable"),
-    "state unreadable": ("state.json", lambda p: rewrite(p.parent, p.name, b"{"),
-                         "is unreadable (JSONDecodeError"),
+    "weights unreadable": (
+        "learner_A.pt",
+        lambda p: rewrite(p.parent, p.name, b"not a zip"),
+        "is unreadable",
+    ),
+    "state unreadable": (
+        "state.json",
+        lambda p: rewrite(p.parent, p.name, b"{"),
+        "is unreadable (JSONDecodeError",
+    ),
     "manifest missing": ("manifest.json", Path.unlink, "is missing"),
     "manifest empty": ("manifest.json", cut(0), "is empty"),
     "manifest cut": ("manifest.json", cut(50), "is unreadable"),
@@ -127,8 +134,9 @@ def test_no_good_checkpoint_means_a_fresh_start_with_one_line(tmp_path, capsys):
     assert checkpoints.load_latest(root) is None
     lines = messages(capsys)
     assert len(lines) == 2 and "iteration-000002/learner_A.pt fails its checksum" in lines[0]
-    assert lines[1].endswith("iteration-000001/state.json is missing; no good checkpoint left, "
-                             "starting from scratch")
+    assert lines[1].endswith(
+        "iteration-000001/state.json is missing; no good checkpoint left, starting from scratch"
+    )
 
 
 def test_old_layouts_are_refused_in_one_line(tmp_path):

@@ -76,30 +76,72 @@ def test_command_lines_of_the_other_docs_parse():
 
 
 def test_documented_flags_keep_their_meaning():
-    args = parse("cory", ["--model", "tiny", "--iterations", "3", "--max-new-tokens", "8",
-                          "--env-kwargs", '{"data_source": "bundled"}', "--checkpoint-every", "0"])
+    args = parse(
+        "cory",
+        [
+            "--model",
+            "tiny",
+            "--iterations",
+            "3",
+            "--max-new-tokens",
+            "8",
+            "--env-kwargs",
+            '{"data_source": "bundled"}',
+            "--checkpoint-every",
+            "0",
+        ],
+    )
     assert (args.model, args.iterations, args.max_new_tokens, args.checkpoint_every) == (
-        "tiny", 3, 8, 0)
+        "tiny",
+        3,
+        8,
+        0,
+    )
     assert args.env_kwargs == {"data_source": "bundled"}  # a dict, from JSON
-    args = parse("cory", ["--lora", "--shared-base", "--lr", "1e-4", "--no-adaptive-kl",
-                          "--resume", "--kl-coef", "None"])
+    args = parse(
+        "cory",
+        [
+            "--lora",
+            "--shared-base",
+            "--lr",
+            "1e-4",
+            "--no-adaptive-kl",
+            "--resume",
+            "--kl-coef",
+            "None",
+        ],
+    )
     assert args.lora and args.shared_base and args.resume and not args.adaptive_kl
     assert (args.lr, args.kl_coef) == (1e-4, 0.05)  # None: the env's default
     assert parse("cory", ["--env-kwargs", "null"]).env_kwargs == {}  # None: the env's default
-    args = parse("magrpo", ["--env", "llm_marl_envs/CoopCoding-v0", "--env-kwargs", "num_turns=2",
-                            "--algo", "grpo", "--no-progress", "--normalize-std"])
+    args = parse(
+        "magrpo",
+        [
+            "--env",
+            "llm_marl_envs/CoopCoding-v0",
+            "--env-kwargs",
+            "num_turns=2",
+            "--algo",
+            "grpo",
+            "--no-progress",
+            "--normalize-std",
+        ],
+    )
     assert magrpo.parse_env_kwargs(args.env_kwargs) == {"num_turns": 2}
     assert (args.algo, args.progress, args.normalize_std) == ("grpo", False, True)
 
 
-@pytest.mark.parametrize(("name", "argv"), [
-    ("cory", ["--env-kwargs", "{bad json"]),
-    ("cory", ["--env-kwargs", "[1, 2]"]),  # JSON, but not an object
-    ("cory", ["--algo", "grpo"]),
-    ("cory", ["--iterations", "three"]),
-    ("magrpo", ["--algo", "ppo"]),
-    ("magrpo", ["--no-such-flag"]),
-])
+@pytest.mark.parametrize(
+    ("name", "argv"),
+    [
+        ("cory", ["--env-kwargs", "{bad json"]),
+        ("cory", ["--env-kwargs", "[1, 2]"]),  # JSON, but not an object
+        ("cory", ["--algo", "grpo"]),
+        ("cory", ["--iterations", "three"]),
+        ("magrpo", ["--algo", "ppo"]),
+        ("magrpo", ["--no-such-flag"]),
+    ],
+)
 def test_a_bad_command_line_exits_with_status_2(name, argv, capsys):
     with pytest.raises(SystemExit) as exited:
         TRAINERS[name].parse_args(argv)
@@ -129,14 +171,18 @@ def test_help_shows_every_option_with_its_help_and_default(name, capsys, monkeyp
 
 def test_help_is_each_field_docstring_as_one_paragraph():
     help_of = {f.name: f.metadata.get("help") for f in dataclasses.fields(cory.Args)}
-    assert help_of["lr"] == ("AdamW learning rate; None: 5e-5 for IMDB (the paper: 1.41e-5 with "
-                             "80x more samples), 1e-5 for GSM8K")
+    assert help_of["lr"] == (
+        "AdamW learning rate; None: 5e-5 for IMDB (the paper: 1.41e-5 with "
+        "80x more samples), 1e-5 for GSM8K"
+    )
     assert all(help_of.values()) and not any("\n" in h or "  " in h for h in help_of.values())
 
 
 # --------------------------------------------------------------------------- resume check
-CHANGED_LR = ("--resume: --lr (checkpoint 0.001, now 0.002) differs from the checkpoint's run; "
-              "use the checkpoint's values, or a new --out-dir for a new run")
+CHANGED_LR = (
+    "--resume: --lr (checkpoint 0.001, now 0.002) differs from the checkpoint's run; "
+    "use the checkpoint's values, or a new --out-dir for a new run"
+)
 
 
 @pytest.mark.parametrize("name", ["cory", "magrpo"])
@@ -157,8 +203,9 @@ def test_one_resume_check_with_one_message_for_both_trainers(name, tmp_path):
     with pytest.raises(SystemExit) as refused:
         common.load_checkpoint(tmp_path, parse(name, [*base, "--lr", "2e-3", "--seed", "7"]))
     message = str(refused.value)
-    assert "\n" not in message and message.startswith("--resume: --lr (checkpoint 0.001, now "
-                                                      "0.002), --seed (checkpoint ")
+    assert "\n" not in message and message.startswith(
+        "--resume: --lr (checkpoint 0.001, now 0.002), --seed (checkpoint "
+    )
     assert "differ from the checkpoint's run" in message
 
 
@@ -173,8 +220,10 @@ def test_check_resume_and_check_weights_by_hand():
     common.check_weights(["a", "b"], ("b", "a"), args)
     with pytest.raises(SystemExit) as refused:
         common.check_weights(["a", "b"], ["a"], args)
-    assert str(refused.value) == ("--resume: the checkpoint's weights do not fit --model 'tiny' "
-                                  "(lora=True); resume with the model it was trained from")
+    assert str(refused.value) == (
+        "--resume: the checkpoint's weights do not fit --model 'tiny' "
+        "(lora=True); resume with the model it was trained from"
+    )
 
 
 def test_logs_are_rewritten_from_a_checkpoint_then_appended(tmp_path):

@@ -18,8 +18,10 @@ spec.loader.exec_module(compare)
 
 def write_run(folder: Path, rewards: list[float], kl: list[float] | None = None) -> Path:
     folder.mkdir(parents=True)
-    rows = [{"iteration": i, "task_reward_mean": r, **({"kl_pioneer": kl[i]} if kl else {})}
-            for i, r in enumerate(rewards)]
+    rows = [
+        {"iteration": i, "task_reward_mean": r, **({"kl_pioneer": kl[i]} if kl else {})}
+        for i, r in enumerate(rewards)
+    ]
     (folder / "metrics.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
     return folder
 
@@ -42,8 +44,19 @@ def test_seeds_with_one_label_are_averaged_and_cut_to_the_shortest(tmp_path):
 def test_main_writes_a_png(tmp_path, capsys):
     a = write_run(tmp_path / "a", [0.1, 0.2, 0.4], kl=[0.0, 0.5, 1.0])
     out = tmp_path / "plots" / "cmp.png"
-    compare.main([str(a / "metrics.jsonl"), "--keys", "task_reward_mean", "kl_pioneer",
-                  "--out", str(out), "--smooth", "2", "--table"])
+    compare.main(
+        [
+            str(a / "metrics.jsonl"),
+            "--keys",
+            "task_reward_mean",
+            "kl_pioneer",
+            "--out",
+            str(out),
+            "--smooth",
+            "2",
+            "--table",
+        ]
+    )
     assert out.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert "0.100 -> 0.233" in capsys.readouterr().out  # mean of the last 5 (all 3)
 
@@ -60,16 +73,30 @@ def test_eval_file_uses_each_rows_iteration(tmp_path, capsys):
     runs = []
     for seed, rewards in enumerate(([0.2, 0.5, 0.6], [0.3, 0.4, 0.8])):
         folder = write_run(tmp_path / f"cory-{seed}", [0.0])
-        rows = [{"iteration": it, "task_reward_pioneer": r}
-                for it, r in zip((0, 10, 20), rewards, strict=True)]
+        rows = [
+            {"iteration": it, "task_reward_pioneer": r}
+            for it, r in zip((0, 10, 20), rewards, strict=True)
+        ]
         (folder / "eval.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
         runs.append(f"cory={folder}")
     x, values = compare.steps(compare.grouped(runs, "eval.jsonl")["cory"], "task_reward_pioneer")
     assert x.tolist() == [0.0, 10.0, 20.0]
     assert values.mean(0).tolist() == pytest.approx([0.25, 0.45, 0.7])
     out = tmp_path / "eval.png"
-    compare.main([*runs, "--file", "eval.jsonl", "--keys", "task_reward_pioneer", "--out", str(out),
-                  "--table", "--last", "1"])
+    compare.main(
+        [
+            *runs,
+            "--file",
+            "eval.jsonl",
+            "--keys",
+            "task_reward_pioneer",
+            "--out",
+            str(out),
+            "--table",
+            "--last",
+            "1",
+        ]
+    )
     assert out.stat().st_size > 0
     assert "| cory | 0.250 -> 0.700 |" in capsys.readouterr().out
     with pytest.raises(SystemExit, match="no eval.jsonl"):

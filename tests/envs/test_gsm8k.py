@@ -62,7 +62,9 @@ def test_prompts_follow_the_cory_protocol():
     assert env.observe("observer_0") == ""  # nothing observed before its turn
     env.step("Let me think. The answer is 7.")
     observer_obs = str(env.observe("observer_0"))
-    assert observer_obs.endswith(f"Question: {question}\nReference: Let me think. The answer is 7.\nAnswer:")
+    assert observer_obs.endswith(
+        f"Question: {question}\nReference: Let me think. The answer is 7.\nAnswer:"
+    )
     messages = env.infos["observer_0"]["messages"]
     assert [m["role"] for m in messages] == ["system", "user", "assistant", "user"]
     assert messages[-1]["content"] == observer_obs.split("\n\n")[-1]
@@ -76,7 +78,10 @@ def test_components_when_no_number():
     info = env.infos["pioneer_0"]
     assert info["format_error"] == "no_number"
     assert info["reward_components"] == {
-        "correct": 0.0, "answer_found": 0.0, "task_reward": 0.0, "format_failure": 1.0,
+        "correct": 0.0,
+        "answer_found": 0.0,
+        "task_reward": 0.0,
+        "format_failure": 1.0,
     }
     env.step("The answer is 3.")
     assert env.infos["observer_0"]["reward_components"]["extracted_answer"] == 3.0

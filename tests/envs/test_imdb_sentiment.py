@@ -23,11 +23,16 @@ def test_query_is_a_2_to_7_word_prefix():
 
 def test_observer_prompt_and_rewards():
     length_scorer = lambda texts: [float(len(t)) for t in texts]  # noqa: E731
-    env = llm_marl_envs.make(ID, data_source="bundled", scorer=length_scorer, reward_mode="individual")
+    env = llm_marl_envs.make(
+        ID, data_source="bundled", scorer=length_scorer, reward_mode="individual"
+    )
     env.reset(seed=2)
     query = env.query
     env.step("was great")
-    assert env.observe("observer_0") == f'I can make this sentence "{query} was great" more positive: {query}'
+    assert (
+        env.observe("observer_0")
+        == f'I can make this sentence "{query} was great" more positive: {query}'
+    )
     env.step("was truly great fun")
     r1, r2 = len(f"{query} was great"), len(f"{query} was truly great fun")
     assert env.rewards == {"pioneer_0": r1, "observer_0": r2}
@@ -54,7 +59,9 @@ def test_tokenizer_cuts_the_query_in_tokens():
         def decode(self, ids):
             return "".join(chr(i) for i in ids)
 
-    env = llm_marl_envs.make(ID, data_source="bundled", tokenizer=CharTokenizer(), query_length=(3, 3))
+    env = llm_marl_envs.make(
+        ID, data_source="bundled", tokenizer=CharTokenizer(), query_length=(3, 3)
+    )
     env.reset(seed=0)
     assert len(env.query) == 3
 

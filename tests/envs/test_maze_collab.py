@@ -78,7 +78,15 @@ def _grid(layout: MazeLayout, gnome: int) -> list[str]:
         row = ""
         for c in range(layout.size):
             i = layout.cell(r, c)
-            row += "S" if i == layout.start else "G" if i == layout.treasure else "#" if layout.walls[gnome][i] else "."
+            row += (
+                "S"
+                if i == layout.start
+                else "G"
+                if i == layout.treasure
+                else "#"
+                if layout.walls[gnome][i]
+                else "."
+            )
         rows.append(row)
     return rows
 
@@ -92,7 +100,9 @@ def test_alternating_turn_distances_on_a_hand_made_corridor():
     # Cells 1..5 of row 0: gnome_0 may enter 1 and 3, gnome_1 may enter 2 and 4, both enter G.
     layout = MazeLayout.from_grids((CORRIDOR_0, CORRIDOR_1), first_mover=0)
     assert layout.optimal_steps == 5  # right, right, right, right, right, alternating
-    assert [layout.best_move(c, m) for c, m in [(0, 0), (1, 1), (2, 0), (3, 1), (4, 0)]] == ["right"] * 5
+    assert [layout.best_move(c, m) for c, m in [(0, 0), (1, 1), (2, 0), (3, 1), (4, 0)]] == [
+        "right"
+    ] * 5
     late = MazeLayout.from_grids((CORRIDOR_0, CORRIDOR_1), first_mover=1)
     assert late.optimal_steps == 6  # gnome_1 cannot enter cell 1: it has to stay first
     assert late.best_move(0, 1) == "stay"
@@ -129,7 +139,9 @@ def test_oracle_pair_wins_in_optimal_steps(size, variant):
         assert info["steps"] == info["optimal_steps"] == env.layout.optimal_steps
         assert info["steps_ratio"] == 1.0 and info["invalid_moves"] == 0
         expected = (-0.1 * info["steps"] + 20.0) / 20.0
-        assert rewards["gnome_0"] == pytest.approx(expected) and rewards["gnome_1"] == pytest.approx(expected)
+        assert rewards["gnome_0"] == pytest.approx(expected) and rewards[
+            "gnome_1"
+        ] == pytest.approx(expected)
 
 
 def test_random_pair_plays_to_the_turn_budget_or_wins():
@@ -150,7 +162,9 @@ def test_random_pair_plays_to_the_turn_budget_or_wins():
 # ---------------------------------------------------------------------- rules
 def _corridor_env(**kwargs):
     env = MazeCollabEnv(size=6, **kwargs)
-    env.reset(seed=0, options={"layout": MazeLayout.from_grids((CORRIDOR_0, CORRIDOR_1), first_mover=0)})
+    env.reset(
+        seed=0, options={"layout": MazeLayout.from_grids((CORRIDOR_0, CORRIDOR_1), first_mover=0)}
+    )
     return env
 
 
@@ -216,7 +230,8 @@ def test_parse_move_accepts_lenient_forms(text, move, message):
 
 
 @pytest.mark.parametrize(
-    "text", ["I think left is good", "MOVE: diagonal", "SAY: hello", '{"move": 3}', "removed", "[1, 2]"]
+    "text",
+    ["I think left is good", "MOVE: diagonal", "SAY: hello", '{"move": 3}', "removed", "[1, 2]"],
 )
 def test_parse_move_without_a_move(text):
     direction, _, error = parse_move(text)
@@ -255,8 +270,13 @@ def test_partner_messages_and_append_only_chat():
     env.step("MOVE: stay")
     after = env.infos[first]["messages"]
     assert after[: len(before)] == before  # prefix-stable
-    assert after[len(before)] == {"role": "assistant", "content": "MOVE: stay\nSAY: the treasure is far to the left"}
-    assert after[-1]["role"] == "user" and "Last turn: " + second + " stayed." in after[-1]["content"]
+    assert after[len(before)] == {
+        "role": "assistant",
+        "content": "MOVE: stay\nSAY: the treasure is far to the left",
+    }
+    assert (
+        after[-1]["role"] == "user" and "Last turn: " + second + " stayed." in after[-1]["content"]
+    )
 
 
 def test_same_seed_same_maze_and_first_movers_vary():
@@ -290,7 +310,9 @@ def test_ansi_render_shows_both_layers():
     text = env.render()
     assert "MazeCollab-v0" in text and "@" in text and "G" in text
     w0, w1 = env.layout.walls
-    expected = {"#" if a and b else "0" if a else "1" if b else "." for a, b in zip(w0, w1, strict=True)}
+    expected = {
+        "#" if a and b else "0" if a else "1" if b else "." for a, b in zip(w0, w1, strict=True)
+    }
     assert expected <= set(text)
 
 

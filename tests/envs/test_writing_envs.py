@@ -106,12 +106,17 @@ def test_parallel_rejects_bad_joint_actions_without_changing_state(env_id):
 
 def test_tldr_local_file_and_sliced_split(tmp_path):
     rows = [
-        {"prompt": f"SUBREDDIT: r/test\n\nTITLE: title {i}\n\nPOST: post number {i} text\n\nTL;DR:", "completion": " sum"}
+        {
+            "prompt": f"SUBREDDIT: r/test\n\nTITLE: title {i}\n\nPOST: post number {i} text\n\nTL;DR:",
+            "completion": " sum",
+        }
         for i in range(10)
     ]
     path = tmp_path / "tldr.jsonl"
     path.write_text("\n".join(json.dumps(r) for r in rows))
-    env = llm_marl_envs.make("llm_marl_envs/TLDRSummarization-v0", data_source=path, split="train[2:5]")
+    env = llm_marl_envs.make(
+        "llm_marl_envs/TLDRSummarization-v0", data_source=path, split="train[2:5]"
+    )
     assert len(env.data) == 3 and env.data.row_ids == (2, 3, 4)
     env.reset(seed=0, options={"row_index": 1})
     assert env.row_id == 3 and env.source_text.endswith("POST: post number 3 text")

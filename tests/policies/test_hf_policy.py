@@ -166,7 +166,7 @@ def test_completion_stops_at_eos_and_keeps_it(tiny):
     policy = HFPolicy(*tiny, max_new_tokens=20)
     policy.eos_token_ids = [*policy.eos_token_ids, stop_token]
     stopped = policy.generate(prompts)
-    for before, after in zip(free, stopped):
+    for before, after in zip(free, stopped, strict=True):
         ids = before.completion_ids
         end = ids.index(stop_token) + 1 if stop_token in ids else len(ids)
         assert after.completion_ids == ids[:end]

@@ -29,8 +29,11 @@ def chat_prompt(text: str) -> Prompt:
 
 
 def chat_answer(content: object, **message: object) -> bytes:
-    choice = {"index": 0, "finish_reason": "stop",
-              "message": {"role": "assistant", "content": content, **message}}
+    choice = {
+        "index": 0,
+        "finish_reason": "stop",
+        "message": {"role": "assistant", "content": content, **message},
+    }
     return json.dumps({"choices": [choice]}).encode()
 
 
@@ -50,8 +53,14 @@ def read_request(conn: socket.socket) -> None:
             return
         data += chunk
     head, _, body = data.partition(b"\r\n\r\n")
-    length = next((int(line.split(b":")[1]) for line in head.split(b"\r\n")
-                   if line.lower().startswith(b"content-length:")), 0)
+    length = next(
+        (
+            int(line.split(b":")[1])
+            for line in head.split(b"\r\n")
+            if line.lower().startswith(b"content-length:")
+        ),
+        0,
+    )
     while len(body) < length:
         chunk = conn.recv(65536)
         if not chunk:
@@ -70,8 +79,15 @@ def no_leaked_threads():
 
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch):
-    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY",
-                "ALL_PROXY", "OPENAI_API_KEY"):
+    for var in (
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "OPENAI_API_KEY",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -242,13 +258,21 @@ def test_close_aborts_requests_in_flight(socket_server, make_client):
 
 
 # ---------------------------------------------------------------------- unusable answers
-@pytest.mark.parametrize("message", [
-    {"content": None, "tool_calls": [{"id": "1", "type": "function",
-                                      "function": {"name": "move", "arguments": "{}"}}]},
-    {"content": None, "refusal": "I can't help with that."},
-    {"content": None, "reasoning_content": "Let me think about the maze..."},
-    {"content": None},
-], ids=["tool-calls-only", "refusal", "reasoning-cut-off", "bare-null"])
+@pytest.mark.parametrize(
+    "message",
+    [
+        {
+            "content": None,
+            "tool_calls": [
+                {"id": "1", "type": "function", "function": {"name": "move", "arguments": "{}"}}
+            ],
+        },
+        {"content": None, "refusal": "I can't help with that."},
+        {"content": None, "reasoning_content": "Let me think about the maze..."},
+        {"content": None},
+    ],
+    ids=["tool-calls-only", "refusal", "reasoning-cut-off", "bare-null"],
+)
 def test_null_content_is_an_error_not_an_empty_action(socket_server, make_client, message):
     body = chat_answer(**message)
 
@@ -266,14 +290,19 @@ def test_null_content_is_an_error_not_an_empty_action(socket_server, make_client
     assert len(socket_server.connections) == 1  # not retried
 
 
-@pytest.mark.parametrize("payload, problem", [
-    ({"choices": [{"index": 0, "text": None, "finish_reason": "length"}]}, "text is null"),
-    ({"choices": [{"index": 0, "message": "left"}]}, "message is str, not an object"),
-    ({"choices": [{"index": 0, "message": {"content": [{"type": "text", "text": "x"}]}}]},
-     "content is a list, not a string"),
-    ({"choices": [{"index": 0, "finish_reason": "stop"}]}, "neither a message nor a text"),
-    ({"choices": None}, "no choices"),
-])
+@pytest.mark.parametrize(
+    "payload, problem",
+    [
+        ({"choices": [{"index": 0, "text": None, "finish_reason": "length"}]}, "text is null"),
+        ({"choices": [{"index": 0, "message": "left"}]}, "message is str, not an object"),
+        (
+            {"choices": [{"index": 0, "message": {"content": [{"type": "text", "text": "x"}]}}]},
+            "content is a list, not a string",
+        ),
+        ({"choices": [{"index": 0, "finish_reason": "stop"}]}, "neither a message nor a text"),
+        ({"choices": None}, "no choices"),
+    ],
+)
 def test_other_unusable_answers_name_the_problem(socket_server, make_client, payload, problem):
     body = json.dumps(payload).encode()
 
@@ -339,13 +368,19 @@ def test_the_default_caps_leave_normal_answers_alone():
     assert policy.max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES >= 16 * 2**20
     assert policy.slow_after == policy.timeout / 2
     policy.close()
-    for bad in ({"max_response_bytes": 0}, {"warn_after": 0}, {"warn_after": -1.0},
-                {"timeout": float("inf")}):
+    for bad in (
+        {"max_response_bytes": 0},
+        {"warn_after": 0},
+        {"warn_after": -1.0},
+        {"timeout": float("inf")},
+    ):
         with pytest.raises((ValueError, TypeError)):
             OpenAIPolicy("http://127.0.0.1:1/v1", **bad)
 
 
-def test_ctrl_c_is_seen_while_waiting_even_if_a_worker_thread_gets_the_signal(socket_server, make_client):
+def test_ctrl_c_is_seen_while_waiting_even_if_a_worker_thread_gets_the_signal(
+    socket_server, make_client
+):
     # The OS may hand a process's SIGINT to any thread; Python then only raises
     # KeyboardInterrupt in the main thread when it wakes up. generate() must wake up often.
     url = socket_server(hang)

@@ -56,8 +56,10 @@ class LogprobPolicy(Policy):
     """Answers with token ids and log-probabilities, as the transformers policy does."""
 
     def generate(self, prompts: Sequence[Prompt]) -> list[Completion]:
-        return [Completion("ok", prompt_ids=[1, 2, 3], completion_ids=[7, 8],
-                           logprobs=[-0.25, -1.5]) for _ in prompts]
+        return [
+            Completion("ok", prompt_ids=[1, 2, 3], completion_ids=[7, 8], logprobs=[-0.25, -1.5])
+            for _ in prompts
+        ]
 
 
 # ---------------------------------------------------------------------- fixtures
@@ -72,8 +74,15 @@ def no_leaked_threads():
 @pytest.fixture(autouse=True)
 def clean_env(monkeypatch):
     """No proxy may intercept loopback requests, and no real key may leak into the tests."""
-    for var in ("http_proxy", "https_proxy", "all_proxy", "HTTP_PROXY", "HTTPS_PROXY",
-                "ALL_PROXY", "OPENAI_API_KEY"):
+    for var in (
+        "http_proxy",
+        "https_proxy",
+        "all_proxy",
+        "HTTP_PROXY",
+        "HTTPS_PROXY",
+        "ALL_PROXY",
+        "OPENAI_API_KEY",
+    ):
         monkeypatch.delenv(var, raising=False)
 
 
@@ -155,8 +164,9 @@ def http_json(url: str, body: bytes | None = None) -> tuple[int, dict]:
 # ---------------------------------------------------------------------- round trips
 def test_chat_round_trip(start_server, make_client):
     server = start_server(record_requests=True, model_name="served")
-    client = make_client(server.url, model="served", max_tokens=16, seed=3, stop="\n",
-                         extra_body={"top_k": 5})
+    client = make_client(
+        server.url, model="served", max_tokens=16, seed=3, stop="\n", extra_body={"top_k": 5}
+    )
     [completion] = client.generate([chat_prompt("left or right?")])
     assert completion.text == "echo:left or right?"
     assert completion.completion_ids is None
@@ -165,7 +175,12 @@ def test_chat_round_trip(start_server, make_client):
     body = record["body"]
     assert body["messages"][-1] == {"role": "user", "content": "left or right?"}
     assert (body["model"], body["max_tokens"], body["seed"], body["stop"], body["top_k"]) == (
-        "served", 16, 3, ["\n"], 5)
+        "served",
+        16,
+        3,
+        ["\n"],
+        5,
+    )
     assert "Authorization" not in record["headers"]
 
 
@@ -203,8 +218,12 @@ def test_server_batches_concurrent_requests(start_server, make_client):
     releaser = threading.Thread(target=release_when_all_arrived)
     releaser.start()
     try:
-        texts = [c.text for c in make_client(server.url, concurrency=8).generate(
-            [text_prompt(str(i)) for i in range(8)])]
+        texts = [
+            c.text
+            for c in make_client(server.url, concurrency=8).generate(
+                [text_prompt(str(i)) for i in range(8)]
+            )
+        ]
     finally:
         policy.gate.set()
         releaser.join()
@@ -217,8 +236,9 @@ def test_server_batches_concurrent_requests(start_server, make_client):
 def test_server_batches_completions_prompt_lists(start_server):
     policy = CountingPolicy()
     server = start_server(policy)
-    status, answer = http_json(server.url + "/completions",
-                               json.dumps({"prompt": ["a", "b", "c"]}).encode())
+    status, answer = http_json(
+        server.url + "/completions", json.dumps({"prompt": ["a", "b", "c"]}).encode()
+    )
     assert status == 200
     assert [c["text"] for c in answer["choices"]] == ["echo:a", "echo:b", "echo:c"]
     assert [c["index"] for c in answer["choices"]] == [0, 1, 2]
@@ -345,14 +365,18 @@ def test_server_answer_shape(start_server):
 
 
 # ---------------------------------------------------------------------- malformed answers
-@pytest.mark.parametrize("body", [
-    b"not json at all",
-    b'{"id": "x"}',
-    b'{"choices": []}',
-    b'{"choices": [{"message": {"role": "assistant"}}]}',
-    b'{"choices": [{"message": {"content": 42}}]}',
-    b'[1, 2]',
-], ids=["invalid-json", "no-choices", "empty-choices", "no-content", "non-text", "not-object"])
+@pytest.mark.parametrize(
+    "body",
+    [
+        b"not json at all",
+        b'{"id": "x"}',
+        b'{"choices": []}',
+        b'{"choices": [{"message": {"role": "assistant"}}]}',
+        b'{"choices": [{"message": {"content": 42}}]}',
+        b"[1, 2]",
+    ],
+    ids=["invalid-json", "no-choices", "empty-choices", "no-content", "non-text", "not-object"],
+)
 def test_malformed_answers_raise(raw_server, make_client, body):
     url, seen = raw_server(body)
     with pytest.raises(PolicyError, match=url):
@@ -362,8 +386,15 @@ def test_malformed_answers_raise(raw_server, make_client, body):
 
 def test_null_content_is_an_error(raw_server, make_client):
     # Never silently an empty action (more cases in test_openai_faults.py).
-    answer = {"choices": [{"index": 0, "finish_reason": "tool_calls",
-                           "message": {"role": "assistant", "content": None, "tool_calls": []}}]}
+    answer = {
+        "choices": [
+            {
+                "index": 0,
+                "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": None, "tool_calls": []},
+            }
+        ]
+    }
     url, seen = raw_server(json.dumps(answer).encode())
     with pytest.raises(PolicyError, match="content is null"):
         make_client(url, max_retries=2).generate([chat_prompt("x")])
@@ -410,22 +441,25 @@ def test_server_builds_prompts_from_messages(start_server):
 
 
 # ---------------------------------------------------------------------- construction
-@pytest.mark.parametrize("kwargs", [
-    {"base_url": "ftp://host/v1"},
-    {"base_url": "127.0.0.1:8000/v1"},
-    {"timeout": 0},
-    {"timeout": -1.0},
-    {"max_retries": -1},
-    {"concurrency": 0},
-    {"max_tokens": 0},
-    {"temperature": -0.1},
-    {"top_p": 0.0},
-    {"backoff": -1},
-    {"model": ""},
-    {"stop": ["", "x"]},
-    {"extra_body": ["not", "a", "dict"]},
-    {"seed": "7"},
-])
+@pytest.mark.parametrize(
+    "kwargs",
+    [
+        {"base_url": "ftp://host/v1"},
+        {"base_url": "127.0.0.1:8000/v1"},
+        {"timeout": 0},
+        {"timeout": -1.0},
+        {"max_retries": -1},
+        {"concurrency": 0},
+        {"max_tokens": 0},
+        {"temperature": -0.1},
+        {"top_p": 0.0},
+        {"backoff": -1},
+        {"model": ""},
+        {"stop": ["", "x"]},
+        {"extra_body": ["not", "a", "dict"]},
+        {"seed": "7"},
+    ],
+)
 def test_constructor_validates(kwargs):
     kwargs = {"base_url": "http://127.0.0.1:1/v1", **kwargs}
     with pytest.raises((ValueError, TypeError)):
@@ -435,7 +469,10 @@ def test_constructor_validates(kwargs):
 def test_from_spec_and_close():
     policy = OpenAIPolicy.from_spec("https://example.invalid/v1/#my-model", timeout=1.0)
     assert (policy.base_url, policy.model, policy.name) == (
-        "https://example.invalid/v1", "my-model", "openai:my-model")
+        "https://example.invalid/v1",
+        "my-model",
+        "openai:my-model",
+    )
     policy.close()
     with pytest.raises(PolicyError, match="closed"):
         policy.generate([text_prompt("x")])

@@ -18,7 +18,10 @@ AUX = "def aux(xs):\n    return sum(xs)\n"
         ("def aux(x):\n    return x", "def aux(x):\n    return x"),
         ("Here:\n```python\ndef aux(x):\n    return x\n```\nDone.", "def aux(x):\n    return x"),
         ("```\ndef aux(x):\n    return 1\n```", "def aux(x):\n    return 1"),
-        ("```py\ndef f():\n    pass\n```\n```python\ndef aux():\n    return 2\n```", "def aux():\n    return 2"),
+        (
+            "```py\ndef f():\n    pass\n```\n```python\ndef aux():\n    return 2\n```",
+            "def aux():\n    return 2",
+        ),
         ("```python\ndef aux():\n    return 3\n", "def aux():\n    return 3"),  # unterminated fence
     ],
 )
@@ -33,11 +36,19 @@ def test_extract_code(text, code):
         ("def total(xs):\n    s = aux(xs)\n    return s * 1 if xs else 0\n", 4, 4.0),
         # trivial wrappers get the call bonus only
         ("def total(xs):\n    return aux(xs)\n", 4, 0.4 + 0.6 + 0.5 + 1 + 0.5),
-        ("def total(xs):\n    '''doc'''\n    y = aux(xs)\n    return y\n", 2, 0.4 + 0.6 + 0.5 + 0.5 + 0.5),
+        (
+            "def total(xs):\n    '''doc'''\n    y = aux(xs)\n    return y\n",
+            2,
+            0.4 + 0.6 + 0.5 + 0.5 + 0.5,
+        ),
         # does not call aux: no cooperation points
         ("def total(xs):\n    return sum(xs)\n", 4, 0.4 + 0.6 + 0.5 + 1),
         # aux result ignored: -0.5
-        ("def total(xs):\n    aux(xs)\n    return sum(xs)\n", 4, 0.4 + 0.6 + 0.5 + 1 + 0.5 + 1.0 - 0.5),
+        (
+            "def total(xs):\n    aux(xs)\n    return sum(xs)\n",
+            4,
+            0.4 + 0.6 + 0.5 + 1 + 0.5 + 1.0 - 0.5,
+        ),
         # no test passed: no cooperation
         ("def total(xs):\n    s = aux(xs)\n    return s + 1\n", 0, 0.4 + 0.6 + 0.5),
         # main without return: stop after aux's structure points
@@ -60,7 +71,11 @@ def test_missing_aux_gets_no_aux_points_and_no_cooperation():
     analysis = analyse(PROMPT, "", "def total(xs):\n    return aux(xs)\n", "total")
     assert not analysis.aux_defined and analysis.calls_aux
     assert coding_reward(analysis, 4, 4) == {
-        "structure": 0.6, "syntax": 0.5, "tests": 1.0, "cooperation": 0.0, "total": 2.1,
+        "structure": 0.6,
+        "syntax": 0.5,
+        "tests": 1.0,
+        "cooperation": 0.0,
+        "total": 2.1,
     }
 
 
@@ -69,7 +84,9 @@ def test_program_keeps_prompt_imports_and_reports_syntax_errors():
     assert program.startswith("from typing import List")
     bad = analyse(PROMPT, "def aux(:\n", "def total(xs):\n    return 1\n", "total")
     assert not bad.syntax_ok and bad.syntax_error.startswith("SyntaxError")
-    with_nul = analyse(PROMPT, "def aux():\n    return '\x00'\n", "def total(xs):\n    return 1\n", "total")
+    with_nul = analyse(
+        PROMPT, "def aux():\n    return '\x00'\n", "def total(xs):\n    return 1\n", "total"
+    )
     assert not with_nul.syntax_ok and not with_nul.aux_defined  # NUL bytes: unparsable, no crash
 
 

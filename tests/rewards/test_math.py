@@ -52,7 +52,13 @@ def test_extract_gold_answer(solution, gold):
 
 @pytest.mark.parametrize(
     ("predicted", "gold", "match"),
-    [("3", "3", True), ("3.0", "3", True), ("3.5", "3", False), (None, "3", False), ("3", None, False)],
+    [
+        ("3", "3", True),
+        ("3.0", "3", True),
+        ("3.5", "3", False),
+        (None, "3", False),
+        ("3", None, False),
+    ],
 )
 def test_answers_match(predicted, gold, match):
     assert answers_match(predicted, gold) is match
@@ -73,6 +79,11 @@ def test_gsm8k_reward_on_real_gsm8k_solutions(shared_data):
     """Every real reference solution scores 1 against itself (extraction agrees with ####)."""
     import json
 
-    rows = [json.loads(l) for l in (shared_data / "gsm8k" / "test.jsonl").open()][:300]
+    rows = [json.loads(line) for line in (shared_data / "gsm8k" / "test.jsonl").open()][:300]
     gold_lines = [r["answer"].rsplit("####", 1)[1].strip() for r in rows]
-    assert gsm8k_reward([f"The answer is {g}." for g in gold_lines], answer=[r["answer"] for r in rows]) == [1.0] * 300
+    assert (
+        gsm8k_reward(
+            [f"The answer is {g}." for g in gold_lines], answer=[r["answer"] for r in rows]
+        )
+        == [1.0] * 300
+    )

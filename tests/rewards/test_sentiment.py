@@ -49,7 +49,12 @@ def test_bad_scorer_argument():
 
 @pytest.mark.parametrize(
     ("query", "continuation", "joined"),
-    [("A fine", "film", "A fine film"), ("A fine ", "film", "A fine film"), ("A fine", " film", "A fine film"), ("A", "", "A")],
+    [
+        ("A fine", "film", "A fine film"),
+        ("A fine ", "film", "A fine film"),
+        ("A fine", " film", "A fine film"),
+        ("A", "", "A"),
+    ],
 )
 def test_join_continuation(query, continuation, joined):
     assert join_continuation(query, continuation) == joined
@@ -64,14 +69,25 @@ def test_transformers_classifier_scores_the_positive_logit(tmp_path):
 
     tok = tokenizers.Tokenizer(tokenizers.models.WordLevel(unk_token="[UNK]"))
     tok.pre_tokenizer = tokenizers.pre_tokenizers.Whitespace()
-    trainer = tokenizers.trainers.WordLevelTrainer(special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]"])
+    trainer = tokenizers.trainers.WordLevelTrainer(
+        special_tokens=["[PAD]", "[UNK]", "[CLS]", "[SEP]"]
+    )
     tok.train_from_iterator(POSITIVE + NEGATIVE, trainer)
     fast = transformers.PreTrainedTokenizerFast(
-        tokenizer_object=tok, pad_token="[PAD]", unk_token="[UNK]", cls_token="[CLS]", sep_token="[SEP]"
+        tokenizer_object=tok,
+        pad_token="[PAD]",
+        unk_token="[UNK]",
+        cls_token="[CLS]",
+        sep_token="[SEP]",
     )
     config = transformers.DistilBertConfig(
-        vocab_size=tok.get_vocab_size(), dim=32, hidden_dim=64, n_layers=1, n_heads=2,
-        id2label={0: "NEGATIVE", 1: "POSITIVE"}, label2id={"NEGATIVE": 0, "POSITIVE": 1},
+        vocab_size=tok.get_vocab_size(),
+        dim=32,
+        hidden_dim=64,
+        n_layers=1,
+        n_heads=2,
+        id2label={0: "NEGATIVE", 1: "POSITIVE"},
+        label2id={"NEGATIVE": 0, "POSITIVE": 1},
     )
     torch.manual_seed(0)
     model = transformers.DistilBertForSequenceClassification(config).eval()

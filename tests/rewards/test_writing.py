@@ -4,7 +4,14 @@ from __future__ import annotations
 
 import pytest
 
-from llm_marl_envs.rewards.writing import ARXIV, TLDR, joint_reward, transition_score, trapezoid, writing_reward
+from llm_marl_envs.rewards.writing import (
+    ARXIV,
+    TLDR,
+    joint_reward,
+    transition_score,
+    trapezoid,
+    writing_reward,
+)
 from llm_marl_envs.rewards.writing_tables import TRANSITIONS
 
 
@@ -25,14 +32,14 @@ C1 = make_text(10, 100, "a")  # 10 unique words, 100 characters
 @pytest.mark.parametrize(
     ("chars2", "length_points", "climbs_on"),
     [
-        (100, 0.0, False),   # rho 1.0 < 1.1: stop
-        (110, 0.0, True),    # rho 1.1: ramp starts, 0 points, next level still scored
-        (135, 0.5, True),    # rho 1.35
-        (160, 1.0, True),    # rho 1.6: plateau
-        (320, 1.0, True),    # rho 3.2: plateau
-        (410, 0.5, True),    # rho 4.1
-        (500, 0.0, True),    # rho 5.0: ramp ends, 0 points, still scored
-        (501, 0.0, False),   # rho 5.01: stop
+        (100, 0.0, False),  # rho 1.0 < 1.1: stop
+        (110, 0.0, True),  # rho 1.1: ramp starts, 0 points, next level still scored
+        (135, 0.5, True),  # rho 1.35
+        (160, 1.0, True),  # rho 1.6: plateau
+        (320, 1.0, True),  # rho 3.2: plateau
+        (410, 0.5, True),  # rho 4.1
+        (500, 0.0, True),  # rho 5.0: ramp ends, 0 points, still scored
+        (501, 0.0, False),  # rho 5.01: stop
     ],
 )
 def test_tldr_length_ratio_boundaries(chars2, length_points, climbs_on):
@@ -46,11 +53,11 @@ def test_tldr_length_ratio_boundaries(chars2, length_points, climbs_on):
 @pytest.mark.parametrize(
     ("unique2", "vocab_points", "climbs_on"),
     [
-        (12, 0.0, False),          # u 1.2 < 1.3: stop
-        (13, 0.0, True),           # u 1.3: ramp starts
+        (12, 0.0, False),  # u 1.2 < 1.3: stop
+        (13, 0.0, True),  # u 1.3: ramp starts
         (17, 0.5 * 0.4 / 0.7, True),
-        (20, 0.5, True),           # u 2.0: full
-        (40, 0.5, True),           # open-ended above 2.0
+        (20, 0.5, True),  # u 2.0: full
+        (40, 0.5, True),  # open-ended above 2.0
     ],
 )
 def test_tldr_vocabulary_boundaries(unique2, vocab_points, climbs_on):
@@ -65,7 +72,14 @@ def test_tldr_vocabulary_boundaries(unique2, vocab_points, climbs_on):
 
 @pytest.mark.parametrize(
     ("words1", "words2", "passes"),
-    [(8, 30, True), (7, 30, False), (8, 256, True), (8, 257, False), (256, 256, True), (257, 300, False)],
+    [
+        (8, 30, True),
+        (7, 30, False),
+        (8, 256, True),
+        (8, 257, False),
+        (256, 256, True),
+        (257, 300, False),
+    ],
 )
 def test_tldr_structure_word_limits(words1, words2, passes):
     c1 = " ".join(["w"] * words1)
@@ -127,7 +141,16 @@ def test_punctuation_only_first_text_stops_at_vocabulary():
 
 @pytest.mark.parametrize(
     ("x", "expected"),
-    [(0.79, None), (0.8, 0.0), (0.9, 0.5), (1.0, 1.0), (1.3, 1.0), (1.4, 0.5), (1.5, 0.0), (1.51, None)],
+    [
+        (0.79, None),
+        (0.8, 0.0),
+        (0.9, 0.5),
+        (1.0, 1.0),
+        (1.3, 1.0),
+        (1.4, 0.5),
+        (1.5, 0.0),
+        (1.51, None),
+    ],
 )
 def test_arxiv_length_trapezoid(x, expected):
     value = trapezoid(x, ARXIV.rho)
@@ -136,7 +159,16 @@ def test_arxiv_length_trapezoid(x, expected):
 
 @pytest.mark.parametrize(
     ("x", "expected"),
-    [(0.49, None), (0.5, 0.0), (0.6, 0.5), (0.7, 1.0), (1.3, 1.0), (1.5, 0.5), (1.7, 0.0), (1.71, None)],
+    [
+        (0.49, None),
+        (0.5, 0.0),
+        (0.6, 0.5),
+        (0.7, 1.0),
+        (1.3, 1.0),
+        (1.5, 0.5),
+        (1.7, 0.0),
+        (1.71, None),
+    ],
 )
 def test_arxiv_vocabulary_trapezoid(x, expected):
     value = trapezoid(x, ARXIV.u)

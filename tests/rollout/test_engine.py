@@ -45,10 +45,24 @@ def _dicts(result):
 def test_batched_equals_one_at_a_time(env_id):
     kwargs = STATELESS[env_id]
     episodes = 3 if "Coop" in env_id else 6
-    batched = rollout(env_id, _policies(env_id, **kwargs), episodes=episodes, batch_size=4,
-                      seed=7, env_kwargs=kwargs, progress=False)
-    sequential = rollout(env_id, _policies(env_id, **kwargs), episodes=episodes, batch_size=1,
-                         seed=7, env_kwargs=kwargs, progress=False)
+    batched = rollout(
+        env_id,
+        _policies(env_id, **kwargs),
+        episodes=episodes,
+        batch_size=4,
+        seed=7,
+        env_kwargs=kwargs,
+        progress=False,
+    )
+    sequential = rollout(
+        env_id,
+        _policies(env_id, **kwargs),
+        episodes=episodes,
+        batch_size=1,
+        seed=7,
+        env_kwargs=kwargs,
+        progress=False,
+    )
     assert _dicts(batched) == _dicts(sequential)
     assert [e.episode for e in batched.episodes] == list(range(episodes))
     assert batched.turns == sum(e.num_turns for e in batched.episodes)
@@ -57,8 +71,15 @@ def test_batched_equals_one_at_a_time(env_id):
 @pytest.mark.parametrize("env_id", ["llm_marl_envs/MazeCollab-v0", "llm_marl_envs/GSM8K-v0"])
 def test_records_match_a_plain_aec_loop(env_id):
     kwargs = STATELESS[env_id]
-    result = rollout(env_id, _policies(env_id, **kwargs), episodes=3, batch_size=2, seed=11,
-                     env_kwargs=kwargs, progress=False)
+    result = rollout(
+        env_id,
+        _policies(env_id, **kwargs),
+        episodes=3,
+        batch_size=2,
+        seed=11,
+        env_kwargs=kwargs,
+        progress=False,
+    )
     env = llm_marl_envs.make(env_id, **kwargs)
     for record in result.episodes:
         returns = play_episode(env, _policies(env_id, **kwargs), seed=record.seed)
@@ -77,8 +98,16 @@ def test_records_match_a_plain_aec_loop(env_id):
 
 def test_groups_share_a_seed_and_a_task():
     env_id = "llm_marl_envs/GSM8K-v0"
-    result = rollout(env_id, _policies(env_id, **DATA), episodes=6, batch_size=4, seed=100,
-                     group_size=3, env_kwargs=DATA, progress=False)
+    result = rollout(
+        env_id,
+        _policies(env_id, **DATA),
+        episodes=6,
+        batch_size=4,
+        seed=100,
+        group_size=3,
+        env_kwargs=DATA,
+        progress=False,
+    )
     seeds = [e.seed for e in result.episodes]
     assert seeds == [100, 100, 100, 101, 101, 101]
     assert [e.group for e in result.episodes] == [0, 0, 0, 1, 1, 1]
@@ -98,8 +127,10 @@ def test_jsonl_round_trip_and_sft_examples(tmp_path):
     assert [e.to_dict() for e in loaded] == [e.to_dict() for e in result.episodes]
     examples = sft_examples(loaded, agents=["gnome_0"])
     assert examples and all(x["agent"] == "gnome_0" for x in examples)
-    assert all(x["messages"][-1]["role"] == "assistant" and x["messages"][0]["role"] == "system"
-               for x in examples)
+    assert all(
+        x["messages"][-1]["role"] == "assistant" and x["messages"][0]["role"] == "system"
+        for x in examples
+    )
     assert len(examples) == sum(1 for e in loaded for t in e.turns if t.agent == "gnome_0")
     assert sft_examples(loaded, min_return=100.0) == []
 
@@ -125,8 +156,14 @@ class _FailsAfter(Policy):
 def test_a_failing_policy_keeps_the_finished_episodes(tmp_path, error):
     out = tmp_path / "partial.jsonl"
     with pytest.raises(RolloutError) as caught:
-        rollout("llm_marl_envs/MazeCollab-v0", _FailsAfter(40, error), episodes=20, batch_size=2,
-                out=out, progress=False)
+        rollout(
+            "llm_marl_envs/MazeCollab-v0",
+            _FailsAfter(40, error),
+            episodes=20,
+            batch_size=2,
+            out=out,
+            progress=False,
+        )
     kept = caught.value.result.episodes
     assert 0 < len(kept) < 20
     assert "finished episode(s) kept" in str(caught.value) and str(out) in str(caught.value)
@@ -136,12 +173,15 @@ def test_a_failing_policy_keeps_the_finished_episodes(tmp_path, error):
 
 def test_non_string_answers_are_a_policy_error():
     with pytest.raises(RolloutError, match="str text"):
-        rollout("llm_marl_envs/MazeCollab-v0", lambda observation, info: 42, episodes=1,
-                progress=False)
+        rollout(
+            "llm_marl_envs/MazeCollab-v0", lambda observation, info: 42, episodes=1, progress=False
+        )
 
 
 def test_parallel_env_factories_and_shared_policies():
-    make = lambda: llm_marl_envs.make_parallel("llm_marl_envs/TLDRSummarization-v0", **DATA)
+    def make():
+        return llm_marl_envs.make_parallel("llm_marl_envs/TLDRSummarization-v0", **DATA)
+
     calls = []
 
     def shared(observation, info):

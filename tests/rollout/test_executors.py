@@ -76,8 +76,14 @@ class Counting(LocalExecutor):
 
 @pytest.mark.parametrize(("env_id", "kwargs"), [(MAZE, {}), (GSM8K, DATA)])
 def test_a_counting_executor_sees_every_reset_and_step_and_changes_nothing(env_id, kwargs):
-    args = {"episodes": 7, "batch_size": 3, "seed": 4, "group_size": 2, "env_kwargs": kwargs,
-            "progress": False}
+    args = {
+        "episodes": 7,
+        "batch_size": 3,
+        "seed": 4,
+        "group_size": 2,
+        "env_kwargs": kwargs,
+        "progress": False,
+    }
     plain = rollout(env_id, _policies(env_id, **kwargs), **args)
     counting = Counting()
     counted = rollout(env_id, _policies(env_id, **kwargs), executor=counting, **args)
@@ -87,7 +93,8 @@ def test_a_counting_executor_sees_every_reset_and_step_and_changes_nothing(env_i
     # one reset per episode, in episode order, with the group's seed; slots 0..2 only
     assert len(counting.resets) == 7
     assert [(seed, group) for _, seed, group in counting.resets] == [
-        (4 + i // 2, i // 2) for i in range(7)]
+        (4 + i // 2, i // 2) for i in range(7)
+    ]
     assert {slot for slot, _, _ in counting.resets} == {0, 1, 2}
     assert counting.envs == []  # closed: the executor let go of its copies
 
@@ -110,8 +117,9 @@ class Late(LocalExecutor):
 
 def test_an_executor_that_answers_late_and_out_of_order_gives_the_same_records():
     plain = rollout(MAZE, _policies(MAZE), episodes=5, batch_size=3, seed=2, progress=False)
-    late = rollout(MAZE, _policies(MAZE), episodes=5, batch_size=3, seed=2, progress=False,
-                   executor=Late())
+    late = rollout(
+        MAZE, _policies(MAZE), episodes=5, batch_size=3, seed=2, progress=False, executor=Late()
+    )
     assert _dicts(late) == _dicts(plain) and late.turns == plain.turns
 
 
@@ -158,8 +166,14 @@ class TwoShards(EnvExecutor):
 
 
 def test_a_group_aligned_sharded_executor_gives_the_same_records():
-    args = {"episodes": 8, "batch_size": 4, "seed": 9, "group_size": 2, "env_kwargs": DATA,
-            "progress": False}
+    args = {
+        "episodes": 8,
+        "batch_size": 4,
+        "seed": 9,
+        "group_size": 2,
+        "env_kwargs": DATA,
+        "progress": False,
+    }
     plain = rollout(GSM8K, _policies(GSM8K, **DATA), **args)
     sharded = TwoShards()
     result = rollout(GSM8K, _policies(GSM8K, **DATA), executor=sharded, **args)
@@ -181,11 +195,18 @@ def test_heavy_envs_step_in_threads_through_the_local_executor():
             super().step(action)
 
     counting = Counting()
-    threaded = rollout(SlowMaze, _policies(MAZE), episodes=4, batch_size=2, progress=False,
-                       executor=counting)
+    threaded = rollout(
+        SlowMaze, _policies(MAZE), episodes=4, batch_size=2, progress=False, executor=counting
+    )
     assert any(name.startswith("env-step") for name in threads)
-    inline = rollout(SlowMaze, _policies(MAZE), episodes=4, batch_size=2, progress=False,
-                     executor=LocalExecutor(env_workers=0))
+    inline = rollout(
+        SlowMaze,
+        _policies(MAZE),
+        episodes=4,
+        batch_size=2,
+        progress=False,
+        executor=LocalExecutor(env_workers=0),
+    )
     assert _dicts(threaded) == _dicts(inline) and counting.calls["close"] == 1
 
 
@@ -206,8 +227,9 @@ class _FailsOnCall(Policy):
 def test_the_executor_is_closed_after_a_policy_error_or_an_env_error(tmp_path):
     counting = Counting()
     with pytest.raises(RolloutError, match="finished episode"):
-        rollout(MAZE, _FailsOnCall(30), episodes=10, batch_size=2, progress=False,
-                executor=counting)
+        rollout(
+            MAZE, _FailsOnCall(30), episodes=10, batch_size=2, progress=False, executor=counting
+        )
     assert counting.calls["close"] == 1
 
     class Broken(Counting):

@@ -56,8 +56,16 @@ def test_batched_and_sequential_rollouts_are_identical(tiny, env_id):
 
 def test_groups_replay_the_task_and_sampling_varies_within_a_group():
     sampler = HFPolicy.from_spec("tiny", max_new_tokens=12, do_sample=True, temperature=1.0, seed=3)
-    result = rollout("llm_marl_envs/GSM8K-v0", sampler, episodes=8, batch_size=8, group_size=4,
-                     seed=0, env_kwargs={"data_source": "bundled"}, progress=False)
+    result = rollout(
+        "llm_marl_envs/GSM8K-v0",
+        sampler,
+        episodes=8,
+        batch_size=8,
+        group_size=4,
+        seed=0,
+        env_kwargs={"data_source": "bundled"},
+        progress=False,
+    )
     for group in (0, 1):
         members = [e for e in result.episodes if e.group == group]
         assert len({e.turns[0].observation for e in members}) == 1  # same task
@@ -66,12 +74,20 @@ def test_groups_replay_the_task_and_sampling_varies_within_a_group():
 
 def test_jsonl_keeps_token_ids_and_logprobs(tiny, tmp_path):
     out = tmp_path / "tokens.jsonl"
-    result = rollout("llm_marl_envs/MazeCollab-v0", tiny, episodes=2, batch_size=2, out=out,
-                     include_tokens=True, env_kwargs=SMALL["llm_marl_envs/MazeCollab-v0"],
-                     progress=False)
+    result = rollout(
+        "llm_marl_envs/MazeCollab-v0",
+        tiny,
+        episodes=2,
+        batch_size=2,
+        out=out,
+        include_tokens=True,
+        env_kwargs=SMALL["llm_marl_envs/MazeCollab-v0"],
+        progress=False,
+    )
     loaded = sorted(read_jsonl(out), key=lambda e: e.episode)
-    assert ([e.to_dict(include_tokens=True) for e in loaded]
-            == [e.to_dict(include_tokens=True) for e in result.episodes])
+    assert [e.to_dict(include_tokens=True) for e in loaded] == [
+        e.to_dict(include_tokens=True) for e in result.episodes
+    ]
     assert loaded[0].turns[0].logprobs == pytest.approx(result.episodes[0].turns[0].logprobs)
 
 
@@ -99,12 +115,14 @@ def test_http_policy_against_a_local_server_matches_the_model(tiny):
     with serve_policy(tiny, batch_wait=0.02) as server:
         client = OpenAIPolicy(server.url, timeout=10, max_retries=0, concurrency=4)
         try:
-            remote = rollout(env_id, client, episodes=4, batch_size=4, env_kwargs=kwargs,
-                             progress=False)
+            remote = rollout(
+                env_id, client, episodes=4, batch_size=4, env_kwargs=kwargs, progress=False
+            )
         finally:
             client.close()
-    assert ([[t.action for t in e.turns] for e in remote.episodes]
-            == [[t.action for t in e.turns] for e in direct.episodes])
+    assert [[t.action for t in e.turns] for e in remote.episodes] == [
+        [t.action for t in e.turns] for e in direct.episodes
+    ]
     assert [e.returns for e in remote.episodes] == [e.returns for e in direct.episodes]
 
 
@@ -117,8 +135,15 @@ def test_a_failing_server_stops_the_rollout_and_keeps_finished_episodes(tiny, tm
         started = time.perf_counter()
         try:
             with pytest.raises(RolloutError) as caught:
-                rollout("llm_marl_envs/GSM8K-v0", client, episodes=10, batch_size=1, out=out,
-                        env_kwargs={"data_source": "bundled"}, progress=False)
+                rollout(
+                    "llm_marl_envs/GSM8K-v0",
+                    client,
+                    episodes=10,
+                    batch_size=1,
+                    out=out,
+                    env_kwargs={"data_source": "bundled"},
+                    progress=False,
+                )
         finally:
             served.release.set()
             client.close()
@@ -139,8 +164,14 @@ def test_demo_runs_every_env_with_the_tiny_model(capsys):
 @pytest.mark.slow
 def test_the_embedded_model_plays_an_episode():
     policy = HFPolicy.from_spec("default", max_new_tokens=24)
-    result = rollout("llm_marl_envs/GSM8K-v0", policy, episodes=1, batch_size=1,
-                     env_kwargs={"data_source": "procedural", "difficulty": 1}, progress=False)
+    result = rollout(
+        "llm_marl_envs/GSM8K-v0",
+        policy,
+        episodes=1,
+        batch_size=1,
+        env_kwargs={"data_source": "procedural", "difficulty": 1},
+        progress=False,
+    )
     episode = result.episodes[0]
     assert [t.agent for t in episode.turns] == ["pioneer_0", "observer_0"]
     assert all(t.action.strip() for t in episode.turns)  # SmolLM2 writes real text

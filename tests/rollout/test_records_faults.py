@@ -34,8 +34,9 @@ SHORT = {"size": 5, "max_cycles": 2}  # 4 turns per episode whatever the answers
 
 def record(episode: int, action: str = "MOVE: stay") -> EpisodeRecord:
     turn = TurnRecord(agent="gnome_0", role="explorer", observation="o", messages=[], action=action)
-    return EpisodeRecord(env_id="x", seed=0, episode=episode, group=episode, turns=[turn],
-                         returns={"gnome_0": 1.0})
+    return EpisodeRecord(
+        env_id="x", seed=0, episode=episode, group=episode, turns=[turn], returns={"gnome_0": 1.0}
+    )
 
 
 def line_of(rec: EpisodeRecord) -> bytes:
@@ -135,8 +136,21 @@ CHILD = textwrap.dedent("""
 
 def test_a_writer_killed_mid_write_leaves_the_earlier_records_readable(tmp_path):
     chars = 2_000_000  # a 4 MB line, so a write takes long enough to be caught in the middle
-    line_length = len(line_of(EpisodeRecord(env_id="x", seed=0, episode=0, group=0, turns=[
-        TurnRecord(agent="a", role=None, observation="o", messages=[], action="é" * chars)])))
+    line_length = len(
+        line_of(
+            EpisodeRecord(
+                env_id="x",
+                seed=0,
+                episode=0,
+                group=0,
+                turns=[
+                    TurnRecord(
+                        agent="a", role=None, observation="o", messages=[], action="é" * chars
+                    )
+                ],
+            )
+        )
+    )
     for trial in range(5):
         path = tmp_path / f"killed-{trial}.jsonl"
         child = subprocess.Popen([sys.executable, "-c", CHILD, str(path), str(chars)])
@@ -174,8 +188,9 @@ class _Ramble(Policy):
 
     name = "ramble"
 
-    def __init__(self, huge: range, size: int, fail_at: int = 0,
-                 error: BaseException | None = None) -> None:
+    def __init__(
+        self, huge: range, size: int, fail_at: int = 0, error: BaseException | None = None
+    ) -> None:
         self.calls, self.huge, self.size = 0, huge, size
         self.fail_at, self.error = fail_at, error
 
@@ -194,8 +209,16 @@ def test_a_record_over_the_cap_is_skipped_and_counted(tmp_path):
     # batch_size=1: calls 5-8 are the four turns of episode 1
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        result = rollout(MAZE, _Ramble(range(5, 9), 200_000), episodes=4, batch_size=1,
-                         env_kwargs=SHORT, out=out, progress=False, max_record_bytes=100_000)
+        result = rollout(
+            MAZE,
+            _Ramble(range(5, 9), 200_000),
+            episodes=4,
+            batch_size=1,
+            env_kwargs=SHORT,
+            out=out,
+            progress=False,
+            max_record_bytes=100_000,
+        )
     assert [e.episode for e in result.episodes] == [0, 1, 2, 3]  # kept in memory
     assert result.unwritten_episodes == [1]
     [message] = warnings_named(caught, "RecordTooLargeWarning")
@@ -209,8 +232,16 @@ def test_a_record_over_the_cap_is_skipped_and_counted(tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         with pytest.raises(RolloutError) as caught_error:
-            rollout(MAZE, failing, episodes=4, batch_size=1, env_kwargs=SHORT, out=out,
-                    progress=False, max_record_bytes=100_000)
+            rollout(
+                MAZE,
+                failing,
+                episodes=4,
+                batch_size=1,
+                env_kwargs=SHORT,
+                out=out,
+                progress=False,
+                max_record_bytes=100_000,
+            )
     assert "3 finished episode(s) kept (2 written to" in str(caught_error.value)
     assert "1 over the record size cap not written: episodes [1]" in str(caught_error.value)
 
@@ -219,8 +250,9 @@ def test_write_jsonl_skips_records_over_the_cap(tmp_path):
     path = tmp_path / "capped.jsonl"
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        written = write_jsonl([record(0), record(1, "x" * 5000), record(2)], path,
-                              max_record_bytes=2000)
+        written = write_jsonl(
+            [record(0), record(1, "x" * 5000), record(2)], path, max_record_bytes=2000
+        )
     assert written == 2 and [r.episode for r in read_jsonl(path)] == [0, 2]
     assert len(warnings_named(caught, "RecordTooLargeWarning")) == 1
 
@@ -238,8 +270,15 @@ def test_the_default_record_cap_is_far_above_a_normal_record(tmp_path):
 def test_ctrl_c_keeps_the_finished_episodes(tmp_path):
     out = tmp_path / "interrupted.jsonl"
     with pytest.raises(KeyboardInterrupt) as caught:  # call 11: in episode 2 (batch_size=1)
-        rollout(MAZE, _Ramble(range(0), 0, fail_at=11, error=KeyboardInterrupt()), episodes=5,
-                batch_size=1, env_kwargs=SHORT, out=out, progress=False)
+        rollout(
+            MAZE,
+            _Ramble(range(0), 0, fail_at=11, error=KeyboardInterrupt()),
+            episodes=5,
+            batch_size=1,
+            env_kwargs=SHORT,
+            out=out,
+            progress=False,
+        )
     error = caught.value
     assert type(error).__name__ == "RolloutInterrupted"
     assert [e.episode for e in error.result.episodes] == [0, 1]

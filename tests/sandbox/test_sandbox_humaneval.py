@@ -15,15 +15,21 @@ def problems() -> dict:
 
 
 def job(problem: dict, body: str, tests: list[str] | None = None) -> dict:
-    return {"program": problem["prompt"] + body, "entry_point": problem["entry_point"],
-            "tests": tests or ["check(candidate)"],
-            "setup": problem["prompt"] + "\n" + problem["test"]}
+    return {
+        "program": problem["prompt"] + body,
+        "entry_point": problem["entry_point"],
+        "tests": tests or ["check(candidate)"],
+        "setup": problem["prompt"] + "\n" + problem["test"],
+    }
 
 
 def test_all_canonical_solutions_pass_whole_check(problems):
     results = run_many([job(p, p["canonical_solution"]) for p in problems.values()])
-    failed = {tid: (r.status, r.tests[0].error_type, r.tests[0].message)
-              for tid, r in zip(problems, results, strict=True) if not r.all_passed}
+    failed = {
+        tid: (r.status, r.tests[0].error_type, r.tests[0].message)
+        for tid, r in zip(problems, results, strict=True)
+        if not r.all_passed
+    }
     assert len(results) == 164 and not failed
 
 
@@ -34,18 +40,28 @@ def test_all_canonical_solutions_pass_every_assert(problems):
     assert sum(r.tests_total for r in results) == sum(len(j["tests"]) for j in jobs)
 
 
-@pytest.mark.parametrize("task_id, count", [("HumanEval/0", 7), ("HumanEval/2", 3),
-                                            ("HumanEval/32", 1), ("HumanEval/53", 6),
-                                            ("HumanEval/38", 1), ("HumanEval/151", 7)])
+@pytest.mark.parametrize(
+    "task_id, count",
+    [
+        ("HumanEval/0", 7),
+        ("HumanEval/2", 3),
+        ("HumanEval/32", 1),
+        ("HumanEval/53", 6),
+        ("HumanEval/38", 1),
+        ("HumanEval/151", 7),
+    ],
+)
 def test_split_asserts_counts(problems, task_id, count):
     assert len(split_asserts(problems[task_id]["test"])) == count
 
 
 def test_wrong_solutions_fail_and_partial_credit_is_counted(problems):
     p0, p53 = problems["HumanEval/0"], problems["HumanEval/53"]
-    wrong = [job(p0, "    return True\n", split_asserts(p0["test"])),
-             job(p53, "    return x + y if x < 5 else 0\n", split_asserts(p53["test"])),
-             job(p0, "    return True\n")]
+    wrong = [
+        job(p0, "    return True\n", split_asserts(p0["test"])),
+        job(p53, "    return x + y if x < 5 else 0\n", split_asserts(p53["test"])),
+        job(p0, "    return True\n"),
+    ]
     always_true, partial, whole = run_many(wrong)
     assert 0 < always_true.tests_passed < always_true.tests_total
     assert always_true.tests_passed == 4  # the asserts whose answer is True

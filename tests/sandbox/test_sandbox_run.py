@@ -52,8 +52,11 @@ def test_run_tests_reports_each_test(pool):
 
 def test_setup_names_and_entry_point_name_are_visible_to_tests(pool):
     setup = "import math\nEXPECTED = 3\ndef add(a, b):\n    '''stub'''\n"
-    tests = ["assert candidate(1, 2) == EXPECTED", "assert add(1, 2) == math.floor(3.5)",
-             "assert candidate(1, 2) == helper"]
+    tests = [
+        "assert candidate(1, 2) == EXPECTED",
+        "assert add(1, 2) == math.floor(3.5)",
+        "assert candidate(1, 2) == helper",
+    ]
     program = ADD + "helper = 3\n"
     result = pool.run(program, tests, "add", setup=setup)
     assert [t.passed for t in result.tests] == [True, True, False]
@@ -61,11 +64,15 @@ def test_setup_names_and_entry_point_name_are_visible_to_tests(pool):
 
 
 def test_candidate_exceptions_keep_builtin_types_only(pool):
-    program = ("class Custom(Exception):\n    pass\ndef f(x):\n    if x == 0:\n"
-               "        raise ValueError('zero')\n    raise Custom('c')\n")
-    tests = ["try:\n    candidate(0)\nexcept ValueError as e:\n    assert str(e) == 'zero'",
-             "try:\n    candidate(1)\nexcept ValueError:\n    pass",
-             "candidate(1)"]
+    program = (
+        "class Custom(Exception):\n    pass\ndef f(x):\n    if x == 0:\n"
+        "        raise ValueError('zero')\n    raise Custom('c')\n"
+    )
+    tests = [
+        "try:\n    candidate(0)\nexcept ValueError as e:\n    assert str(e) == 'zero'",
+        "try:\n    candidate(1)\nexcept ValueError:\n    pass",
+        "candidate(1)",
+    ]
     result = pool.run(program, tests, "f")
     assert [t.passed for t in result.tests] == [True, False, False]
     assert result.tests[1].error_type == result.tests[2].error_type == "CandidateError"
@@ -99,8 +106,14 @@ def test_timeouts_are_reported_and_the_tree_is_killed(pool):
 
 def test_max_timeouts_stops_the_remaining_tests(pool):
     program = "def f(x):\n    while x:\n        pass\n    return 0\n"
-    tests = ["assert candidate(0) == 0", "candidate(1)", "assert candidate(0) == 0", "candidate(1)",
-             "candidate(1)", "assert candidate(0) == 0"]
+    tests = [
+        "assert candidate(0) == 0",
+        "candidate(1)",
+        "assert candidate(0) == 0",
+        "candidate(1)",
+        "candidate(1)",
+        "assert candidate(0) == 0",
+    ]
     result = pool.run(program, tests, "f", limits=SandboxLimits(timeout=0.25), max_timeouts=2)
     assert [t.passed for t in result.tests] == [True, False, True, False, False, False]
     assert [t.timed_out for t in result.tests] == [False, True, False, True, False, False]
@@ -127,9 +140,15 @@ def test_run_many_keeps_order_and_accepts_tuples_and_dicts():
     jobs = []
     for i in range(6):
         program = f"def f(x):\n    return x + {i}\n"
-        jobs.append((program, [f"assert candidate(1) == {i + 1}"], "f") if i % 2 else
-                    {"program": program, "tests": [f"assert candidate(1) == {i + 1}"],
-                     "entry_point": "f"})
+        jobs.append(
+            (program, [f"assert candidate(1) == {i + 1}"], "f")
+            if i % 2
+            else {
+                "program": program,
+                "tests": [f"assert candidate(1) == {i + 1}"],
+                "entry_point": "f",
+            }
+        )
     results = run_many(jobs, workers=2)
     assert [r.tests_passed for r in results] == [1] * 6
     assert run_tests(ADD, ADD_TESTS, "add").tests_passed == 2
@@ -145,8 +164,10 @@ def test_output_is_captured_and_capped(pool):
 
 def test_work_dirs_are_private_and_removed(pool, caps):
     before = set(os.listdir(tempfile.gettempdir()))
-    program = ("import os\ndef f(x):\n    open('data.txt', 'w').write('x' * 1000)\n"
-               "    os.mkdir('sub')\n    return os.getcwd()\n")
+    program = (
+        "import os\ndef f(x):\n    open('data.txt', 'w').write('x' * 1000)\n"
+        "    os.mkdir('sub')\n    return os.getcwd()\n"
+    )
     result = pool.run(program, ["assert isinstance(candidate(1), str)"], "f")
     assert result.tests_passed == 1
     after = set(os.listdir(tempfile.gettempdir()))
@@ -156,8 +177,14 @@ def test_work_dirs_are_private_and_removed(pool, caps):
 
 
 def test_capabilities_describe_the_isolation(caps):
-    for key in ("mode", "network_namespace", "pid_namespace", "setuid", "nproc_enforced",
-                "warnings"):
+    for key in (
+        "mode",
+        "network_namespace",
+        "pid_namespace",
+        "setuid",
+        "nproc_enforced",
+        "warnings",
+    ):
         assert key in caps
     if os.geteuid() == 0:
         assert caps["setuid"] and caps["uid"] >= default_uid_base()
@@ -213,9 +240,16 @@ def test_non_root_fallback_runs_and_warns():
         os.setgid(65534)
         os.setuid(65534)
 
-    proc = subprocess.run([sys.executable, "-c", SCRIPT], capture_output=True, text=True,
-                          check=False, timeout=60, preexec_fn=become_nobody, cwd="/",
-                          env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    proc = subprocess.run(
+        [sys.executable, "-c", SCRIPT],
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=60,
+        preexec_fn=become_nobody,
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )
     assert proc.returncode == 0, proc.stderr
     report = json.loads(proc.stdout.strip().splitlines()[-1])
     assert report["caps"]["mode"] == "none" and not report["caps"]["root"]
@@ -254,8 +288,11 @@ pool.run("def f(x):\\n    while True: pass\\n", ["candidate(1)"], "f",
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="identifies the sandbox by its uid (root only)")
 def test_killing_the_parent_leaves_no_process_behind():
-    parent = subprocess.Popen([sys.executable, "-c", PARENT], cwd="/",
-                              env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)})
+    parent = subprocess.Popen(
+        [sys.executable, "-c", PARENT],
+        cwd="/",
+        env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(REPO)},
+    )
     sandbox_uid = range(default_uid_base(parent.pid), default_uid_base(parent.pid) + 64)
     try:
         deadline = time.monotonic() + 30
@@ -268,6 +305,6 @@ def test_killing_the_parent_leaves_no_process_behind():
         parent.kill()
         parent.wait()
     deadline = time.monotonic() + 10
-    while (processes_of_uids(sandbox_uid) or [p for p in tree if Path(f"/proc/{p}").exists()]):
+    while processes_of_uids(sandbox_uid) or [p for p in tree if Path(f"/proc/{p}").exists()]:
         assert time.monotonic() < deadline, "processes survived their parent"
         time.sleep(0.05)

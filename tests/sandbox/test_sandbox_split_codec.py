@@ -47,9 +47,26 @@ def test_split_asserts_renames_the_parameter_and_finds_other_names():
         split_asserts("def check(candidate)\n")
 
 
-PLAIN = [None, True, False, 0, -7, 2**9000, -(2**9000), 1.5, -0.0, math.inf, "é\udc80", b"\x00\xff",
-         1 + 2j, [1, [2, (3, 4)]], (), {1: "a", (2, 3): {"x": frozenset({1})}}, {1, 2.5, "s"},
-         frozenset({(1, 2)})]
+PLAIN = [
+    None,
+    True,
+    False,
+    0,
+    -7,
+    2**9000,
+    -(2**9000),
+    1.5,
+    -0.0,
+    math.inf,
+    "é\udc80",
+    b"\x00\xff",
+    1 + 2j,
+    [1, [2, (3, 4)]],
+    (),
+    {1: "a", (2, 3): {"x": frozenset({1})}},
+    {1, 2.5, "s"},
+    frozenset({(1, 2)}),
+]
 
 
 @pytest.mark.parametrize("value", PLAIN, ids=lambda v: type(v).__name__)
@@ -76,8 +93,20 @@ class MyList(list):
     pass
 
 
-@pytest.mark.parametrize("value", [Liar(), MyInt(1), MyList([1]), [Liar()], {"k": MyInt(2)},
-                                   {MyInt(3): 1}, bytearray(b"x"), range(3), print])
+@pytest.mark.parametrize(
+    "value",
+    [
+        Liar(),
+        MyInt(1),
+        MyList([1]),
+        [Liar()],
+        {"k": MyInt(2)},
+        {MyInt(3): 1},
+        bytearray(b"x"),
+        range(3),
+        print,
+    ],
+)
 def test_codec_rejects_anything_but_exact_builtin_types(value):
     with pytest.raises(codec.WireError):
         codec.dumps(value)
@@ -88,15 +117,29 @@ def test_codec_rejects_cycles_and_malformed_payloads():
     cycle.append(cycle)
     with pytest.raises(codec.WireError):
         codec.dumps(cycle)
-    for payload in [b"{", b'{"t": 1}', b'{"x": []}', b'{"s": [[1]]}', b'{"d": [[[1], 2]]}',
-                    b'{"b": "zz"}', b'{"t": [], "s": []}', b"[" * 100_000, b"1" * 10_000]:
+    for payload in [
+        b"{",
+        b'{"t": 1}',
+        b'{"x": []}',
+        b'{"s": [[1]]}',
+        b'{"d": [[[1], 2]]}',
+        b'{"b": "zz"}',
+        b'{"t": [], "s": []}',
+        b"[" * 100_000,
+        b"1" * 10_000,
+    ]:
         with pytest.raises(codec.WireError):
             codec.loads(payload)
 
 
 def test_results_round_trip_through_json():
-    result = ProgramResult(status="ok", tests=[TestResult(0, passed=True), TestResult(1)],
-                           tests_total=2, tests_run=2, tests_passed=1)
+    result = ProgramResult(
+        status="ok",
+        tests=[TestResult(0, passed=True), TestResult(1)],
+        tests_total=2,
+        tests_run=2,
+        tests_passed=1,
+    )
     back = ProgramResult.from_dict(json.loads(result.to_json()))
     assert back == result and not back.all_passed
     assert SandboxLimits().to_dict()["timeout"] == 3.0

@@ -113,4 +113,3 @@ class PioneerObserverEnv(TextAECEnv):
             f"{self.data_source} row {self.row_id} | reward_mode {self.reward_mode} ===\n"
             f"{self._task_summary()}"
         )
-

@@ -100,7 +100,9 @@ class WritingEnv(SimultaneousTextEnv):
             self.terminations[agent] = True
 
     def _render_header(self) -> str:
-        preview = self.source_text if len(self.source_text) <= 600 else self.source_text[:600] + " [...]"
+        preview = (
+            self.source_text if len(self.source_text) <= 600 else self.source_text[:600] + " [...]"
+        )
         return (
             f"=== {self.metadata['name']} | seed {self.np_random_seed} | "
             f"{self.data_source} row {self.row_id} ===\n{preview}"

@@ -28,8 +28,9 @@ def _concise_summary(observation: str, info: dict[str, Any]) -> str:
 
 def _detailed_summary(observation: str, info: dict[str, Any]) -> str:
     """Extractive: three sentences of the post joined by transition words."""
-    sentences = [s for s in _source_sentences(observation)
-                 if not s.startswith(("SUBREDDIT", "TITLE"))]
+    sentences = [
+        s for s in _source_sentences(observation) if not s.startswith(("SUBREDDIT", "TITLE"))
+    ]
     links = ("", "However, ", "As a result, ")
     return " ".join(link + s for link, s in zip(links, sentences[:3], strict=False))
 

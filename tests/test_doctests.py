@@ -1,0 +1,44 @@
+"""The examples in the package's docstrings run, one test per module that has any.
+
+(``pytest --doctest-modules`` would collect the test folders' ``conftest.py`` files too; this
+runs the standard library's ``doctest`` on the package's own modules only.)
+"""
+
+from __future__ import annotations
+
+import doctest
+import importlib
+import pkgutil
+
+import pytest
+
+import llm_marl_envs
+
+# The sandbox's private modules are scripts for its worker processes, loaded by file path.
+SKIP = ("llm_marl_envs.sandbox._",)
+
+
+def _modules_with_examples() -> list[str]:
+    names = []
+    for info in pkgutil.walk_packages(llm_marl_envs.__path__, "llm_marl_envs."):
+        if info.name.startswith(SKIP):
+            continue
+        spec = importlib.util.find_spec(info.name)
+        source = spec.loader.get_source(info.name) if spec and spec.loader else None
+        if source and ">>>" in source:
+            names.append(info.name)
+    return names
+
+
+MODULES = _modules_with_examples()
+
+
+def test_examples_are_found():
+    assert len(MODULES) >= 10, MODULES
+
+
+@pytest.mark.parametrize("name", MODULES)
+def test_docstring_examples(name):
+    module = importlib.import_module(name)
+    result = doctest.testmod(module, optionflags=doctest.ELLIPSIS, verbose=False)
+    assert result.failed == 0, f"{result.failed} of {result.attempted} examples failed in {name}"
