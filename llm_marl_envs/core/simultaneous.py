@@ -97,7 +97,7 @@ class TextParallelEnv(ParallelEnv):
             self.agents = list(self.aec_env.agents)
         return (
             {a: self.aec_env.observe(a) for a in self.agents},
-            {a: self.aec_env.infos[a] for a in self.agents},
+            {a: dict(self.aec_env.infos[a]) for a in self.agents},  # snapshots
         )
 
     def step(self, actions: dict[str, str]) -> tuple[dict, dict, dict, dict, dict]:
@@ -127,7 +127,7 @@ class TextParallelEnv(ParallelEnv):
         rewards = {a: float(env._cumulative_rewards[a]) for a in acting}
         terminations = {a: env.terminations[a] for a in acting}
         truncations = {a: env.truncations[a] for a in acting}
-        infos = {a: env.infos[a] for a in acting}
+        infos = {a: dict(env.infos[a]) for a in acting}  # snapshots: the env keeps its own
         while env.agents and (
             env.terminations[env.agent_selection] or env.truncations[env.agent_selection]
         ):

@@ -50,7 +50,17 @@ class TextObservation(str):
     dtype = _STR_DTYPE
 
 
-class FreeText(Text):
+class _UnicodeText(Text):
+    """Where FreeText's vector-env functions are registered (see ``_register_vector_support``).
+
+    Gymnasium iterates a batched ``Tuple`` of spaces element-wise only when the exact type of
+    every subspace has an ``iterate`` of its own; registering on this base class gives
+    FreeText an ``iterate`` (found through the class hierarchy, as SuperSuit calls it on the
+    unbatched space) without changing how a ``Tuple`` of FreeText spaces is iterated.
+    """
+
+
+class FreeText(_UnicodeText):
     """A text space holding any Python ``str`` with ``min_length <= len <= max_length``.
 
     Unlike :class:`gymnasium.spaces.Text`, membership does not depend on a charset: every
@@ -120,3 +130,47 @@ class FreeText(Text):
             and self.min_length == other.min_length
             and self.max_length == other.max_length
         )
+
+
+# --------------------------------------------------------------------------- vector envs
+# Gymnasium's vector environments batch, split and share observations through singledispatch
+# functions keyed on the space type. ``Text`` has no ``iterate`` (SuperSuit's vector envs need
+# it), and its shared memory stores charset indices, so any character outside the charset
+# raises. FreeText registers its own: a batch is a tuple of str, and shared memory holds each
+# string as its length followed by its code points (int32), so any Unicode text fits,
+# lone surrogates included.
+def _register_vector_support() -> None:
+    from gymnasium.vector import utils as vector_utils
+
+    @vector_utils.iterate.register(_UnicodeText)
+    def _iterate(space: FreeText, items: Any) -> Any:
+        return iter(items)
+
+    @vector_utils.create_shared_memory.register(FreeText)
+    def _create(space: FreeText, n: int = 1, ctx: Any = None) -> Any:
+        import multiprocessing
+
+        return (ctx or multiprocessing).Array("i", n * (space.max_length + 1))
+
+    def _rows(space: FreeText, shared_memory: Any) -> np.ndarray:
+        flat = np.frombuffer(shared_memory.get_obj(), dtype=np.int32)
+        return flat.reshape(-1, space.max_length + 1)
+
+    @vector_utils.write_to_shared_memory.register(FreeText)
+    def _write(space: FreeText, index: int, value: str, shared_memory: Any) -> None:
+        codes = np.frombuffer(str(value).encode("utf-32-le", "surrogatepass"), dtype=np.int32)
+        if len(codes) > space.max_length:
+            raise ValueError(f"{len(codes)} characters do not fit {space!r}")
+        row = _rows(space, shared_memory)[index]
+        row[0] = len(codes)
+        row[1 : 1 + len(codes)] = codes
+
+    @vector_utils.read_from_shared_memory.register(FreeText)
+    def _read(space: FreeText, shared_memory: Any, n: int = 1) -> tuple[str, ...]:
+        rows = _rows(space, shared_memory)[:n]
+        return tuple(
+            row[1 : 1 + int(row[0])].tobytes().decode("utf-32-le", "surrogatepass") for row in rows
+        )
+
+
+_register_vector_support()

@@ -13,7 +13,8 @@ that an environment module only describes its task:
 * AEC bookkeeping: reward clearing and accumulation, dead-agent steps, ``max_cycles``
   truncation;
 * ``infos[agent]``: ``role``, ``turn``, ``data_source``, ``row_id``, ``messages`` (the agent's
-  current prompt as chat messages), ``reward_components`` and ``format_error``;
+  current prompt as chat messages), ``reward_components`` and ``format_error``; ``last()``
+  hands out a snapshot, never the dict the env keeps updating;
 * rendering: ``"ansi"`` returns the transcript, ``"human"`` prints it as it grows;
 * faults: a ``reset`` or ``step`` that raises part-way (a bad ``row_index``, a scorer or
   sandbox failure, Ctrl-C) leaves no playable half-episode: the env is in a "needs reset"
@@ -233,14 +234,20 @@ class TextAECEnv(AECEnv):
             self.render()
 
     def last(self, observe: bool = True) -> tuple:
-        """``(observation, reward, terminated, truncated, info)`` of the agent to act."""
+        """``(observation, reward, terminated, truncated, info)`` of the agent to act.
+
+        ``info`` is a snapshot (a copy of ``env.infos[agent]``): the environment goes on
+        updating its own dict, never the one it handed out, so a replay buffer or a logger
+        that keeps it sees what the agent saw.
+        """
         self._check_playable("last()")
         if not self.agents:
             raise RuntimeError(
                 "the episode is over (no live agents): call reset() to start "
                 "another; env.agent_iter() stops by itself at the end"
             )
-        return super().last(observe)
+        observation, reward, terminated, truncated, info = super().last(observe)
+        return observation, reward, terminated, truncated, dict(info)
 
     def observe(self, agent: str) -> TextObservation:
         """The agent's current prompt ('' before it has been given one)."""

@@ -21,7 +21,9 @@ user message.
 are dropped. ``reward_components`` per agent: ``correct`` (0/1), ``answer_found`` (0/1),
 ``extracted_answer`` (only when a finite number was found), ``task_reward``,
 ``format_failure``. ``infos[agent]["format_error"]`` says why an answer failed: ``"empty"``,
-``"too_long"`` or ``"no_number"``. At the end both infos hold ``gold_answer``.
+``"too_long"`` or ``"no_number"``. At the end both infos hold ``gold_answer``. From
+``reset`` on, ``env.question`` and ``env.gold`` hold the current task and its gold answer
+(for dataset builders such as the TRL integration; agents are never shown them).
 
 **Data** (``data_source``): ``"auto"`` (Hub ``openai/gsm8k`` or its cache, else the bundled
 sample), ``"hub"``, ``"bundled"`` (240 generated GSM8K-style problems), a local path in the

@@ -19,6 +19,7 @@ together.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from llm_marl_envs.policies.base import CallablePolicy, Completion, Policy, Prompt
@@ -37,15 +38,25 @@ POLICY_SPECS = (
 
 
 class RandomTextPolicy(Policy):
-    """Random printable text (``FreeText.sample`` with its own seeded generator)."""
+    """Random printable text from the agent's action space (``FreeText.sample``).
+
+    Each answer is drawn with a generator seeded from ``seed`` and the prompt it answers, so
+    replaying an episode's seed replays its answers, whatever the policy answered before.
+    """
 
     def __init__(self, action_space, seed: int = 0) -> None:
-        self.space = action_space
-        self.space.seed(seed)
+        self.space = copy.deepcopy(action_space)  # its RNG is ours, not the environment's
+        self.seed = seed
         self.name = "random"
 
     def generate(self, prompts):
-        return [Completion(str(self.space.sample())) for _ in prompts]
+        from llm_marl_envs.policies.scripted import turn_draw
+
+        answers = []
+        for prompt in prompts:
+            self.space.seed(turn_draw(self.seed, prompt.observation, 2**63))
+            answers.append(Completion(str(self.space.sample())))
+        return answers
 
 
 class HumanPolicy(Policy):

@@ -11,6 +11,11 @@ no change here:
 >>> pioneer("Question: Tom has 2 apples and buys 3 more.", {})
 'Adding the numbers 2, 3 gives 5. The answer is 5.'
 
+Players that draw at random draw from :func:`turn_draw`, a hash of their seed and of what
+they see, not from a generator that runs on across episodes: replaying an episode's seed
+replays the episode, whatever the same player object played before (GRPO groups built by
+replaying a seed are then exact).
+
 One module per task family: :mod:`.cory`, :mod:`.writing`, :mod:`.coding`, and the games'
 reference players :mod:`.maze` (oracle and random pairs) and :mod:`.donor` (reciprocators,
 defectors, strategies from text).
@@ -18,12 +23,27 @@ defectors, strategies from text).
 
 from __future__ import annotations
 
+import hashlib
 import importlib
 
 from llm_marl_envs.policies.base import PolicyFn
 from llm_marl_envs.registry import spec
 
-__all__ = ["PolicyFn", "scripted_policy"]
+__all__ = ["PolicyFn", "scripted_policy", "turn_draw"]
+
+
+def turn_draw(seed: int, observation: str, choices: int) -> int:
+    """A draw in ``range(choices)`` that depends only on ``seed`` and ``observation``.
+
+    >>> turn_draw(0, "Round 1", 5) == turn_draw(0, "Round 1", 5)
+    True
+    """
+    digest = hashlib.blake2b(
+        observation.encode("utf-8", "surrogatepass"),
+        digest_size=8,
+        key=int(seed).to_bytes(8, "little", signed=True),
+    ).digest()
+    return int.from_bytes(digest, "little") % choices
 
 
 def scripted_policy(env_id: str, agent: str, seed: int = 0) -> PolicyFn:

@@ -9,9 +9,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
-
 from llm_marl_envs.policies.base import PolicyFn
+from llm_marl_envs.policies.scripted import turn_draw
 from llm_marl_envs.rewards.math import extract_answer
 
 __all__ = ["gsm8k", "imdb_sentiment"]
@@ -46,10 +45,8 @@ def _gsm8k_observer(observation: str, info: dict[str, Any]) -> str:
 
 
 def _sentiment_writer(seed: int) -> PolicyFn:
-    rng = np.random.default_rng(seed)
-
     def policy(observation: str, info: dict[str, Any]) -> str:
-        return str(_POSITIVE_PHRASES[int(rng.integers(len(_POSITIVE_PHRASES)))])
+        return _POSITIVE_PHRASES[turn_draw(seed, observation, len(_POSITIVE_PHRASES))]
 
     return policy
 
@@ -60,5 +57,5 @@ def gsm8k(agent: str, seed: int = 0) -> PolicyFn:
 
 
 def imdb_sentiment(agent: str, seed: int = 0) -> PolicyFn:
-    """A stock positive phrase, drawn from the player's own seeded generator."""
+    """A stock positive phrase, drawn from the seed and the review it continues."""
     return _sentiment_writer(seed + (0 if agent.startswith("pioneer") else 1))

@@ -17,10 +17,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-import numpy as np
 
 from llm_marl_envs.games.maze_layout import DIRECTIONS
 from llm_marl_envs.policies.base import PolicyFn
+from llm_marl_envs.policies.scripted import turn_draw
 
 __all__ = ["oracle_gnome", "oracle_pair", "random_gnome", "random_pair", "reference"]
 
@@ -35,17 +35,12 @@ _CHATTER = (
 
 
 def random_gnome(seed: int = 0):
-    """One gnome that moves uniformly at random (its own ``numpy`` generator from ``seed``)."""
-    rng = np.random.default_rng(seed)
-    # Draw in blocks: one generator call per 256 turns keeps the policy out of the way of
-    # the environment's own cost in benchmarks.
-    block: list[int] = []
+    """One gnome that moves uniformly at random: a draw from ``seed`` and what it sees
+    (:func:`~llm_marl_envs.policies.scripted.turn_draw`), so a replayed episode replays."""
+    choices = len(DIRECTIONS) * len(_CHATTER)
 
     def policy(observation: str, info: dict[str, Any]) -> str:
-        if not block:
-            block.extend(rng.integers(len(DIRECTIONS) * len(_CHATTER), size=256).tolist())
-        draw = block.pop()
-        move, chat = divmod(draw, len(_CHATTER))
+        move, chat = divmod(turn_draw(seed, observation, choices), len(_CHATTER))
         return f"MOVE: {DIRECTIONS[move]}\nSAY: {_CHATTER[chat]}"
 
     return policy
