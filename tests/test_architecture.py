@@ -29,6 +29,7 @@ LAYERS = {
     "policies": 3,
     "rollout": 4,
     "algorithms": 5,
+    "integrations": 5,
     "playing": 5,
     "cli": 6,
 }
