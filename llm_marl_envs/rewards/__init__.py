@@ -1,5 +1,16 @@
-"""Pure reward functions with the TRL signature ``f(completions, **columns) -> list[float]``."""
+"""Reward functions with the TRL signature ``f(completions, **columns) -> list[float]``.
 
+Each of :func:`gsm8k_reward`, :func:`sentiment_reward`, :func:`joint_reward` (writing) and
+:func:`coop_coding_reward` (coding) can be a ``GRPOTrainer`` ``reward_funcs`` entry as it is:
+it takes ``prompts`` and ``completions`` as text or as chat messages, the dataset columns it
+needs as keyword arguments (``llm_marl_envs.integrations.trl.env_dataset`` builds them), and
+ignores the rest. The coding reward runs tests through the runner it is given: use
+``llm_marl_envs.integrations.trl.coop_coding_reward``, which binds the sandbox. The maze and
+Donor modules hold per-turn scoring only; their games are rewarded through the environment
+(``env_reward``, ``env_rollout_func`` and ``tool_environment`` of the TRL integration).
+"""
+
+from llm_marl_envs.rewards.coding import coop_coding_reward
 from llm_marl_envs.rewards.math import (
     answers_match,
     extract_answer,
@@ -12,14 +23,17 @@ from llm_marl_envs.rewards.sentiment import (
     resolve_scorer,
     sentiment_reward,
 )
+from llm_marl_envs.rewards.writing import joint_reward
 
 __all__ = [
     "TransformersSentimentScorer",
     "VaderScorer",
     "answers_match",
+    "coop_coding_reward",
     "extract_answer",
     "extract_gold_answer",
     "gsm8k_reward",
+    "joint_reward",
     "resolve_scorer",
     "sentiment_reward",
 ]

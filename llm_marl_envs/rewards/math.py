@@ -21,6 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from llm_marl_envs.rewards.inputs import completion_text
+
 __all__ = ["answers_match", "extract_answer", "extract_gold_answer", "gsm8k_reward"]
 
 _NUMBER = re.compile(r"-?(?:\d[\d,]*(?:\.\d+)?|\.\d+)")
@@ -68,26 +70,32 @@ def answers_match(predicted: str | None, gold: str | None) -> bool:
         return False
 
 
-def _completion_text(completion: Any) -> str:
-    """TRL passes either strings or conversations (lists of ``{"role", "content"}``)."""
-    if isinstance(completion, str):
-        return completion
-    if isinstance(completion, list) and completion and isinstance(completion[-1], dict):
-        return str(completion[-1].get("content", ""))
-    return ""
-
-
-def gsm8k_reward(completions: list[Any], answer: list[str], **kwargs: Any) -> list[float]:
+def gsm8k_reward(
+    completions: list[Any],
+    answer: list[str] | None = None,
+    *,
+    gold: list[str] | None = None,
+    **kwargs: Any,
+) -> list[float]:
     """Exact-match reward, 1.0 when the completion's number equals the reference's.
 
+    The TRL reward signature: ``GRPOTrainer`` passes ``prompts``, ``completions`` (strings, or
+    conversations whose last assistant message is scored) and every dataset column.
+
     Args:
-        completions: Model outputs (strings, or conversations whose last message is scored).
+        completions: Model outputs.
         answer: Reference solutions ending in ``#### <number>`` (the GSM8K ``answer`` column),
             or bare gold numbers.
-        **kwargs: Other dataset columns, ignored.
+        gold: The gold numbers (``env.gold``), if the dataset names the column so; used when
+            ``answer`` is not given.
+        **kwargs: ``prompts``, other dataset columns and TRL's own keywords, ignored.
     """
+    references = answer if answer is not None else gold
+    if references is None:
+        raise TypeError("gsm8k_reward needs the gold answers: an 'answer' or 'gold' column")
     rewards = []
-    for completion, reference in zip(completions, answer, strict=True):
-        gold = extract_gold_answer(reference) or extract_answer(reference)
-        rewards.append(float(answers_match(extract_answer(_completion_text(completion)), gold)))
+    for completion, reference in zip(completions, references, strict=True):
+        reference = str(reference)
+        target = extract_gold_answer(reference) or extract_answer(reference)
+        rewards.append(float(answers_match(extract_answer(completion_text(completion)), target)))
     return rewards

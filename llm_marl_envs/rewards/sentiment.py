@@ -20,6 +20,7 @@ from functools import lru_cache
 from typing import Any
 
 from llm_marl_envs.core.optional import require
+from llm_marl_envs.rewards.inputs import completion_text, per_row, prompt_text
 
 __all__ = [
     "Scorer",
@@ -126,22 +127,40 @@ def resolve_scorer(scorer: str | Scorer = "vader") -> Scorer:
 
 def sentiment_reward(
     completions: list[Any],
-    prompts: list[str] | None = None,
+    prompts: list[Any] | None = None,
     scorer: str | Scorer = "vader",
+    *,
+    query: list[str] | str | None = None,
     **kwargs: Any,
 ) -> list[float]:
-    """Sentiment of ``prompt + completion`` for each completion (TRL reward signature).
+    """Sentiment of ``query + completion`` for each completion (the TRL reward signature).
+
+    ``GRPOTrainer`` passes ``prompts``, ``completions`` and every dataset column; both may be
+    strings or chat messages (the last user message of a prompt, the last assistant message
+    of a completion is the text).
 
     Args:
-        completions: Continuations written by the model (strings).
-        prompts: The review openings they continue; scored together with the completion as
-            in CORY. ``None`` scores the completions alone.
+        completions: Continuations written by the model.
+        prompts: The review openings they continue, scored together with the completion as in
+            CORY (a conversation's last user message). ``None`` (and no ``query``) scores the
+            completions alone.
         scorer: See :func:`resolve_scorer`.
+        query: The review opening itself (the ``query`` column of
+            ``llm_marl_envs.integrations.trl.env_dataset``); used instead of the prompts when
+            given. IMDBSentiment's observer needs it: its prompt quotes the pioneer, but its
+            reward scores the query + its own continuation.
+        **kwargs: Other dataset columns and TRL's own keywords, ignored.
     """
     score = resolve_scorer(scorer)
-    texts = [str(c) for c in completions]
-    if prompts is not None:
-        texts = [join_continuation(p, c) for p, c in zip(prompts, texts, strict=True)]
+    texts = [completion_text(c) for c in completions]
+    if query is not None:
+        openings = per_row(query, len(texts), "query")
+    elif prompts is not None:
+        openings = [prompt_text(p) for p in prompts]
+    else:
+        openings = None
+    if openings is not None:
+        texts = [join_continuation(str(q), c) for q, c in zip(openings, texts, strict=True)]
     return [float(s) for s in score(texts)]
 
 

@@ -19,7 +19,8 @@ climb and earlier levels keep their points:
 
 The two tasks differ only in their table (:data:`TLDR`, :data:`ARXIV`). All functions are
 pure. :func:`writing_reward` returns the named components; :func:`joint_reward` is the
-batched form ``f(completions_1, completions_2) -> list[float]``.
+batched form, ``f(completions_1, completions_2) -> list[float]`` or, as a TRL reward function,
+``f(completions, partner_completion=..., learner=..., **columns) -> list[float]``.
 
 >>> writing_reward("a b c", "d e f", TLDR)["total"]  # fewer than 8 words: no level passes
 0.0
@@ -30,10 +31,20 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
+from typing import Any
 
+from llm_marl_envs.rewards.inputs import completion_text, per_row
 from llm_marl_envs.rewards.writing_tables import STOPWORDS, TRANSITIONS
 
-__all__ = ["ARXIV", "TLDR", "WritingRewardTable", "joint_reward", "trapezoid", "writing_reward"]
+__all__ = [
+    "ARXIV",
+    "TABLES",
+    "TLDR",
+    "WritingRewardTable",
+    "joint_reward",
+    "trapezoid",
+    "writing_reward",
+]
 
 _WORD = re.compile(r"\b\w+\b")
 # One pass over the text: one named group per category, longest phrases first.
@@ -139,11 +150,75 @@ def _total(out: dict[str, float]) -> dict[str, float]:
     return out
 
 
+#: Reward tables by task name (the ``task`` column of the TRL datasets).
+TABLES = {"tldr": TLDR, "arxiv": ARXIV}
+_POSITIONS = ("first", "second")
+
+
+def _table(table: WritingRewardTable | str) -> WritingRewardTable:
+    if isinstance(table, WritingRewardTable):
+        return table
+    if isinstance(table, str) and table.lower() in TABLES:
+        return TABLES[table.lower()]
+    raise ValueError(
+        f"table must be a WritingRewardTable or one of {sorted(TABLES)}, got {table!r}"
+    )
+
+
 def joint_reward(
-    completions_1: list[str], completions_2: list[str], table: WritingRewardTable = TLDR
+    completions: list[Any],
+    completions_2: list[Any] | None = None,
+    table: WritingRewardTable | str | None = None,
+    *,
+    partner_completion: list[Any] | None = None,
+    learner: list[str] | str = "first",
+    task: list[str] | str | None = None,
+    **kwargs: Any,
 ) -> list[float]:
-    """Batched total reward for aligned lists of agent-1 and agent-2 texts."""
-    return [
-        writing_reward(c1, c2, table)["total"]
-        for c1, c2 in zip(completions_1, completions_2, strict=True)
-    ]
+    """Batched total reward; both the pairwise form and the TRL reward signature.
+
+    * ``joint_reward(texts_1, texts_2, table)``: aligned lists of agent-1 and agent-2 texts.
+    * As a TRL reward (``GRPOTrainer`` passes ``prompts``, ``completions`` and every dataset
+      column): ``completions`` are the learner's texts (strings or chat messages) and the
+      ``partner_completion`` column holds the other writer's; ``learner`` (a column or one
+      value) says whether the learner is the ``"first"`` writer (TL;DR's summarizer, arXiv's
+      background) or the ``"second"`` one.
+
+    Args:
+        completions: Agent 1's texts (pairwise form) or the learner's.
+        completions_2: Agent 2's texts (pairwise form only).
+        table: A :class:`WritingRewardTable` or its task name (``"tldr"``, ``"arxiv"``);
+            default: the ``task`` column, else :data:`TLDR`.
+        partner_completion: The other writer's texts (TRL form).
+        learner: ``"first"`` or ``"second"``, per row or for all.
+        task: ``"tldr"`` or ``"arxiv"``, per row or for all (the dataset's ``task`` column).
+        **kwargs: ``prompts``, other columns and TRL's own keywords, ignored.
+    """
+    n = len(completions)
+    if table is not None:
+        tables = [_table(table)] * n
+    elif task is not None:
+        tables = [_table(t) for t in per_row(task, n, "task")]
+    else:
+        tables = [TLDR] * n
+    own = [completion_text(c) for c in completions]
+    if completions_2 is not None:
+        pairs = list(zip(own, [completion_text(c) for c in completions_2], strict=True))
+    elif partner_completion is not None:
+        partners = [
+            completion_text(c) for c in per_row(partner_completion, n, "partner_completion")
+        ]
+        positions = per_row(learner, n, "learner")
+        bad = sorted({str(p) for p in positions if p not in _POSITIONS})
+        if bad:
+            raise ValueError(f"learner must be 'first' or 'second', got {bad}")
+        pairs = [
+            (mine, other) if position == "first" else (other, mine)
+            for mine, other, position in zip(own, partners, positions, strict=True)
+        ]
+    else:
+        raise TypeError(
+            "joint_reward scores two writers: pass completions_2 (agent 2's texts), or, as a "
+            "TRL reward, a partner_completion column with the other writer's texts"
+        )
+    return [writing_reward(c1, c2, t)["total"] for (c1, c2), t in zip(pairs, tables, strict=True)]

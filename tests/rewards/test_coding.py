@@ -97,3 +97,61 @@ def test_agents_invalid_escapes_raise_no_warnings():
         warnings.simplefilter("error")
         analysis = analyse(PROMPT, AUX, main, "total")
     assert analysis.syntax_ok and analysis.aux_defined
+
+
+# --- TRL's calling convention (issue 16, defect 3) -------------------------------------------
+def test_coop_coding_reward_takes_completions_and_columns():
+    """The TRL-shaped reward scores texts (it used to need a CodeAnalysis); the test runner is
+    passed in (the sandbox, bound in llm_marl_envs.integrations.trl.coop_coding_reward)."""
+    from llm_marl_envs.rewards.coding import coop_coding_reward
+
+    calls = []
+
+    def runner(program, test, entry_point, setup):
+        calls.append((program, test, entry_point, setup))
+        return 3, 4
+
+    main = "```python\ndef total(xs):\n    s = aux(xs)\n    return s * 1 if xs else 0\n```"
+    columns = dict(
+        problem_prompt=[PROMPT] * 2,
+        test=["def check(candidate):\n    assert candidate([1]) == 1\n"] * 2,
+        entry_point=["total"] * 2,
+        prompts=[[{"role": "user", "content": "Problem"}]] * 2,
+        completion_ids=[[1], [2]],
+        trainer_state=None,
+    )
+    as_main = coop_coding_reward(
+        [[{"role": "assistant", "content": main}], "not code"],
+        partner_completion=[AUX, AUX],
+        agent=["main_0", "main_0"],
+        run_tests=runner,
+        **columns,
+    )
+    expected = coding_reward(analyse(PROMPT, AUX, extract_code(main, "total"), "total"), 3, 4)
+    assert as_main == [expected["total"], 0.4]  # the second main defines nothing: aux only
+    program, test, entry_point, setup = calls[0]
+    assert program == build_program(PROMPT, extract_code(AUX, "aux"), extract_code(main, "total"))
+    assert entry_point == "total" and setup == f"{PROMPT}\n{columns['test'][0]}"
+    assert len(calls) == 1  # tests run only when the program can be scored
+    as_helper = coop_coding_reward(
+        [AUX],
+        partner_completion=[main],
+        agent=["helper_0"],
+        run_tests=runner,
+        **{k: v[:1] for k, v in columns.items() if k != "trainer_state"},
+    )
+    assert as_helper == [expected["total"]]
+
+
+def test_coop_coding_reward_needs_a_runner():
+    from llm_marl_envs.rewards.coding import coop_coding_reward
+
+    with pytest.raises(TypeError, match="run_tests"):
+        coop_coding_reward(
+            ["x"],
+            partner_completion=["y"],
+            agent=["main_0"],
+            problem_prompt=[PROMPT],
+            test=["t"],
+            entry_point=["total"],
+        )

@@ -87,3 +87,22 @@ def test_gsm8k_reward_on_real_gsm8k_solutions(shared_data):
         )
         == [1.0] * 300
     )
+
+
+def test_gsm8k_reward_as_grpo_trainer_calls_it():
+    """Conversational prompts and completions, the ``gold`` column (a bare number) and TRL's
+    own keywords."""
+    out = gsm8k_reward(
+        prompts=[[{"role": "user", "content": "Question: 3 * 6?"}]] * 2,
+        completions=[
+            [{"role": "assistant", "content": "3 * 6 = 18. The answer is 18."}],
+            [{"role": "assistant", "content": "The answer is 19."}],
+        ],
+        completion_ids=[[1], [2]],
+        trainer_state=None,
+        log_extra=None,
+        log_metric=None,
+        gold=["18", "18"],
+        seed=[0, 0],
+    )
+    assert out == [1.0, 0.0]

@@ -109,3 +109,48 @@ def test_missing_classifier_gives_a_clear_error():
 
     with pytest.raises(OSError, match="scorer='vader'"):
         TransformersSentimentScorer("no-such-user/no-such-classifier")
+
+
+# --- TRL's calling convention (issue 16, defect 3) -------------------------------------------
+def _chat(user: str) -> list[dict[str, str]]:
+    return [
+        {"role": "system", "content": "Continue the review."},
+        {"role": "user", "content": user},
+    ]
+
+
+def _seen(texts: list[str]) -> list[float]:
+    _seen.texts = list(texts)
+    return [float(len(t)) for t in texts]
+
+
+def test_conversational_prompts_and_completions_score_like_text():
+    """TRL passes message lists; they used to crash in join_continuation ('dict' has no isspace)."""
+    text = sentiment_reward(["and nothing else."], prompts=["A wonderful film"], scorer=_seen)
+    chat = sentiment_reward(
+        [[{"role": "assistant", "content": "and nothing else."}]],
+        prompts=[_chat("A wonderful film")],
+        scorer=_seen,
+    )
+    assert chat == text and _seen.texts == ["A wonderful film and nothing else."]
+
+
+def test_conversational_completion_without_prompts_scores_its_text_not_a_repr():
+    sentiment_reward([[{"role": "assistant", "content": "Lovely."}]], scorer=_seen)
+    assert _seen.texts == ["Lovely."]
+
+
+def test_trl_keywords_are_accepted_and_the_query_column_wins():
+    """As GRPOTrainer calls it: prompts, completions, completion_ids, trainer_state, columns."""
+    out = sentiment_reward(
+        prompts=['I can make this sentence "A film" more positive: A film'],
+        completions=["that shines."],
+        completion_ids=[[1, 2]],
+        trainer_state=None,
+        log_extra=print,
+        log_metric=print,
+        query=["A film"],  # the observer's score is query + its own continuation
+        seed=[3],
+        scorer=_seen,
+    )
+    assert out == [float(len("A film that shines."))] and _seen.texts == ["A film that shines."]

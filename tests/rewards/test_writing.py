@@ -190,3 +190,43 @@ def test_joint_reward_batches():
         writing_reward(c1, make_text(20, 200, "b"), TLDR)["total"],
         0.0,
     ]
+
+
+# --- TRL's calling convention (issue 16, defect 3) -------------------------------------------
+def test_joint_reward_takes_trl_keywords_and_the_partner_column():
+    """GRPOTrainer calls reward(prompts=..., completions=..., completion_ids=..., **columns);
+    this used to raise TypeError: unexpected keyword argument 'prompts'."""
+    c1, c2 = make_text(10, 100, "a"), make_text(20, 200, "b")
+    expected = writing_reward(c1, c2, TLDR)["total"]
+    assert expected > 0
+    as_second = joint_reward(
+        prompts=["Post: ..."],
+        completions=[c2],
+        completion_ids=[[1]],
+        trainer_state=None,
+        partner_completion=[c1],
+        learner=["second"],
+        seed=[0],
+    )
+    as_first = joint_reward(
+        prompts=["Post: ..."], completions=[c1], partner_completion=[c2], learner=["first"]
+    )
+    assert as_second == as_first == [expected]
+
+
+def test_joint_reward_conversational_and_table_by_name():
+    c1, c2 = make_text(140, 1000, "a"), make_text(150, 1100, "b")
+    chat = joint_reward(
+        completions=[[{"role": "assistant", "content": c2}]],
+        prompts=[[{"role": "user", "content": "Abstract: ..."}]],
+        partner_completion=[c1],
+        learner=["second"],
+        task=["arxiv"],
+    )
+    assert chat == [writing_reward(c1, c2, ARXIV)["total"]]
+    assert joint_reward([c2], partner_completion=[c1], learner="second", table="arxiv") == chat
+
+
+def test_joint_reward_without_partner_texts_says_what_is_missing():
+    with pytest.raises(TypeError, match="partner_completion"):
+        joint_reward(completions=["x"], prompts=["p"])

@@ -1,0 +1,748 @@
+"""TRL's ``GRPOTrainer`` on the package's environments: datasets, rewards, rollouts, tools.
+
+One agent of a multi-agent environment is the *learner* (the model TRL trains); the other
+agents are *partners*, played by policies (``"scripted"`` by default: the environment's
+built-in players, deterministic for a seed). Four ways in, from the simplest:
+
+* **reward_funcs**: :func:`env_dataset` builds a ``datasets.Dataset`` of the learner's first
+  prompts (text or chat messages), each with its episode ``seed`` and the columns its reward
+  needs; the reward functions of :mod:`llm_marl_envs.rewards` read those columns
+  (:func:`coop_coding_reward` here is the coding one with the sandbox bound).
+* **env_reward**: :func:`env_reward` scores each completion by replaying its episode in the
+  real environment: reset with the row's seed, partners play their turns, the completion is
+  the learner's action (its later turns, in multi-turn games, are played by
+  ``continuation``); the reward is the learner's return from that action on.
+* **rollout_func**: :func:`env_rollout_func` plays whole episodes through
+  :func:`llm_marl_envs.rollout.rollout` with the trainer's model as the learner (a
+  :class:`~llm_marl_envs.policies.hf.HFPolicy` around it) and hands TRL the learner's tokens;
+  :func:`episode_reward` is the matching reward function.
+* **environment_factory**: :func:`tool_environment` wraps a multi-turn game (MazeCollab-v0:
+  ``move``; DonorGame-v0: ``donate``, plus ``punish`` in the punishment variant; any other env:
+  ``act``) as a TRL environment whose methods are the model's tools.
+
+The dataset and the rewards must be built with the same ``env_kwargs``, ``partners`` and
+``partner_seed``: a replay that does not reproduce the row's prompt raises ``ValueError``.
+
+>>> from llm_marl_envs.integrations.trl import env_dataset       # doctest: +SKIP
+>>> from llm_marl_envs.rewards import gsm8k_reward                # doctest: +SKIP
+>>> dataset = env_dataset("llm_marl_envs/GSM8K-v0", "pioneer_0", 64)        # doctest: +SKIP
+>>> GRPOTrainer(model, reward_funcs=gsm8k_reward, train_dataset=dataset)   # doctest: +SKIP
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+from collections.abc import Callable, Mapping, Sequence
+from functools import lru_cache
+from typing import Any
+
+import llm_marl_envs
+from llm_marl_envs.core.optional import require
+from llm_marl_envs.core.simultaneous import SimultaneousTextEnv
+from llm_marl_envs.policies.base import Policy, Prompt, as_policy
+from llm_marl_envs.policies.specs import PolicyFactory
+from llm_marl_envs.rewards import coding
+from llm_marl_envs.rewards.inputs import completion_text, message_text, per_row, prompt_text
+from llm_marl_envs.rewards.writing import TABLES
+from llm_marl_envs.rollout import LocalExecutor, rollout
+
+datasets = require("datasets", "integrations", "the TRL integration")
+require("trl", "integrations", "the TRL integration")
+
+__all__ = [
+    "coop_coding_reward",
+    "env_dataset",
+    "env_reward",
+    "env_rollout_func",
+    "episode_reward",
+    "tool_environment",
+]
+
+#: A partner: a policy spec (``"scripted"``, ``"random"``, ``"tiny"``, ``"hf:..."``,
+#: ``"openai:..."``), a :class:`~llm_marl_envs.policies.Policy`, or a function
+#: ``(observation, info) -> str``. In :func:`env_rollout_func`, ``"learner"`` too (self-play).
+PartnerSpec = str | Policy | Callable[[str, dict], str]
+Partners = PartnerSpec | Mapping[str, PartnerSpec]
+
+
+# --------------------------------------------------------------------------- shared pieces
+def _make(env_id: str, env_kwargs: Mapping[str, Any] | None) -> Any:
+    return llm_marl_envs.make(env_id, **dict(env_kwargs or {}))
+
+
+def _partner_policies(
+    env: Any,
+    env_id: str,
+    agent: str,
+    partners: Partners,
+    partner_seed: int,
+    learner: Policy | None = None,
+) -> dict[str, Policy]:
+    """A policy for every agent but the learner (``"learner"`` maps to ``learner``)."""
+    agents = list(env.possible_agents)
+    if agent not in agents:
+        raise ValueError(f"{env_id} has no agent {agent!r}; its agents are {agents}")
+    others = [a for a in agents if a != agent]
+    if isinstance(partners, Mapping):
+        unknown = [a for a in partners if a not in others]
+        if unknown:
+            raise ValueError(f"partners names {unknown}, which are not partners of {agent!r}")
+        specs = {a: partners.get(a, "scripted") for a in others}
+    else:
+        specs = dict.fromkeys(others, partners)
+    factory = PolicyFactory(env_id, seed=partner_seed)
+    out: dict[str, Policy] = {}
+    for other, spec in specs.items():
+        if spec == "learner":
+            if learner is None:
+                raise ValueError(
+                    "the 'learner' partner (self-play) exists in env_rollout_func only"
+                )
+            out[other] = learner
+        elif isinstance(spec, str):
+            out[other] = factory(spec, other, env.action_space(other))
+        else:
+            out[other] = as_policy(spec)
+    return out
+
+
+def _ask(policy: Policy, agent: str, observation: Any, info: dict) -> str:
+    prompt = Prompt(agent, str(observation), list(info.get("messages") or []), info)
+    return policy.generate([prompt])[0].text
+
+
+def _messages(observation: Any, info: dict) -> list[dict[str, str]]:
+    messages = info.get("messages") or [{"role": "user", "content": str(observation)}]
+    return [{"role": m["role"], "content": message_text(m)} for m in messages]
+
+
+def _prompt_key(prompt: Any) -> str:
+    """The same key for a text prompt, or for chat messages whatever extra keys they carry."""
+    if isinstance(prompt, str):
+        return prompt
+    return json.dumps([[m.get("role"), message_text(m)] for m in prompt], ensure_ascii=False)
+
+
+def _check_prompt(given: Any, observation: Any, info: dict, seed: int) -> None:
+    expected = str(observation) if isinstance(given, str) else _messages(observation, info)
+    if _prompt_key(given) != _prompt_key(expected):
+        raise ValueError(
+            f"replaying seed {seed} does not give the row's prompt: build the dataset and the "
+            "reward (or rollout) with the same env_id, agent, env_kwargs, partners and partner_seed"
+        )
+
+
+class _Episode:
+    """One episode seen from the learner: partners play their turns in between its own."""
+
+    def __init__(self, env: Any, agent: str, partners: Mapping[str, Policy]) -> None:
+        self.env, self.agent, self.partners = env, agent, partners
+        self.observation: Any = None
+        self.info: dict = {}
+        self.live = False
+
+    def start(self, seed: int) -> bool:
+        """Reset with ``seed``; True when the learner has a turn (``observation``, ``info``)."""
+        self.env.reset(seed=int(seed))
+        self.acted, self.total = False, 0.0
+        self.first: dict[str, str] = {}  # each partner's first action
+        return self._advance()
+
+    def act(self, text: str) -> bool:
+        """Play the learner's turn; True when it has another one."""
+        if not self.live:
+            raise RuntimeError("the learner has no turn to play: the episode is over")
+        self.env.step(text)
+        self.acted = True
+        return self._advance()
+
+    def finish(self, continuation: Policy | None) -> None:
+        """Play the learner's remaining turns with ``continuation`` (None: empty replies)."""
+        while self.live:
+            text = "" if continuation is None else self.text_of(continuation)
+            self.act(text)
+
+    def text_of(self, policy: Policy) -> str:
+        return _ask(policy, self.agent, self.observation, self.info)
+
+    def _advance(self) -> bool:
+        env = self.env
+        while env.agents:
+            current = env.agent_selection
+            observation, reward, terminated, truncated, info = env.last()
+            if current == self.agent and self.acted:
+                self.total += float(reward)  # what the learner got since its last action
+            if terminated or truncated:
+                env.step(None)
+            elif current == self.agent:
+                self.observation, self.info, self.live = observation, info, True
+                return True
+            else:
+                text = _ask(self.partners[current], current, observation, info)
+                self.first.setdefault(current, text)
+                env.step(text)
+        self.observation, self.info, self.live = None, {}, False
+        return False
+
+
+def _task_columns(env: Any, agent: str) -> dict[str, Any]:
+    """The columns the matching reward of :mod:`llm_marl_envs.rewards` reads."""
+    game = env.unwrapped
+    columns: dict[str, Any] = {}
+    if hasattr(game, "gold") and hasattr(game, "question"):  # GSM8K-v0
+        columns.update(question=game.question, answer=game.gold)
+    if hasattr(game, "query"):  # IMDBSentiment-v0
+        columns["query"] = game.query
+    if hasattr(game, "source_text") and hasattr(game, "TABLE"):  # the writing tasks
+        task = next(name for name, table in TABLES.items() if table == game.TABLE)
+        position = ("first", "second")[list(game.possible_agents).index(agent)]
+        columns.update(source=game.source_text, task=task, learner=position)
+    problem = getattr(game, "problem", None)
+    if isinstance(problem, dict) and "entry_point" in problem:  # CoopCoding-v0
+        columns.update(
+            problem_prompt=problem["prompt"],
+            test=problem["test"],
+            entry_point=problem["entry_point"],
+        )
+    return columns
+
+
+def _partner_column(episode: _Episode) -> dict[str, str]:
+    """Two-agent games: the partner's text of this round (simultaneous games: what it will
+    play; turn-based: what it played before the learner's first turn, or "")."""
+    env = episode.env
+    others = [a for a in env.possible_agents if a != episode.agent]
+    if len(others) != 1:
+        return {}
+    partner = others[0]
+    text = episode.first.get(partner)
+    if text is None and isinstance(env.unwrapped, SimultaneousTextEnv) and partner in env.agents:
+        text = _ask(episode.partners[partner], partner, env.observe(partner), env.infos[partner])
+    return {"partner_completion": text or ""}
+
+
+# --------------------------------------------------------------------------- 1. datasets
+def env_dataset(
+    env_id: str,
+    agent: str,
+    n: int,
+    *,
+    seed: int = 0,
+    partners: Partners = "scripted",
+    conversational: bool = True,
+    env_kwargs: Mapping[str, Any] | None = None,
+    partner_seed: int = 0,
+) -> Any:
+    """A ``datasets.Dataset`` of ``n`` episodes, each at the learner's first turn.
+
+    Row ``i`` plays the episode of seed ``seed + i`` until ``agent`` must act (partners play
+    the turns before). Columns:
+
+    * ``prompt``: the learner's prompt, chat messages (``conversational=True``: the env's
+      ``infos[agent]["messages"]``) or text (its observation);
+    * ``seed``, ``agent``;
+    * what the matching reward reads: GSM8K ``question``, ``answer`` (the gold number); IMDB
+      ``query``; writing ``source``, ``task``, ``learner`` (``"first"``/``"second"``); coding
+      ``problem_prompt``, ``test``, ``entry_point``; and, in two-agent games,
+      ``partner_completion`` (the partner's text of the round, ``""`` if it has none yet).
+
+    Args:
+        env_id: A registered id.
+        agent: The learner.
+        n: Number of rows.
+        seed: Seed of the first episode.
+        partners: One spec for every partner or ``{agent: spec}`` (see :data:`PartnerSpec`).
+        conversational: Chat-message prompts (True) or text prompts.
+        env_kwargs: Constructor arguments of the env.
+        partner_seed: Seed of the partner policies.
+    """
+    env = _make(env_id, env_kwargs)
+    episode = _Episode(env, agent, _partner_policies(env, env_id, agent, partners, partner_seed))
+    rows = []
+    for episode_seed in range(seed, seed + n):
+        if not episode.start(episode_seed):
+            raise ValueError(f"{agent} never acts in the episode of seed {episode_seed}")
+        observation, info = episode.observation, episode.info
+        prompt = _messages(observation, info) if conversational else str(observation)
+        rows.append(
+            {
+                "prompt": prompt,
+                "seed": episode_seed,
+                "agent": agent,
+                **_task_columns(env, agent),
+                **_partner_column(episode),
+            }
+        )
+    env.close()
+    return datasets.Dataset.from_list(rows)
+
+
+# --------------------------------------------------------------------------- 2. rewards
+@lru_cache(maxsize=1024)
+def _split_tests(test_source: str) -> tuple[str, ...]:
+    from llm_marl_envs.sandbox import split_asserts
+
+    return tuple(split_asserts(test_source))
+
+
+def _sandbox_tests(program: str, test: str, entry_point: str, setup: str) -> tuple[int, int]:
+    """CoopCoding-v0's test run: each assert separately, 3 s each, stop after 3 timeouts."""
+    from llm_marl_envs.sandbox import SandboxLimits, run_tests
+
+    tests = _split_tests(test)
+    result = run_tests(
+        program,
+        list(tests),
+        entry_point,
+        setup=setup,
+        limits=SandboxLimits(timeout=3.0, program_timeout=None),
+        max_timeouts=3,
+    )
+    return result.tests_passed, len(tests)
+
+
+def coop_coding_reward(completions: list[Any], **kwargs: Any) -> list[float]:
+    """:func:`llm_marl_envs.rewards.coding.coop_coding_reward` with the tests run in the
+    sandbox as CoopCoding-v0 runs them (a ``GRPOTrainer`` reward function as it is)."""
+    return coding.coop_coding_reward(completions, run_tests=_sandbox_tests, **kwargs)
+
+
+def env_reward(
+    env_id: str,
+    agent: str,
+    *,
+    partners: Partners = "scripted",
+    continuation: PartnerSpec | None = "scripted",
+    env_kwargs: Mapping[str, Any] | None = None,
+    partner_seed: int = 0,
+) -> Callable[..., list[float]]:
+    """A reward function (TRL's signature) that replays each completion's episode.
+
+    For each completion: reset the env with the row's ``seed`` column, let the partners play
+    until the learner's first turn, play the completion as its action, then the rest of the
+    episode (the learner's later turns by ``continuation``); the reward is the learner's
+    return from its action to the end (in GSM8K's collective mode: r1 + r2, the partner's
+    answer included). The row's prompt is checked against the replay.
+
+    Args:
+        env_id, agent, partners, env_kwargs, partner_seed: As for :func:`env_dataset` (the
+            same values).
+        continuation: The learner's later turns in multi-turn games: a spec or policy, or
+            None for empty replies (format failures).
+    """
+    state: dict[str, Any] = {}
+
+    def setup() -> _Episode:
+        if "episode" not in state:
+            env = _make(env_id, env_kwargs)
+            policies = _partner_policies(env, env_id, agent, partners, partner_seed)
+            state["episode"] = _Episode(env, agent, policies)
+            state["continuation"] = _continuation(env, env_id, agent, continuation, partner_seed)
+        return state["episode"]
+
+    def env_reward(completions: list[Any], seed: Any = None, **kwargs: Any) -> list[float]:
+        if seed is None:
+            raise TypeError("env_reward needs the dataset's 'seed' column (see env_dataset)")
+        episode = setup()
+        seeds = per_row(seed, len(completions), "seed")
+        prompts = kwargs.get("prompts")
+        prompts = [None] * len(completions) if prompts is None else list(prompts)
+        rewards = []
+        for completion, episode_seed, prompt in zip(completions, seeds, prompts, strict=True):
+            if not episode.start(int(episode_seed)):
+                raise ValueError(f"{agent} never acts in the episode of seed {episode_seed}")
+            if prompt is not None:
+                _check_prompt(prompt, episode.observation, episode.info, int(episode_seed))
+            episode.act(completion_text(completion))
+            episode.finish(state["continuation"])
+            rewards.append(episode.total)
+        return rewards
+
+    return env_reward
+
+
+def _continuation(
+    env: Any, env_id: str, agent: str, spec: PartnerSpec | None, partner_seed: int
+) -> Policy | None:
+    if spec is None:
+        return None
+    if isinstance(spec, str):
+        return PolicyFactory(env_id, seed=partner_seed)(spec, agent, env.action_space(agent))
+    return as_policy(spec)
+
+
+# --------------------------------------------------------------------------- 3. rollout_func
+class _GroupSeeds(LocalExecutor):
+    """The local executor, resetting group ``g`` with ``seeds[g]`` (the rows' seeds)."""
+
+    def __init__(self, seeds: Sequence[int], env_workers: int | None = None) -> None:
+        super().__init__(env_workers)
+        self.group_seeds = list(seeds)
+
+    def reset(self, slots, seeds, groups):  # noqa: D102 - see LocalExecutor
+        return super().reset(slots, [self.group_seeds[g] for g in groups], groups)
+
+
+def _seed_index(dataset: Any) -> dict[str, int]:
+    if dataset is None or not hasattr(dataset, "column_names"):
+        return {}
+    if "seed" not in dataset.column_names or "prompt" not in dataset.column_names:
+        return {}
+    index: dict[str, int] = {}
+    for prompt, seed in zip(dataset["prompt"], dataset["seed"], strict=True):
+        index.setdefault(_prompt_key(prompt), int(seed))
+    return index
+
+
+def _group_size(prompts: list[Any], trainer: Any) -> int:
+    """TRL repeats each prompt ``num_generations`` times in a row; check it, else 1."""
+    training = getattr(trainer.model, "training", True)
+    size = int(trainer.num_generations if training else trainer.num_generations_eval)
+    keys = [_prompt_key(p) for p in prompts]
+    if size > 1 and len(keys) % size == 0:
+        if all(keys[i] == keys[i - i % size] for i in range(len(keys))):
+            return size
+    return 1
+
+
+def env_rollout_func(
+    env_id: str,
+    agent: str,
+    *,
+    partners: Partners = "scripted",
+    env_kwargs: Mapping[str, Any] | None = None,
+    partner_seed: int = 0,
+    env_workers: int | None = None,
+) -> Callable[[list[Any], Any], dict[str, list]]:
+    """A ``GRPOTrainer`` ``rollout_func`` that plays whole episodes with the trainer's model.
+
+    TRL calls ``rollout_func(prompts, trainer)`` with this process's prompts, each repeated
+    ``num_generations`` times in a row, and expects ``prompt_ids``, ``completion_ids`` and
+    ``logprobs`` per prompt; other keys go to the reward functions. Each run of repeated
+    prompts is one group: its episodes reset with the row's seed (looked up by prompt in the
+    trainer's ``train_dataset``/``eval_dataset``, from :func:`env_dataset`), and are played
+    through :func:`llm_marl_envs.rollout.rollout` with the model as the learner (sampling at
+    the trainer's temperature and top-p, ``max_completion_length`` new tokens per turn).
+
+    Returned per episode: the learner's first prompt; as completion, its turns with the
+    prompt text the env added between them (``env_mask`` 0, no loss) as long as each turn's
+    prompt extends the previous one token for token (later turns are left out otherwise;
+    ``trained_turns`` says how many are in); ``episode_return`` (the learner's return from
+    its first action on, read by :func:`episode_reward`) and ``learner_turns``.
+
+    Args:
+        env_id, agent, partners, env_kwargs, partner_seed: As for :func:`env_dataset`;
+            partners may also be ``"learner"`` (the trained model plays them too).
+        env_workers: Threads for heavy env steps (see :func:`llm_marl_envs.rollout.rollout`).
+    """
+    from llm_marl_envs.policies.hf import HFPolicy
+
+    state: dict[str, Any] = {"calls": 0, "index": {}}
+
+    def seed_of(prompt: Any, trainer: Any) -> int:
+        key = _prompt_key(prompt)
+        if key not in state["index"]:
+            evaluation = trainer.eval_dataset
+            sets = list(evaluation.values()) if isinstance(evaluation, dict) else [evaluation]
+            for dataset in [trainer.train_dataset, *sets]:
+                for k, v in _seed_index(dataset).items():
+                    state["index"].setdefault(k, v)
+        if key not in state["index"]:
+            raise ValueError(
+                "a prompt is not in the trainer's datasets with a 'seed' column: build the "
+                "dataset with llm_marl_envs.integrations.trl.env_dataset"
+            )
+        return state["index"][key]
+
+    def rollout_func(prompts: list[Any], trainer: Any) -> dict[str, list]:
+        size = _group_size(prompts, trainer)
+        seeds = [seed_of(p, trainer) for p in prompts[::size]]
+        conversational = not isinstance(prompts[0], str)
+        digest = hashlib.sha256(
+            f"{trainer.args.seed}:{trainer.state.global_step}:{state['calls']}".encode()
+        ).digest()
+        state["calls"] += 1
+        learner = HFPolicy(
+            trainer.accelerator.unwrap_model(trainer.model),
+            trainer.processing_class,
+            max_new_tokens=trainer.max_completion_length,
+            do_sample=True,
+            temperature=trainer.temperature,
+            top_p=trainer.top_p if trainer.top_p else 1.0,
+            seed=int.from_bytes(digest[:8], "little") >> 1,
+            use_chat_template=conversational,
+            name="trl-learner",
+        )
+        if "partners" not in state:
+            env = _make(env_id, env_kwargs)
+            state["partners"] = {
+                a: p
+                for a, p in _partner_policies(
+                    env, env_id, agent, partners, partner_seed, learner
+                ).items()
+                if p is not learner
+            }
+            state["self_play"] = [
+                a for a in env.possible_agents if a != agent and a not in state["partners"]
+            ]
+            env.close()
+        policies = {agent: learner, **state["partners"]}
+        policies.update(dict.fromkeys(state["self_play"], learner))
+        result = rollout(
+            env_id,
+            policies,
+            episodes=len(prompts),
+            batch_size=len(prompts),
+            group_size=size,
+            env_kwargs=env_kwargs,
+            progress=False,
+            executor=_GroupSeeds(seeds, env_workers),
+        )
+        return _trl_batch(result.episodes, prompts, seeds, size, agent)
+
+    return rollout_func
+
+
+def _trl_batch(
+    episodes: list[Any], prompts: list[Any], seeds: list[int], size: int, agent: str
+) -> dict[str, list]:
+    out: dict[str, list] = {
+        key: []
+        for key in (
+            "prompt_ids",
+            "completion_ids",
+            "logprobs",
+            "env_mask",
+            "episode_return",
+            "learner_turns",
+            "trained_turns",
+        )
+    }
+    for index, (episode, prompt) in enumerate(zip(episodes, prompts, strict=True)):
+        turns = [t for t in episode.turns if t.agent == agent]
+        if not turns:
+            raise ValueError(f"{agent} never acted in the episode of seed {seeds[index // size]}")
+        first = turns[0]
+        _check_prompt(prompt, first.observation, {"messages": first.messages}, seeds[index // size])
+        prompt_ids = list(first.prompt_ids)
+        completion, logprobs = list(first.completion_ids), list(first.logprobs)
+        mask = [1] * len(completion)
+        trained = 1
+        for turn in turns[1:]:
+            context = prompt_ids + completion
+            if turn.prompt_ids[: len(context)] != context:
+                break
+            added = turn.prompt_ids[len(context) :]
+            completion += added + list(turn.completion_ids)
+            logprobs += [0.0] * len(added) + list(turn.logprobs)
+            mask += [0] * len(added) + [1] * len(turn.completion_ids)
+            trained += 1
+        out["prompt_ids"].append(prompt_ids)
+        out["completion_ids"].append(completion)
+        out["logprobs"].append(logprobs)
+        out["env_mask"].append(mask)
+        out["episode_return"].append(float(sum(t.reward for t in turns)))
+        out["learner_turns"].append(len(turns))
+        out["trained_turns"].append(trained)
+    return out
+
+
+def episode_reward(
+    completions: list[Any], episode_return: list[float] | None = None, **kwargs: Any
+) -> list[float]:
+    """The reward of :func:`env_rollout_func`'s episodes: the ``episode_return`` it returned."""
+    if episode_return is None:
+        raise TypeError("episode_reward reads episode_return, which env_rollout_func returns")
+    return [float(r) for r in per_row(episode_return, len(completions), "episode_return")]
+
+
+# --------------------------------------------------------------------------- 4. tool envs
+class _ToolEnvironment:
+    """A TRL ``environment_factory`` environment over one agent of a game (see
+    :func:`tool_environment`); public methods of subclasses are the model's tools."""
+
+    _env_id: str = ""
+    _agent: str = ""
+    _env_kwargs: dict[str, Any] = {}
+    _partners: Partners = "scripted"
+    _partner_seed: int = 0
+    _continuation: PartnerSpec | None = None
+    _seeds: Any = None
+    _shared: dict[str, Any] = {}
+
+    def __init__(self) -> None:
+        env = _make(self._env_id, self._env_kwargs)
+        shared = self._shared  # one set of policies per class: TRL makes many instances
+        if not shared:
+            shared["partners"] = _partner_policies(
+                env, self._env_id, self._agent, self._partners, self._partner_seed
+            )
+            shared["continuation"] = _continuation(
+                env, self._env_id, self._agent, self._continuation, self._partner_seed
+            )
+        self._episode = _Episode(env, self._agent, shared["partners"])
+        self._then = shared["continuation"]
+        self._started = False
+
+    def reset(self, **kwargs: Any) -> str | None:
+        """Start the row's episode (its ``seed`` column, else the next seed of the factory).
+
+        Returns the learner's observation, which TRL appends to the prompt's last message,
+        or None when the prompt already holds it (a row of :func:`env_dataset`).
+        """
+        seed = kwargs.get("seed")
+        seed = next(self._seeds) if seed is None else int(seed)
+        episode = self._episode
+        if not episode.start(seed):
+            raise ValueError(f"{self._agent} never acts in the episode of seed {seed}")
+        self._started = True
+        prompt = kwargs.get("prompt")
+        if prompt is not None and prompt_text(prompt) in (
+            str(episode.observation),
+            prompt_text(_messages(episode.observation, episode.info)),
+        ):
+            return None
+        return str(episode.observation)
+
+    def get_reward(self) -> float:
+        """The learner's return from its first action; turns it did not play are played by
+        the continuation (default: empty replies, i.e. format failures)."""
+        if not self._started:
+            return 0.0
+        self._episode.finish(self._then)
+        return self._episode.total
+
+    def _act(self, action: str) -> str:
+        episode = self._episode
+        if not self._started or not episode.live:
+            return "The game is over; no more moves." if self._started else "No game is running."
+        if episode.act(action):
+            messages = episode.info.get("messages") or []
+            users = [m for m in messages if m.get("role") == "user"]
+            return message_text(users[-1]) if users else str(episode.observation)
+        return f"The game is over. Your total reward: {episode.total:g}."
+
+
+class _MazeTools(_ToolEnvironment):
+    def move(self, direction: str, message: str = "") -> str:
+        """Move the shared token one cell, and say something to your partner.
+
+        Args:
+            direction: up, down, left, right or stay.
+            message: A short message for your partner (optional).
+
+        Returns:
+            What you see at your next turn, or how the game ended.
+        """
+        say = " ".join(str(message).split())
+        return self._act(f"MOVE: {direction}\nSAY: {say}" if say else f"MOVE: {direction}")
+
+
+class _DonorTools(_ToolEnvironment):
+    def donate(self, amount: float) -> str:
+        """Give units of your resources to this round's recipient.
+
+        Args:
+            amount: How many units to give (0 up to your resources).
+
+        Returns:
+            What you see at your next turn as donor, or how the game ended.
+        """
+        try:
+            value = float(amount)
+        except (TypeError, ValueError):
+            return f"amount must be a number, got {amount!r}"
+        punishment = getattr(self._episode.env.unwrapped, "punishment", False)
+        return self._act(f"Answer: Donate, {value!r}" if punishment else f"Answer: {value!r}")
+
+
+class _DonorPunishTools(_DonorTools):
+    def punish(self, amount: float) -> str:
+        """Spend units of your resources to take resources from this round's recipient.
+
+        Args:
+            amount: How many units to spend (0 up to your resources).
+
+        Returns:
+            What you see at your next turn as donor, or how the game ended.
+        """
+        try:
+            value = float(amount)
+        except (TypeError, ValueError):
+            return f"amount must be a number, got {amount!r}"
+        return self._act(f"Answer: Punish, {value!r}")
+
+
+class _TextTools(_ToolEnvironment):
+    def act(self, action: str) -> str:
+        """Play your turn.
+
+        Args:
+            action: Your reply, as the game's instructions ask for it.
+
+        Returns:
+            What you see at your next turn, or how the game ended.
+        """
+        return self._act(str(action))
+
+
+def tool_environment(
+    env_id: str,
+    agent: str,
+    *,
+    partners: Partners = "scripted",
+    env_kwargs: Mapping[str, Any] | None = None,
+    partner_seed: int = 0,
+    continuation: PartnerSpec | None = None,
+    seed: int = 0,
+) -> type:
+    """A class to pass as ``GRPOTrainer(environment_factory=...)``: ``agent`` of ``env_id``.
+
+    TRL makes one instance per rollout, calls ``reset(**row)`` (the row's ``seed`` picks the
+    episode; without a dataset, seeds ``seed, seed + 1, ...`` in turn), exposes the public
+    methods as tools, executes the model's tool calls (each plays one turn of the learner;
+    partners then play until its next turn, whose new observation is the tool's result), and
+    logs ``get_reward()`` (the learner's return) under the class's name. MazeCollab-v0:
+    ``move(direction, message)``; DonorGame-v0: ``donate(amount)`` (and ``punish(amount)``
+    with ``punishment=True``); other envs: ``act(action)``.
+
+    TRL needs a chat template that renders tool calls (``user -> assistant with tool_calls ->
+    tool``; checked by ``trl.chat_template_utils.supports_tool_calling``) and a response
+    parser for the model's tool calls (``add_response_schema`` sets one for the templates TRL
+    knows, e.g. Qwen3's, shipped in ``trl/chat_templates/``).
+
+    Args:
+        env_id, agent, partners, env_kwargs, partner_seed: As for :func:`env_dataset`.
+        continuation: Turns the model did not play when ``get_reward`` is called (it stopped
+            calling tools): a spec or policy, or None for empty replies (format failures).
+        seed: First episode seed when rows carry none.
+    """
+    probe = _make(env_id, env_kwargs)
+    name = str(probe.metadata.get("name", "Env")).split("-v")[0].replace("-", "")
+    game = probe.unwrapped
+    _partner_policies(probe, env_id, agent, partners, partner_seed)  # checks the arguments
+    probe.close()
+    if name == "MazeCollab":
+        base: type = _MazeTools
+    elif name == "DonorGame":
+        base = _DonorPunishTools if getattr(game, "punishment", False) else _DonorTools
+    else:
+        base = _TextTools
+    return type(
+        f"{name}Environment",
+        (base,),
+        {
+            "__module__": __name__,
+            "__doc__": f"{env_id} as a TRL environment: the learner is {agent}.",
+            "_env_id": env_id,
+            "_agent": agent,
+            "_env_kwargs": dict(env_kwargs or {}),
+            "_partners": partners,
+            "_partner_seed": partner_seed,
+            "_continuation": continuation,
+            "_seeds": itertools.count(seed),
+            "_shared": {},
+        },
+    )
