@@ -39,6 +39,7 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/env_overhead.py
 	$(OFFLINE) $(BIN)/python benchmarks/sandbox_humaneval.py
 	$(OFFLINE) $(BIN)/python benchmarks/game_envs.py
+	$(OFFLINE) $(BIN)/python benchmarks/gymnasium_view.py
 	$(OFFLINE) $(BIN)/python benchmarks/rollout_speed.py
 	$(OFFLINE) $(BIN)/python benchmarks/baselines_cost.py
 

@@ -15,6 +15,7 @@ regular expressions, tokenizers).
 from __future__ import annotations
 
 import string
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
@@ -139,6 +140,36 @@ class FreeText(_UnicodeText):
 # raises. FreeText registers its own: a batch is a tuple of str, and shared memory holds each
 # string as its length followed by its code points (int32), so any Unicode text fits,
 # lone surrogates included.
+class _SharedTexts(Sequence):
+    """A live, read-only view of the strings in a FreeText shared-memory block.
+
+    Gymnasium's ``AsyncVectorEnv`` reads its shared observations once and hands out that
+    object (or a deep copy of it) after every step, as numpy views do; the strings are
+    therefore decoded on access, and a deep copy is a plain tuple of the current strings.
+    """
+
+    def __init__(self, rows: np.ndarray) -> None:
+        self._rows = rows
+
+    def __len__(self) -> int:
+        return len(self._rows)
+
+    def __getitem__(self, index: Any) -> Any:
+        if isinstance(index, slice):
+            return tuple(self)[index]
+        row = self._rows[index]
+        return row[1 : 1 + int(row[0])].tobytes().decode("utf-32-le", "surrogatepass")
+
+    def __deepcopy__(self, memo: dict) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __eq__(self, other: object) -> bool:
+        return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
+
+    def __repr__(self) -> str:
+        return repr(tuple(self))
+
+
 def _register_vector_support() -> None:
     from gymnasium.vector import utils as vector_utils
 
@@ -166,11 +197,8 @@ def _register_vector_support() -> None:
         row[1 : 1 + len(codes)] = codes
 
     @vector_utils.read_from_shared_memory.register(FreeText)
-    def _read(space: FreeText, shared_memory: Any, n: int = 1) -> tuple[str, ...]:
-        rows = _rows(space, shared_memory)[:n]
-        return tuple(
-            row[1 : 1 + int(row[0])].tobytes().decode("utf-32-le", "surrogatepass") for row in rows
-        )
+    def _read(space: FreeText, shared_memory: Any, n: int = 1) -> _SharedTexts:
+        return _SharedTexts(_rows(space, shared_memory)[:n])
 
 
 _register_vector_support()
