@@ -35,6 +35,15 @@ refusal answers or a reasoning model that ran out of tokens, a non-string ``cont
 ``tool_calls``, ``refusal`` or ``reasoning_content``); it is not retried. An empty string is a
 real (if useless) answer and is returned as is; the environment judges it.
 
+**Token ids (vLLM).** ``return_token_ids=True`` asks the server for the token ids a trainer
+needs, the way vLLM's OpenAI server gives them: ``return_token_ids: true`` (vLLM >= 0.10.2
+answers ``prompt_token_ids`` and ``token_ids``) plus log-probabilities with
+``return_tokens_as_token_ids: true`` (each logprob token reads ``token_id:<id>``, which older
+vLLM versions give too). ``Completion.prompt_ids``, ``completion_ids`` and ``logprobs`` are
+filled from whatever the answer holds; a field the server does not give stays ``None`` (a
+warning says so once). Other servers may refuse or ignore the extra request fields, so the
+option is off by default.
+
 **Size cap.** An answer body longer than ``max_response_bytes`` (default 32 MiB; a 4096-token
 answer with 20 top log-probabilities per token is about 5 MB) is refused while it is read: a
 ``Content-Length`` over the cap is refused before reading, otherwise the body is read in 64 KiB
@@ -121,6 +130,8 @@ class OpenAIPolicy(Policy):
             ``/completions`` with the observation text.
         logprobs: Ask for the sampled tokens' log-probabilities and return them in
             ``Completion.logprobs`` (``logprobs: true`` for chat, ``logprobs: 0`` otherwise).
+        return_token_ids: Also ask for token ids as vLLM gives them and fill
+            ``Completion.prompt_ids`` / ``completion_ids`` (implies ``logprobs``; see above).
         extra_body: More JSON fields merged into every request body (they override ours).
         name: Name for records (default ``openai:<model>``).
 
@@ -147,6 +158,7 @@ class OpenAIPolicy(Policy):
         seed: int | None = None,
         use_chat: bool = True,
         logprobs: bool = False,
+        return_token_ids: bool = False,
         extra_body: dict[str, Any] | None = None,
         name: str | None = None,
     ) -> None:
@@ -196,7 +208,9 @@ class OpenAIPolicy(Policy):
         self.concurrency = concurrency
         self.seed = seed
         self.use_chat = use_chat
-        self.logprobs = logprobs
+        self.return_token_ids = bool(return_token_ids)
+        self.logprobs = logprobs or self.return_token_ids
+        self._warned_no_ids = False
         self.extra_body = dict(extra_body or {})
         self.name = name or f"openai:{model}"
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -295,6 +309,9 @@ class OpenAIPolicy(Policy):
             body["prompt"] = prompt.observation
             if self.logprobs:
                 body["logprobs"] = 0
+        if self.return_token_ids:  # vLLM's extra request fields
+            body["return_token_ids"] = True
+            body["return_tokens_as_token_ids"] = True
         if self.stop:
             body["stop"] = list(self.stop)
         if self.seed is not None:
@@ -348,7 +365,12 @@ class OpenAIPolicy(Policy):
                 raise PolicyError(
                     f"POST {url} failed after {attempt} attempt(s): {self._redact(str(error))}"
                 ) from None
-            return _parse_completion(payload, url)
+            completion = _parse_completion(payload, url)
+            if self.return_token_ids:
+                completion.prompt_ids, completion.completion_ids = _token_ids(payload)
+                if completion.completion_ids is None or completion.prompt_ids is None:
+                    self._warn_no_ids(url)
+            return completion
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _post(self, url: str, data: bytes, on_slow: Callable[[], None]) -> Any:
@@ -390,6 +412,15 @@ class OpenAIPolicy(Policy):
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             snippet = raw[:_ERROR_BODY_CHARS].decode("utf-8", "replace")
             raise PolicyError(f"the server answered invalid JSON ({error}): {snippet!r}") from None
+
+    def _warn_no_ids(self, url: str) -> None:
+        if not self._warned_no_ids:
+            self._warned_no_ids = True
+            log.warning(
+                "POST %s: return_token_ids=True but the answer lacks prompt or completion token "
+                "ids (vLLM >= 0.10.2 gives both); the missing ones stay None",
+                url,
+            )
 
     def _redact(self, text: str) -> str:
         """The text with the API key, should a server echo it, blanked out."""
@@ -589,6 +620,41 @@ def _parse_completion(payload: Any, url: str) -> Completion:
         raise PolicyError(f"POST {url}: unusable answer: {problem}: {snippet}")
     choice = payload["choices"][0]
     return Completion(text=text, logprobs=_parse_logprobs(choice.get("logprobs")))
+
+
+def _token_ids(payload: dict[str, Any]) -> tuple[list[int] | None, list[int] | None]:
+    """``(prompt ids, completion ids)`` from an answer, as vLLM gives them (None if absent).
+
+    Prompt ids: ``prompt_token_ids`` of the answer (chat) or of the choice (completions).
+    Completion ids: the choice's ``token_ids``, else its logprob tokens if they all read
+    ``token_id:<id>`` (``return_tokens_as_token_ids``).
+    """
+    choice = payload["choices"][0]
+    prompt = _int_list(choice.get("prompt_token_ids"))
+    if prompt is None:
+        prompt = _int_list(payload.get("prompt_token_ids"))
+    completion = _int_list(choice.get("token_ids"))
+    if completion is None and isinstance(choice.get("logprobs"), dict):
+        logprobs = choice["logprobs"]
+        if isinstance(logprobs.get("content"), list):  # chat
+            tokens = [e.get("token") if isinstance(e, dict) else None for e in logprobs["content"]]
+        else:  # completions
+            tokens = logprobs.get("tokens")
+        prefix = "token_id:"
+        if isinstance(tokens, list) and all(
+            isinstance(t, str) and t.startswith(prefix) and t[len(prefix) :].isdigit()
+            for t in tokens
+        ):
+            completion = [int(t[len(prefix) :]) for t in tokens]
+    return prompt, completion
+
+
+def _int_list(value: Any) -> list[int] | None:
+    if isinstance(value, list) and all(
+        isinstance(v, int) and not isinstance(v, bool) for v in value
+    ):
+        return list(value)
+    return None
 
 
 def _answer_text(payload: Any) -> tuple[str, str | None]:

@@ -20,9 +20,11 @@ Endpoints (under ``/v1``):
 Answers follow the OpenAI JSON shape; ``usage`` carries the token counts the policy reports
 (``prompt_ids`` / ``completion_ids``), and ``logprobs`` is filled when the request asks for it
 and the completion has them (token strings are ``"token_id:<id>"`` when the ids are known, as
-vLLM's ``--return-tokens-as-token-ids`` writes them). Sampling fields of a request
-(``max_tokens``, ``temperature``, ``stop``, ``seed``, ...) are ignored: the policy's own
-settings apply. ``n > 1`` and ``stream`` are refused with HTTP 400.
+vLLM's ``--return-tokens-as-token-ids`` writes them). A request with ``return_token_ids: true``
+gets the ids the policy reports as vLLM (>= 0.10.2) answers them: ``prompt_token_ids`` at the
+top of a chat answer and ``token_ids`` in its choice; both in each choice of a completion
+answer. Sampling fields of a request (``max_tokens``, ``temperature``, ``stop``, ``seed``, ...)
+are ignored: the policy's own settings apply. ``n > 1`` and ``stream`` are refused with HTTP 400.
 
 Micro-batching: one worker thread owns the policy. Requests that arrive within ``batch_wait``
 seconds of the first waiting one (up to ``max_batch`` prompts) are answered by a single
@@ -440,7 +442,12 @@ def _chat_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
                 )
             ]
         }
-    return _envelope(srv, "chatcmpl", "chat.completion", [choice], [completion])
+    if body.get("return_token_ids") and completion.completion_ids is not None:
+        choice["token_ids"] = list(completion.completion_ids)
+    answer = _envelope(srv, "chatcmpl", "chat.completion", [choice], [completion])
+    if body.get("return_token_ids") and completion.prompt_ids is not None:
+        answer["prompt_token_ids"] = list(completion.prompt_ids)
+    return answer
 
 
 def _text_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
@@ -467,6 +474,12 @@ def _text_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
         choices.append(
             {"index": index, "text": completion.text, "logprobs": logprobs, "finish_reason": "stop"}
         )
+        if body.get("return_token_ids"):  # as vLLM: both id lists in each choice
+            ids = {
+                "prompt_token_ids": completion.prompt_ids,
+                "token_ids": completion.completion_ids,
+            }
+            choices[-1].update({key: list(v) for key, v in ids.items() if v is not None})
     return _envelope(srv, "cmpl", "text_completion", choices, completions)
 
 

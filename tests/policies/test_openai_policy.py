@@ -364,6 +364,53 @@ def test_server_answer_shape(start_server):
     assert status == 200 and models["data"][0]["id"] == "tiny"
 
 
+# ---------------------------------------------------------------------- token ids (vLLM)
+@pytest.mark.parametrize("prompt", [chat_prompt("x"), text_prompt("x")], ids=["chat", "text"])
+def test_token_ids_are_asked_for_and_filled_as_vllm_gives_them(start_server, make_client, prompt):
+    server = start_server(LogprobPolicy(), record_requests=True)
+    [completion] = make_client(server.url, return_token_ids=True).generate([prompt])
+    assert completion.text == "ok"
+    assert completion.prompt_ids == [1, 2, 3] and completion.completion_ids == [7, 8]
+    assert completion.logprobs == [-0.25, -1.5]  # return_token_ids implies logprobs
+    body = server.requests[-1]["body"]
+    assert body["return_token_ids"] is True and body["return_tokens_as_token_ids"] is True
+    assert body["logprobs"] in (True, 0)
+    [completion] = make_client(server.url).generate([prompt])  # off by default: not asked for
+    assert completion.prompt_ids is completion.completion_ids is completion.logprobs is None
+    assert not {"return_token_ids", "return_tokens_as_token_ids"} & set(server.requests[-1]["body"])
+
+
+def test_server_answers_token_ids_where_vllm_puts_them(start_server):
+    server = start_server(LogprobPolicy())
+    chat = {"messages": [{"role": "user", "content": "x"}], "return_token_ids": True}
+    status, answer = http_json(server.url + "/chat/completions", json.dumps(chat).encode())
+    assert status == 200 and answer["prompt_token_ids"] == [1, 2, 3]
+    assert answer["choices"][0]["token_ids"] == [7, 8]
+    status, answer = http_json(
+        server.url + "/completions", json.dumps({"prompt": "x", "return_token_ids": True}).encode()
+    )
+    assert status == 200 and "prompt_token_ids" not in answer
+    assert answer["choices"][0]["prompt_token_ids"] == [1, 2, 3]
+    assert answer["choices"][0]["token_ids"] == [7, 8]
+    status, answer = http_json(server.url + "/completions", json.dumps({"prompt": "x"}).encode())
+    assert "token_ids" not in answer["choices"][0]  # only when asked, as vLLM
+
+
+def test_older_vllm_gives_completion_ids_through_logprob_tokens(raw_server, make_client, caplog):
+    # vLLM < 0.10.2 ignores return_token_ids but honours return_tokens_as_token_ids.
+    content = [{"token": f"token_id:{i}", "logprob": -0.5, "top_logprobs": []} for i in (5, 6)]
+    body = {"choices": [{"message": {"content": "ok"}, "logprobs": {"content": content}}]}
+    url, _ = raw_server(json.dumps(body).encode())
+    client = make_client(url, return_token_ids=True)
+    with caplog.at_level("WARNING", logger="llm_marl_envs.policies.openai_compat"):
+        [completion] = client.generate([chat_prompt("x")])
+        client.generate([chat_prompt("y")])
+    assert completion.completion_ids == [5, 6] and completion.logprobs == [-0.5, -0.5]
+    assert completion.prompt_ids is None  # not given: left unknown, never guessed
+    warnings_ = [r for r in caplog.records if "lacks prompt or completion token ids" in r.message]
+    assert len(warnings_) == 1  # said once per policy
+
+
 # ---------------------------------------------------------------------- malformed answers
 @pytest.mark.parametrize(
     "body",
