@@ -327,8 +327,11 @@ def env_reward(
     answer included). The row's prompt is checked against the replay.
 
     Args:
-        env_id, agent, partners, env_kwargs, partner_seed: As for :func:`env_dataset` (the
-            same values).
+        env_id: As for :func:`env_dataset`.
+        agent: As for :func:`env_dataset` (the same value).
+        partners: As for :func:`env_dataset` (the same value).
+        env_kwargs: As for :func:`env_dataset` (the same value).
+        partner_seed: As for :func:`env_dataset` (the same value).
         continuation: The learner's later turns in multi-turn games: a spec or policy, or
             None for empty replies (format failures).
     """
@@ -433,8 +436,12 @@ def env_rollout_func(
     its first action on, read by :func:`episode_reward`) and ``learner_turns``.
 
     Args:
-        env_id, agent, partners, env_kwargs, partner_seed: As for :func:`env_dataset`;
-            partners may also be ``"learner"`` (the trained model plays them too).
+        env_id: As for :func:`env_dataset`.
+        agent: As for :func:`env_dataset`.
+        partners: As for :func:`env_dataset`; a partner may also be ``"learner"`` (the
+            trained model plays it too: self-play).
+        env_kwargs: As for :func:`env_dataset`.
+        partner_seed: As for :func:`env_dataset`.
         env_workers: Threads for heavy env steps (see :func:`llm_marl_envs.rollout.rollout`).
     """
     from llm_marl_envs.policies.hf import HFPolicy
@@ -714,7 +721,11 @@ def tool_environment(
     knows, e.g. Qwen3's, shipped in ``trl/chat_templates/``).
 
     Args:
-        env_id, agent, partners, env_kwargs, partner_seed: As for :func:`env_dataset`.
+        env_id: As for :func:`env_dataset`.
+        agent: As for :func:`env_dataset`.
+        partners: As for :func:`env_dataset`.
+        env_kwargs: As for :func:`env_dataset`.
+        partner_seed: As for :func:`env_dataset`.
         continuation: Turns the model did not play when ``get_reward`` is called (it stopped
             calling tools): a spec or policy, or None for empty replies (format failures).
         seed: First episode seed when rows carry none.
