@@ -23,8 +23,8 @@ defectors, strategies from text).
 
 from __future__ import annotations
 
-import hashlib
 import importlib
+import zlib
 
 from llm_marl_envs.policies.base import PolicyFn
 from llm_marl_envs.registry import spec
@@ -35,15 +35,15 @@ __all__ = ["PolicyFn", "scripted_policy", "turn_draw"]
 def turn_draw(seed: int, observation: str, choices: int) -> int:
     """A draw in ``range(choices)`` that depends only on ``seed`` and ``observation``.
 
+    A CRC-32 of the observation, started from one of the seed: stable across processes and
+    fast (under a microsecond for a 1.5 KB prompt, which matters in the game benchmarks),
+    uniform enough to pick among a handful of moves; not a cryptographic hash.
+
     >>> turn_draw(0, "Round 1", 5) == turn_draw(0, "Round 1", 5)
     True
     """
-    digest = hashlib.blake2b(
-        observation.encode("utf-8", "surrogatepass"),
-        digest_size=8,
-        key=int(seed).to_bytes(8, "little", signed=True),
-    ).digest()
-    return int.from_bytes(digest, "little") % choices
+    start = zlib.crc32(int(seed).to_bytes(8, "little", signed=True))
+    return zlib.crc32(observation.encode("utf-8", "surrogatepass"), start) % choices
 
 
 def scripted_policy(env_id: str, agent: str, seed: int = 0) -> PolicyFn:
