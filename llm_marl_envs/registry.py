@@ -5,7 +5,10 @@ The YAML file sits at the top of the repository; the wheel carries it inside the
 editable install and an installed wheel.
 
 Importing this module reads the file and registers every id in PettingZoo's registry too, so
-``pettingzoo.make("aec", "llm_marl_envs/GSM8K-v0")`` works after ``import llm_marl_envs``.
+``pettingzoo.make("aec", "llm_marl_envs/GSM8K-v0")`` works after ``import llm_marl_envs``, and
+the single-agent views are in Gymnasium's registry too
+(``gymnasium.make("llm_marl_envs/GSM8K-observer_0-v0")``; see
+:mod:`llm_marl_envs.integrations.gymnasium`).
 Environment modules are imported only when an environment is made.
 """
 
@@ -174,3 +177,55 @@ def _register_with_pettingzoo() -> None:
 
 
 _register_with_pettingzoo()
+
+
+#: Where Gymnasium finds the single-agent view (imported only when such an env is made).
+GYMNASIUM_ENTRY_POINT = "llm_marl_envs.integrations.gymnasium:SingleAgentEnv"
+
+
+def agent_names(env_id: str) -> list[str]:
+    """Every agent of ``env_id`` (the registry's ``[player_0, ..., player_11]`` expanded).
+
+    >>> agent_names("llm_marl_envs/DonorGame-v0")[-1]
+    'player_11'
+    """
+    names = list(spec(env_id).agents)
+    if "..." not in names:
+        return names
+    first, last = names[0], names[-1]
+    prefix = first.rstrip("0123456789")
+    start, stop = int(first[len(prefix) :]), int(last[len(prefix) :])
+    return [f"{prefix}{i}" for i in range(start, stop + 1)]
+
+
+def gymnasium_id(env_id: str, agent: str | None = None) -> str:
+    """The Gymnasium id of ``agent``'s single-agent view of ``env_id`` (``env_id`` itself for
+    the view whose learner is the first agent).
+
+    >>> gymnasium_id("llm_marl_envs/GSM8K-v0", "pioneer_0")
+    'llm_marl_envs/GSM8K-pioneer_0-v0'
+    """
+    if agent is None:
+        return env_id
+    namespace, _, rest = env_id.partition("/")
+    name, _, version = rest.rpartition("-v")
+    return f"{namespace}/{name}-{agent}-v{version}"
+
+
+def _register_with_gymnasium() -> None:
+    """``gymnasium.make("llm_marl_envs/<Env>-<agent>-v0")`` after ``import llm_marl_envs``.
+
+    Only names and a string entry point are registered here: the view's module
+    (``llm_marl_envs.integrations.gymnasium``) is imported when such an env is made.
+    """
+    import gymnasium
+
+    for env_id in _SPECS:
+        for agent in (None, *agent_names(env_id)):
+            gid = gymnasium_id(env_id, agent)
+            kwargs = {"env_id": env_id, **({"agent": agent} if agent else {})}
+            if gid not in gymnasium.registry:
+                gymnasium.register(id=gid, entry_point=GYMNASIUM_ENTRY_POINT, kwargs=kwargs)
+
+
+_register_with_gymnasium()

@@ -6,14 +6,15 @@ agent is the *learner*: ``reset`` and ``step`` return what it sees, and the othe
 environment's built-in players, deterministic for a seed):
 
 >>> import gymnasium
->>> import llm_marl_envs.integrations.gymnasium  # registers the ids below
+>>> import llm_marl_envs  # registers the ids below with Gymnasium
 >>> env = gymnasium.make("llm_marl_envs/GSM8K-observer_0-v0", data_source="bundled")
 >>> observation, info = env.reset(seed=0)  # the pioneer (scripted) has answered already
 >>> observation, reward, terminated, truncated, info = env.step("The answer is 42.")
 >>> terminated, info["episode_seed"]
 (True, 0)
 
-Ids. Importing this module registers, in Gymnasium's registry, for every environment id
+Ids. ``import llm_marl_envs`` registers (names and a string entry point only; this module is
+imported when such an env is made), in Gymnasium's registry, for every environment id
 ``llm_marl_envs/<Name>-v<N>`` of :func:`llm_marl_envs.list_envs`:
 
 * ``llm_marl_envs/<Name>-<agent>-v<N>`` for each of its agents (the Donor game's twelve
@@ -22,10 +23,10 @@ Ids. Importing this module registers, in Gymnasium's registry, for every environ
   is the first agent unless ``agent=`` says otherwise.
 
 ``gymnasium.make(id, **kwargs)`` passes ``partners=`` and ``agent=`` to the view and any other
-keyword (``data_source``, ``size``, ``render_mode``, ...) to the environment. ``import
-llm_marl_envs`` alone does not register them (it stays light and imports no integration);
+keyword (``data_source``, ``size``, ``render_mode``, ...) to the environment. Importing this
+module registers them too (idempotent), and
 ``gymnasium.make("llm_marl_envs.integrations.gymnasium:llm_marl_envs/GSM8K-pioneer_0-v0")``
-imports this module itself, which helps in worker processes.
+imports it itself, which helps in worker processes that never imported the package.
 
 Seeds. Every episode has an *episode seed*, returned in ``info["episode_seed"]``:
 ``reset(seed=s)`` uses ``s``; ``reset()`` draws the next one from the environment's generator
@@ -49,12 +50,12 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 import gymnasium
-from gymnasium.envs.registration import parse_env_id
 
 import llm_marl_envs
 from llm_marl_envs.core.spaces import FreeText
 from llm_marl_envs.policies.base import CallablePolicy, Policy, Prompt
 from llm_marl_envs.policies.specs import PolicyFactory
+from llm_marl_envs.registry import GYMNASIUM_ENTRY_POINT, agent_names, gymnasium_id
 
 __all__ = ["PartnerSpec", "SingleAgentEnv", "gym_id", "register_envs"]
 
@@ -63,7 +64,7 @@ __all__ = ["PartnerSpec", "SingleAgentEnv", "gym_id", "register_envs"]
 #: ``(observation, info) -> str``.
 PartnerSpec = str | Policy | Callable[[str, dict], str]
 
-_ENTRY_POINT = "llm_marl_envs.integrations.gymnasium:SingleAgentEnv"
+_ENTRY_POINT = GYMNASIUM_ENTRY_POINT
 _SEED_BOUND = 2**31  # episode seeds drawn by reset(): what every player's seed arithmetic fits
 
 
@@ -316,14 +317,8 @@ def _snapshot(info: dict[str, Any]) -> dict[str, Any]:
 
 # --------------------------------------------------------------------------- registration
 def _agents(env_id: str) -> list[str]:
-    """The agents of ``env_id`` from its registry entry (``[player_0, ..., player_11]`` expanded)."""
-    names = list(llm_marl_envs.spec(env_id).agents)
-    if "..." not in names:
-        return names
-    first, last = names[0], names[-1]
-    prefix = first.rstrip("0123456789")
-    start, stop = int(first[len(prefix) :]), int(last[len(prefix) :])
-    return [f"{prefix}{i}" for i in range(start, stop + 1)]
+    """The agents of ``env_id`` (``[player_0, ..., player_11]`` expanded)."""
+    return agent_names(env_id)
 
 
 def gym_id(env_id: str, agent: str | None = None) -> str:
@@ -332,10 +327,7 @@ def gym_id(env_id: str, agent: str | None = None) -> str:
     >>> gym_id("llm_marl_envs/GSM8K-v0", "pioneer_0")
     'llm_marl_envs/GSM8K-pioneer_0-v0'
     """
-    if agent is None:
-        return env_id
-    namespace, name, version = parse_env_id(env_id)
-    return f"{namespace}/{name}-{agent}-v{version}"
+    return gymnasium_id(env_id, agent)
 
 
 def register_envs() -> list[str]:

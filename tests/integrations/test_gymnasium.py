@@ -99,10 +99,22 @@ def test_env_level_id_takes_the_first_agent_or_agent_kwarg():
     assert env.action_space.max_length == 2048
 
 
-def test_module_colon_id_imports_the_registration_and_plain_import_does_not():
+def test_plain_import_registers_the_ids_without_importing_the_view():
     code = (
-        "import gymnasium, llm_marl_envs\n"
-        "assert 'llm_marl_envs/GSM8K-pioneer_0-v0' not in gymnasium.registry\n"
+        "import sys, gymnasium, llm_marl_envs\n"
+        "assert 'llm_marl_envs/GSM8K-pioneer_0-v0' in gymnasium.registry\n"
+        "assert 'llm_marl_envs/DonorGame-player_11-v0' in gymnasium.registry\n"
+        "assert 'llm_marl_envs.integrations.gymnasium' not in sys.modules\n"
+        "env = gymnasium.make('llm_marl_envs/GSM8K-pioneer_0-v0', data_source='bundled')\n"
+        "print(env.reset(seed=0)[1]['role'])\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "pioneer"
+
+
+def test_module_colon_id_imports_the_view_itself():
+    code = (
+        "import gymnasium\n"
         "env = gymnasium.make('llm_marl_envs.integrations.gymnasium:"
         "llm_marl_envs/GSM8K-pioneer_0-v0', data_source='bundled')\n"
         "print(env.reset(seed=0)[1]['role'])\n"
@@ -302,7 +314,7 @@ def test_docs_example():
         return "The answer is 12."
 
     # --- the example of docs/integrations.md, as written there
-    import llm_marl_envs.integrations.gymnasium  # noqa: F401  (registers the ids)
+    import llm_marl_envs  # noqa: F401  (registers the ids with Gymnasium)
 
     env = gymnasium.make("llm_marl_envs/GSM8K-observer_0-v0", partners="scripted")
     observation, info = env.reset(seed=0)
