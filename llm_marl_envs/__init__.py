@@ -12,6 +12,7 @@ from llm_marl_envs.core.spaces import FreeText, TextObservation
 from llm_marl_envs.registry import (
     EnvSpec,
     UnknownEnvironmentError,
+    latest_envs,
     list_envs,
     make,
     make_parallel,
@@ -26,6 +27,7 @@ __all__ = [
     "TextObservation",
     "UnknownEnvironmentError",
     "__version__",
+    "latest_envs",
     "list_envs",
     "make",
     "make_parallel",

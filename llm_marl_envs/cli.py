@@ -33,7 +33,7 @@ from llm_marl_envs.playing import parse_assignments, run_demo, run_play, run_rol
 from llm_marl_envs.policies.base import Policy
 from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
 from llm_marl_envs.policies.specs import POLICY_SPECS, PolicyFactory
-from llm_marl_envs.registry import list_envs, spec
+from llm_marl_envs.registry import latest_envs, list_envs, spec
 from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES
 
@@ -274,7 +274,7 @@ def main(argv: list[str] | None = None) -> int:
     if getattr(args, "episodes", 1) < 1:
         parser.error("--episodes must be at least 1")
     if args.command == "demo":
-        env_ids = args.env or list_envs()
+        env_ids = args.env or latest_envs()
         for env_id in env_ids:
             spec(env_id)  # unknown ids fail here, with suggestions
         run_demo(

@@ -38,6 +38,8 @@ DEMO_ENV_KWARGS: dict[str, dict[str, Any]] = {
     "llm_marl_envs/IMDBSentiment-v0": {"data_source": "bundled"},
     "llm_marl_envs/TLDRSummarization-v0": {"data_source": "bundled"},
     "llm_marl_envs/ArxivExpansion-v0": {"data_source": "bundled"},
+    "llm_marl_envs/TLDRSummarization-v1": {"data_source": "bundled"},
+    "llm_marl_envs/ArxivExpansion-v1": {"data_source": "bundled"},
     "llm_marl_envs/CoopCoding-v0": {},
     "llm_marl_envs/MazeCollab-v0": {"size": 5, "max_cycles": 3},
     "llm_marl_envs/DonorGame-v0": {"num_agents": 4, "num_rounds": 2},

@@ -111,6 +111,17 @@ def list_envs() -> list[str]:
     return list(_SPECS)
 
 
+def latest_envs() -> list[str]:
+    """The newest version of each environment (``CoopCoding-v1`` rather than ``-v0``), in
+    registry order of their first versions: what demos and summaries play."""
+    newest: dict[str, tuple[int, str]] = {}
+    for env_id in _SPECS:
+        name, _, version = env_id.rpartition("-v")
+        if name not in newest or int(version) > newest[name][0]:
+            newest[name] = (int(version), env_id)
+    return [env_id for _, env_id in newest.values()]
+
+
 def spec(env_id: str) -> EnvSpec:
     """The :class:`EnvSpec` of ``env_id``; unknown ids raise with the closest known ids."""
     try:

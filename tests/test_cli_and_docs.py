@@ -20,10 +20,16 @@ def test_list(capsys):
     assert all(env_id in out for env_id in llm_marl_envs.list_envs())
 
 
-def test_demo_plays_every_env(capsys):
+def test_demo_plays_the_newest_version_of_every_env(capsys):
     assert main(["demo", "--policy", "scripted", "--episodes", "1", "--seed", "3"]) == 0
     out = capsys.readouterr().out
-    for env_id in llm_marl_envs.list_envs():
+    newest = llm_marl_envs.latest_envs()
+    assert "llm_marl_envs/TLDRSummarization-v1" in newest
+    assert "llm_marl_envs/TLDRSummarization-v0" not in newest
+    assert {e.rpartition("-v")[0] for e in newest} == {
+        e.rpartition("-v")[0] for e in llm_marl_envs.list_envs()
+    }
+    for env_id in newest:
         env = llm_marl_envs.make(env_id)
         assert f"=== {env_id} | episode 0 | seed 3" in out
         name = env_id.split("/")[-1]

@@ -1,13 +1,29 @@
-"""ArxivExpansion-v0: two agents expand one arXiv abstract into the two halves of an introduction.
+"""ArxivExpansion-v1 / -v0: two agents expand one arXiv abstract into the two halves of an introduction.
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/ArxivExpansion-v0`` (AEC and native Parallel) |
+| Id | ``llm_marl_envs/ArxivExpansion-v1`` (AEC and native Parallel); ``-v0`` kept |
 | Agents | ``background_0`` (background and motivation, c1) and ``methods_0`` (methods and implications, c2), simultaneous, one round |
 | Action | free text (``FreeText``, 8,192 chars) |
 | Observation | instruction + the abstract; ``infos[agent]["messages"]`` has it as chat |
-| Reward | MAGRPO's joint writing reward with its arXiv table (maximum 3.0), the same for both agents |
+| Reward | MAGRPO's joint writing reward with its arXiv table (maximum 3.0), the same for both agents; ``reward_impl`` picks whose implementation |
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
+
+**Reward implementation** (``reward_impl``, in ``infos[agent]["reward_impl"]`` and every
+episode record):
+
+* ``"authors-2025"`` (v1's default): bit for bit the authors' released
+  ``arxiv_combined_reward`` as it was until 2025-12-30, the code behind the paper's arXiv
+  figures: the paper's length table below, with the authors' matching details;
+* ``"authors"``: their code today; since 2025-12-31 the length plateau is [1.3, 1.6], with
+  ramps on [0.8, 1.3) and (1.6, 2.0];
+* ``"paper"`` (v0's default): the description below, written from the paper.
+
+The authors' code differs from the description: transition phrases are plain substrings
+of ``(c1 + c2).lower()``, the two texts joined with no separator (a phrase may straddle
+the join), and a phrase in two categories counts for both; 12 categories (maximum 2.98);
+their stopword list; the Jaccard similarity of two empty content-word sets is 1.0.
+``docs/magrpo_parity.md`` lists every difference and how it was checked.
 
 **Reward** (``llm_marl_envs.rewards.writing``, table ``ARXIV``), gated like TL;DR's:
 
@@ -26,10 +42,12 @@ Components as in TLDRSummarization-v0 (levels, ``total``, raw ``rho``/``u``/``T`
 bundled sample), ``"hub"``, ``"bundled"`` (invented abstracts written for this project), or a
 local file with an ``abstract_text`` column. ``split`` may be sliced.
 
-**Arguments.** ``split``, ``data_source``, ``max_action_length``, ``max_cycles`` (accepted; an
-episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
+**Arguments.** ``split``, ``data_source``, ``reward_impl``, ``max_action_length``,
+``max_cycles`` (accepted; an episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
 
-**Version history.** v0: initial version.
+**Version history.** v0: initial version (``reward_impl="paper"``). v1: default
+``reward_impl="authors-2025"`` (scores comparable with the paper's arXiv figures, computed by
+the authors' code).
 """
 
 from __future__ import annotations
@@ -41,7 +59,7 @@ from llm_marl_envs.data.arxiv import load_arxiv_abstracts
 from llm_marl_envs.envs.base.writing import WritingEnv
 from llm_marl_envs.rewards.writing import ARXIV
 
-__all__ = ["ArxivExpansionEnv", "env", "parallel_env"]
+__all__ = ["ArxivExpansionEnv", "ArxivExpansionEnvV1", "env", "parallel_env", "parallel_env_v1"]
 
 _LENGTH = "Write 128 to 256 words of plain prose, without headings or lists."
 
@@ -62,12 +80,20 @@ class ArxivExpansionEnv(WritingEnv):
         ),
     }
     TABLE = ARXIV
+    TASK = "arxiv"
     load_data = staticmethod(load_arxiv_abstracts)
     SOURCE_LABEL = "Abstract"
 
     def _source(self, row: dict[str, Any]) -> str:
         title = row.get("title")
         return f"{title}\n\n{row['abstract_text']}" if title else row["abstract_text"]
+
+
+class ArxivExpansionEnvV1(ArxivExpansionEnv):
+    """ArxivExpansion-v1: scored by the authors' 2025 implementation by default."""
+
+    metadata = {**ArxivExpansionEnv.metadata, "name": "ArxivExpansion-v1"}
+    DEFAULT_REWARD_IMPL = "authors-2025"
 
 
 def env(**kwargs: Any) -> ArxivExpansionEnv:
@@ -78,3 +104,8 @@ def env(**kwargs: Any) -> ArxivExpansionEnv:
 def parallel_env(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form (both agents act in one ``step``)."""
     return TextParallelEnv(ArxivExpansionEnv(**kwargs))
+
+
+def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
+    """Native Parallel form of v1."""
+    return TextParallelEnv(ArxivExpansionEnvV1(**kwargs))

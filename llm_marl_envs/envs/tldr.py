@@ -1,13 +1,23 @@
-"""TLDRSummarization-v0: two agents summarise the same Reddit post, concisely and in detail.
+"""TLDRSummarization-v1 / -v0: two agents summarise the same Reddit post, concisely and in detail.
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/TLDRSummarization-v0`` (AEC and native Parallel) |
+| Id | ``llm_marl_envs/TLDRSummarization-v1`` (AEC and native Parallel); ``-v0`` kept |
 | Agents | ``summarizer_0`` (concise summary, c1) and ``elaborator_0`` (detailed summary, c2), simultaneous, one round |
 | Action | free text (``FreeText``, 8,192 chars) |
 | Observation | instruction + the post; ``infos[agent]["messages"]`` has it as chat (system + user) |
-| Reward | MAGRPO's joint writing reward (maximum 3.0), the same for both agents |
+| Reward | MAGRPO's joint writing reward (maximum 3.0), the same for both agents; ``reward_impl`` picks whose implementation |
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
+
+**Reward implementation** (``reward_impl``, in ``infos[agent]["reward_impl"]`` and every
+episode record): ``"authors"`` (v1's default: bit for bit the authors' released
+``tldr_combined_reward``, which produced the paper's TL;DR figures), ``"authors-2025"`` (the
+same for TL;DR) or ``"paper"`` (v0's default: the description below, written from the paper).
+The authors' code differs from the description in four places: transition phrases are
+plain substrings of the lower-cased text ("so" inside "also" counts) and a phrase listed in
+two categories counts for both; 12 categories (T at most 0.95, so the maximum is 2.98); their
+stopword list; the Jaccard similarity of two empty content-word sets is 1.0 (ours 0.0).
+``docs/magrpo_parity.md`` lists every difference and how it was checked.
 
 **Reward** (``llm_marl_envs.rewards.writing``, table ``TLDR``), gated: the first level that
 fails stops the climb, earlier levels keep their points.
@@ -30,11 +40,12 @@ sample), ``"hub"``, ``"bundled"`` (Reddit-style posts written for this project),
 file in the Hub schema (``prompt``, ``completion``). ``split`` may be sliced like MAGRPO's
 ``"train[:1000]"`` / ``"test[:1000]"``. ``infos`` give ``data_source`` and ``row_id``.
 
-**Arguments.** ``split``, ``data_source``, ``max_action_length``, ``max_cycles`` (accepted; an
-episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
+**Arguments.** ``split``, ``data_source``, ``reward_impl``, ``max_action_length``,
+``max_cycles`` (accepted; an episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
 ``llm_marl_envs.make_parallel`` gives the Parallel form.
 
-**Version history.** v0: initial version.
+**Version history.** v0: initial version (``reward_impl="paper"``). v1: default
+``reward_impl="authors"`` (scores comparable with the MAGRPO authors' code and figures).
 """
 
 from __future__ import annotations
@@ -46,7 +57,13 @@ from llm_marl_envs.data.tldr import load_tldr, post_text
 from llm_marl_envs.envs.base.writing import WritingEnv
 from llm_marl_envs.rewards.writing import TLDR
 
-__all__ = ["TLDRSummarizationEnv", "env", "parallel_env"]
+__all__ = [
+    "TLDRSummarizationEnv",
+    "TLDRSummarizationEnvV1",
+    "env",
+    "parallel_env",
+    "parallel_env_v1",
+]
 
 
 class TLDRSummarizationEnv(WritingEnv):
@@ -66,11 +83,19 @@ class TLDRSummarizationEnv(WritingEnv):
         ),
     }
     TABLE = TLDR
+    TASK = "tldr"
     load_data = staticmethod(load_tldr)
     SOURCE_LABEL = "Post"
 
     def _source(self, row: dict[str, Any]) -> str:
         return post_text(row["prompt"])
+
+
+class TLDRSummarizationEnvV1(TLDRSummarizationEnv):
+    """TLDRSummarization-v1: scored by the authors' implementation by default."""
+
+    metadata = {**TLDRSummarizationEnv.metadata, "name": "TLDRSummarization-v1"}
+    DEFAULT_REWARD_IMPL = "authors"
 
 
 def env(**kwargs: Any) -> TLDRSummarizationEnv:
@@ -81,3 +106,8 @@ def env(**kwargs: Any) -> TLDRSummarizationEnv:
 def parallel_env(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form (both agents act in one ``step``)."""
     return TextParallelEnv(TLDRSummarizationEnv(**kwargs))
+
+
+def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
+    """Native Parallel form of v1."""
+    return TextParallelEnv(TLDRSummarizationEnvV1(**kwargs))

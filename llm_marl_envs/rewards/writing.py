@@ -22,6 +22,23 @@ pure. :func:`writing_reward` returns the named components; :func:`joint_reward` 
 batched form, ``f(completions_1, completions_2) -> list[float]`` or, as a TRL reward function,
 ``f(completions, partner_completion=..., learner=..., **columns) -> list[float]``.
 
+**Implementations** (``reward_impl``, see ``docs/magrpo_parity.md``):
+
+* ``"paper"``: the description above, as written from the paper (TLDRSummarization-v0,
+  ArxivExpansion-v0);
+* ``"authors"``: bit for bit what the authors' released code computes today
+  (``OpenMLRL/LLM_Collab_Writing``, ``rewards/*_rewards.py``): transition phrases matched as
+  plain substrings, per category, from their 12 categories and their stopword list (see
+  :mod:`~llm_marl_envs.rewards.writing_tables`); the Jaccard similarity of two empty
+  content-word sets is 1.0; arXiv's length plateau is [1.3, 1.6] with ramps from 0.8 and
+  to 2.0 (changed by the authors on 2025-12-31), and its transitions are searched in
+  ``c1 + c2`` with no separator; every sum and ramp is evaluated in their order;
+* ``"authors-2025"``: their code as released in 2025, before that change (arXiv's plateau
+  [1.0, 1.3], ramps from 0.8 and to 1.5: the table of the paper and of its figures); for
+  TL;DR the same as ``"authors"``.
+
+:func:`writing_components` picks the implementation by name.
+
 >>> writing_reward("a b c", "d e f", TLDR)["total"]  # fewer than 8 words: no level passes
 0.0
 """
@@ -34,15 +51,25 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_marl_envs.rewards.inputs import completion_text, per_row
-from llm_marl_envs.rewards.writing_tables import STOPWORDS, TRANSITIONS
+from llm_marl_envs.rewards.writing_tables import (
+    AUTHORS_STOPWORDS,
+    AUTHORS_TRANSITIONS,
+    STOPWORDS,
+    TRANSITIONS,
+)
 
 __all__ = [
     "ARXIV",
+    "AUTHORS_TABLES",
+    "REWARD_IMPLS",
     "TABLES",
     "TLDR",
+    "AuthorsWritingTable",
     "WritingRewardTable",
+    "authors_writing_reward",
     "joint_reward",
     "trapezoid",
+    "writing_components",
     "writing_reward",
 ]
 
@@ -150,6 +177,159 @@ def _total(out: dict[str, float]) -> dict[str, float]:
     return out
 
 
+# ---------------------------------------------------------------------------------------------
+# The authors' released code, bit for bit
+
+
+@dataclass(frozen=True)
+class AuthorsWritingTable:
+    """The numbers of one task in the authors' code, and the two places their files differ.
+
+    Attributes:
+        min_words, max_words: Structure gate (inclusive) on both texts.
+        rho: ``(zero_low, full_low, full_high, zero_high)`` of the length-ratio trapezoid.
+        u: The same for the vocabulary ratio (``math.inf`` for an open end).
+        transitions_on: ``"c2"`` (TL;DR) or ``"c1+c2"`` (arXiv: the texts concatenated as
+            they are, with no separator, so a phrase may straddle the join).
+        jaccard_cap: J at which consistency is full.
+        vocabulary_points_first: How the rising vocabulary ramp is written: arXiv's file
+            computes ``0.5 * (u - lo) / (full - lo)`` (the product first), TL;DR's
+            ``((u - lo) / (full - lo)) * 0.5``. The two differ in the last bit for some u.
+    """
+
+    min_words: int
+    max_words: int
+    rho: tuple[float, float, float, float]
+    u: tuple[float, float, float, float]
+    transitions_on: str
+    jaccard_cap: float
+    vocabulary_points_first: bool
+
+
+AUTHORS_TLDR = AuthorsWritingTable(
+    8, 256, (1.1, 1.6, 3.2, 5.0), (1.3, 2.0, math.inf, math.inf), "c2", 0.03, False
+)
+AUTHORS_ARXIV = AuthorsWritingTable(
+    128, 256, (0.8, 1.3, 1.6, 2.0), (0.5, 0.7, 1.3, 1.7), "c1+c2", 0.23, True
+)
+AUTHORS_ARXIV_2025 = AuthorsWritingTable(
+    128, 256, (0.8, 1.0, 1.3, 1.5), (0.5, 0.7, 1.3, 1.7), "c1+c2", 0.23, True
+)
+#: ``{(task, reward_impl): table}`` for the authors' implementations.
+AUTHORS_TABLES = {
+    ("tldr", "authors"): AUTHORS_TLDR,
+    ("tldr", "authors-2025"): AUTHORS_TLDR,
+    ("arxiv", "authors"): AUTHORS_ARXIV,
+    ("arxiv", "authors-2025"): AUTHORS_ARXIV_2025,
+}
+#: The implementations every writing task offers.
+REWARD_IMPLS = ("paper", "authors", "authors-2025")
+
+
+def _authors_ramp(x: float, shape: tuple[float, float, float, float]) -> float | None:
+    """The length trapezoid as their code writes it: ``None`` outside, else 0..1."""
+    zero_low, full_low, full_high, zero_high = shape
+    if full_low <= x <= full_high:
+        return 1.0
+    if zero_low <= x < full_low:
+        return (x - zero_low) / (full_low - zero_low)
+    if full_high < x <= zero_high:
+        return 1.0 - ((x - full_high) / (zero_high - full_high))
+    return None
+
+
+def _authors_vocabulary(u: float, table: AuthorsWritingTable) -> float | None:
+    """Level 3's points (0..0.5) as their files write them, or ``None`` (stop)."""
+    zero_low, full_low, full_high, zero_high = table.u
+    if full_low <= u <= full_high:
+        return VOCABULARY_POINTS
+    if zero_low <= u < full_low:
+        if table.vocabulary_points_first:
+            return VOCABULARY_POINTS * (u - zero_low) / (full_low - zero_low)
+        return ((u - zero_low) / (full_low - zero_low)) * VOCABULARY_POINTS
+    if full_high < u <= zero_high:
+        return VOCABULARY_POINTS * (1.0 - ((u - full_high) / (zero_high - full_high)))
+    return None
+
+
+def authors_transition_score(text: str) -> float:
+    """T in the authors' code: categories with any phrase as a substring of ``text.lower()``."""
+    lowered = text.lower()
+    used = sum(
+        any(phrase in lowered for phrase in phrases) for phrases in AUTHORS_TRANSITIONS.values()
+    )
+    if used == 0:
+        return 0.0
+    return min(0.4 + min((used - 1) * 0.05, 0.6), 1.0)
+
+
+def authors_writing_reward(c1: str, c2: str, table: AuthorsWritingTable) -> dict[str, float]:
+    """The authors' joint reward with our component names; ``total`` is bit-identical to
+    what their ``tldr_combined_reward`` / ``arxiv_combined_reward`` return for ``[c1], [c2]``.
+
+    The total is accumulated level by level in their order (0.0 + structure + length +
+    vocabulary + (coherence + consistency)), not summed from the components afterwards.
+    """
+    out = dict.fromkeys(
+        ("structure", "length_ratio", "vocabulary", "coherence", "consistency"), 0.0
+    )
+    total = 0.0
+    n1, n2 = len(c1.split()), len(c2.split())
+    if not (table.min_words <= n1 <= table.max_words and table.min_words <= n2 <= table.max_words):
+        return {**out, "total": total}
+    out["structure"] = STRUCTURE_POINTS
+    total += STRUCTURE_POINTS
+
+    out["rho"] = rho = len(c2) / len(c1)  # c1 has at least min_words words: not empty
+    length = _authors_ramp(rho, table.rho)
+    if length is None:
+        return {**out, "total": total}
+    out["length_ratio"] = length
+    total += length
+
+    unique1 = set(_WORD.findall(c1.lower()))
+    unique2 = set(_WORD.findall(c2.lower()))
+    if not unique1:
+        return {**out, "total": total}
+    out["u"] = u = len(unique2) / len(unique1)
+    vocabulary = _authors_vocabulary(u, table)
+    if vocabulary is None:
+        return {**out, "total": total}
+    out["vocabulary"] = vocabulary
+    total += vocabulary
+
+    out["T"] = t = authors_transition_score(c2 if table.transitions_on == "c2" else c1 + c2)
+    content1, content2 = unique1 - AUTHORS_STOPWORDS, unique2 - AUTHORS_STOPWORDS
+    union = content1 | content2
+    out["J"] = j = len(content1 & content2) / len(union) if union else 1.0
+    out["coherence"] = COHERENCE_WEIGHT * t
+    out["consistency"] = CONSISTENCY_WEIGHT * (min(j, table.jaccard_cap) / table.jaccard_cap)
+    total += out["coherence"] + out["consistency"]
+    return {**out, "total": total}
+
+
+def writing_components(c1: str, c2: str, task: str, reward_impl: str = "paper") -> dict[str, float]:
+    """The components of one pair under a named implementation (:data:`REWARD_IMPLS`).
+
+    Args:
+        c1: Agent 1's text (TL;DR's concise summary, arXiv's background).
+        c2: Agent 2's text.
+        task: ``"tldr"`` or ``"arxiv"``.
+        reward_impl: ``"paper"``, ``"authors"`` or ``"authors-2025"``.
+    """
+    check_reward_impl(reward_impl)
+    if reward_impl == "paper":
+        return writing_reward(c1, c2, _table(task))
+    return authors_writing_reward(c1, c2, AUTHORS_TABLES[(_task_name(task), reward_impl)])
+
+
+def check_reward_impl(reward_impl: object) -> str:
+    """``reward_impl`` if it names an implementation, else a one-line ``ValueError``."""
+    if reward_impl not in REWARD_IMPLS:
+        raise ValueError(f"reward_impl must be one of {list(REWARD_IMPLS)}, got {reward_impl!r}")
+    return str(reward_impl)
+
+
 #: Reward tables by task name (the ``task`` column of the TRL datasets).
 TABLES = {"tldr": TLDR, "arxiv": ARXIV}
 _POSITIONS = ("first", "second")
@@ -158,11 +338,13 @@ _POSITIONS = ("first", "second")
 def _table(table: WritingRewardTable | str) -> WritingRewardTable:
     if isinstance(table, WritingRewardTable):
         return table
-    if isinstance(table, str) and table.lower() in TABLES:
-        return TABLES[table.lower()]
-    raise ValueError(
-        f"table must be a WritingRewardTable or one of {sorted(TABLES)}, got {table!r}"
-    )
+    return TABLES[_task_name(table)]
+
+
+def _task_name(task: object) -> str:
+    if isinstance(task, str) and task.lower() in TABLES:
+        return task.lower()
+    raise ValueError(f"table must be a WritingRewardTable or one of {sorted(TABLES)}, got {task!r}")
 
 
 def joint_reward(
@@ -173,6 +355,7 @@ def joint_reward(
     partner_completion: list[Any] | None = None,
     learner: list[str] | str = "first",
     task: list[str] | str | None = None,
+    reward_impl: list[str] | str = "paper",
     **kwargs: Any,
 ) -> list[float]:
     """Batched total reward; both the pairwise form and the TRL reward signature.
@@ -192,9 +375,13 @@ def joint_reward(
         partner_completion: The other writer's texts (TRL form).
         learner: ``"first"`` or ``"second"``, per row or for all.
         task: ``"tldr"`` or ``"arxiv"``, per row or for all (the dataset's ``task`` column).
+        reward_impl: ``"paper"`` (default), ``"authors"`` or ``"authors-2025"``, per row or
+            for all (the dataset's ``reward_impl`` column); the authors' implementations
+            need the task by name (``table`` as a string, or ``task``).
         **kwargs: ``prompts``, other columns and TRL's own keywords, ignored.
     """
     n = len(completions)
+    impls = [check_reward_impl(i) for i in per_row(reward_impl, n, "reward_impl")]
     if table is not None:
         tables = [_table(table)] * n
     elif task is not None:
@@ -221,4 +408,16 @@ def joint_reward(
             "joint_reward scores two writers: pass completions_2 (agent 2's texts), or, as a "
             "TRL reward, a partner_completion column with the other writer's texts"
         )
-    return [writing_reward(c1, c2, t)["total"] for (c1, c2), t in zip(pairs, tables, strict=True)]
+    names = {id(t): name for name, t in TABLES.items()}
+    totals = []
+    for (c1, c2), t, impl in zip(pairs, tables, impls, strict=True):
+        if impl == "paper":
+            totals.append(writing_reward(c1, c2, t)["total"])
+        elif id(t) in names:
+            totals.append(writing_components(c1, c2, names[id(t)], impl)["total"])
+        else:
+            raise ValueError(
+                f"reward_impl={impl!r} needs the task by name ('tldr' or 'arxiv'), "
+                "not a custom WritingRewardTable"
+            )
+    return totals

@@ -436,6 +436,7 @@ class RolloutEngine:
             returns={a: 0.0 for a in agents},
             data_source=start.data_source,
             row_id=start.row_id,
+            reward_impl=start.reward_impl,
             env_kwargs=json_safe(self.env_kwargs),
             policies={a: self.policies[a].name for a in agents},
             package_version=llm_marl_envs.__version__,

@@ -83,6 +83,7 @@ class EpisodeStart:
     possible_agents: list[str]
     data_source: str | None = None
     row_id: str | int | None = None
+    reward_impl: str | None = None
 
 
 @dataclass
@@ -267,6 +268,7 @@ class LocalExecutor(EnvExecutor):
             list(env.possible_agents),
             getattr(env.unwrapped, "data_source", None),
             getattr(env.unwrapped, "row_id", None),
+            getattr(env.unwrapped, "reward_impl", None),
         )
         seconds = time.perf_counter() - tick
         update = advance(env)

@@ -1,7 +1,8 @@
 """Episode records: what a rollout keeps of every episode, and their JSONL form.
 
 One :class:`EpisodeRecord` per episode holds where it came from (env id, package version, env
-arguments, seed, data source and row) and every turn: the agent, its prompt (observation text
+arguments, seed, data source and row, and the reward implementation for envs that offer more
+than one: ``reward_impl``) and every turn: the agent, its prompt (observation text
 and chat messages), its action, the reward it received for that action and the reward
 components. One JSON object per episode per line makes a file that :func:`read_jsonl` reads
 back into the same records and :func:`sft_examples` turns into chat-format SFT data.
@@ -120,6 +121,7 @@ class EpisodeRecord:
     final_infos: dict[str, dict[str, Any]] = field(default_factory=dict)
     data_source: str | None = None
     row_id: str | int | None = None
+    reward_impl: str | None = None
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     policies: dict[str, str] = field(default_factory=dict)
     package_version: str = ""
