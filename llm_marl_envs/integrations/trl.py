@@ -303,10 +303,48 @@ def _sandbox_tests(program: str, test: str, entry_point: str, setup: str) -> tup
     return result.tests_passed, len(tests)
 
 
-def coop_coding_reward(completions: list[Any], **kwargs: Any) -> list[float]:
-    """:func:`llm_marl_envs.rewards.coding.coop_coding_reward` with the tests run in the
-    sandbox as CoopCoding-v0 runs them (a ``GRPOTrainer`` reward function as it is)."""
-    return coding.coop_coding_reward(completions, run_tests=_sandbox_tests, **kwargs)
+def coop_coding_reward(
+    completions: list[Any], *, reward_impl: str = "paper", **kwargs: Any
+) -> list[float]:
+    """The joint coding reward with the tests run in the sandbox (a ``GRPOTrainer`` reward
+    function as it is).
+
+    ``reward_impl="paper"``: :func:`llm_marl_envs.rewards.coding.coop_coding_reward`, as
+    CoopCoding-v0 scores; ``"authors"``: the MAGRPO authors' released reward, as CoopCoding-v1
+    scores (:func:`llm_marl_envs.envs.coop_coding.score_authors`; answers taken as generated).
+    The other arguments are those of the paper's function (``problem_prompt``, ``test``,
+    ``entry_point``, ``partner_completion``, ``agent`` columns).
+    """
+    if reward_impl == "paper":
+        return coding.coop_coding_reward(completions, run_tests=_sandbox_tests, **kwargs)
+    if reward_impl != "authors":
+        raise ValueError(f"reward_impl must be 'paper' or 'authors', got {reward_impl!r}")
+    from llm_marl_envs.envs.coop_coding import score_authors
+
+    n = len(completions)
+    columns = {
+        name: per_row(kwargs[name], n, name)
+        for name in ("problem_prompt", "test", "entry_point", "partner_completion")
+    }
+    roles = per_row(kwargs.get("agent", "main_0"), n, "agent")
+    rewards = []
+    for i, mine in enumerate(completions):
+        own, other = completion_text(mine), completion_text(columns["partner_completion"][i])
+        if roles[i] in ("helper_0", "helper"):
+            aux, main = own, other
+        elif roles[i] in ("main_0", "main"):
+            aux, main = other, own
+        else:
+            raise ValueError(f"agent must be 'helper_0' or 'main_0', got {roles[i]!r}")
+        parts, _, _ = score_authors(
+            columns["problem_prompt"][i],
+            aux,
+            main,
+            columns["test"][i],
+            columns["entry_point"][i],
+        )
+        rewards.append(parts["total"])
+    return rewards
 
 
 def env_reward(

@@ -561,3 +561,21 @@ def test_rollout_turns_join_into_one_completion_while_the_chat_extends():
     assert out["logprobs"] == [[-1.0, -1.0, 0.0, 0.0, -1.0]]
     assert out["trained_turns"] == [2] and out["learner_turns"] == [3]
     assert out["episode_return"] == [1.75]
+
+
+def test_coop_coding_reward_with_the_authors_implementation():
+    columns = {
+        "problem_prompt": ['def add(a, b):\n    """Add two numbers."""\n'],
+        # Their runner takes each assert line alone: inside the loop, `a` is undefined.
+        "test": [
+            "def check(candidate):\n    for a in range(3):\n        assert candidate(a, 1) == a + 1\n"
+        ],
+        "entry_point": ["add"],
+        "agent": ["helper_0"],
+        "partner_completion": ["def add(a, b):\n    return aux(a, b)\n"],
+    }
+    aux = ["def aux(a, b):\n    return a + b\n"]
+    assert coop_coding_reward(aux, **columns) == [pytest.approx(3.0)]  # paper: the loop passes
+    assert coop_coding_reward(aux, reward_impl="authors", **columns) == [1.5]
+    with pytest.raises(ValueError, match="reward_impl must be"):
+        coop_coding_reward(aux, reward_impl="theirs", **columns)
