@@ -6,6 +6,8 @@
 #               which also runs the docstring examples and builds the docs site strictly (CI)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/)
 #   make docs   set up, then build the documentation site into site/ (offline, warnings are errors)
+#   make clean        remove .venv and build outputs (keeps the converted model cache)
+#   make clean-cache  remove the converted model cache too (~520 MB; rebuilt on next use)
 
 PYTHON ?= python3
 VENV   ?= .venv
@@ -13,7 +15,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo play test bench docs clean
+.PHONY: setup demo play test bench docs clean clean-cache
 
 setup: $(STAMP)
 
@@ -47,5 +49,13 @@ bench: $(STAMP)
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site
 
+# The model cache follows llm_marl_envs.models.cache_dir(): $$LLM_MARL_CACHE, else
+# $$XDG_CACHE_HOME/llm_marl_envs, else ~/.cache/llm_marl_envs.
+MODEL_CACHE = $(or $(LLM_MARL_CACHE),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME)/llm_marl_envs,$(HOME)/.cache/llm_marl_envs))
+
 clean:
-	rm -rf $(VENV) build dist *.egg-info
+	rm -rf $(VENV) build dist *.egg-info site
+	@echo "kept the converted model cache $(MODEL_CACHE) ('make clean-cache' removes it)"
+
+clean-cache: clean
+	rm -rf $(MODEL_CACHE)

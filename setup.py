@@ -2,13 +2,16 @@
 
 The repository keeps exactly one copy of the registry, at the top level. This hook copies it
 into the built package so that an installed wheel finds it next to ``registry.py``.
-Everything else about the package is declared in setup.cfg.
+It also maps the repository's ``baselines/`` folder (the reference trainers, kept readable
+as scripts at the top level) to ``llm_marl_envs.baselines``, so an installed package runs
+them with ``python -m llm_marl_envs.baselines.cory``. Everything else about the package is
+declared in setup.cfg.
 """
 
 import shutil
 from pathlib import Path
 
-from setuptools import setup
+from setuptools import find_namespace_packages, setup
 from setuptools.command.build_py import build_py
 
 
@@ -21,4 +24,8 @@ class BuildPyWithRegistry(build_py):
             shutil.copyfile(Path(__file__).parent / "envs_registry.yaml", target)
 
 
-setup(cmdclass={"build_py": BuildPyWithRegistry})
+setup(
+    cmdclass={"build_py": BuildPyWithRegistry},
+    packages=[*find_namespace_packages(include=["llm_marl_envs*"]), "llm_marl_envs.baselines"],
+    package_dir={"llm_marl_envs.baselines": "baselines"},
+)

