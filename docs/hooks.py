@@ -32,6 +32,7 @@ REPO = Path(__file__).resolve().parent.parent
 EXTERNAL_PAGES = {
     "index.md": "README.md",
     "trainers.md": "baselines/README.md",
+    "changelog.md": "CHANGELOG.md",
 }
 _SOURCE_TO_PAGE = {source: page for page, source in EXTERNAL_PAGES.items()}
 
