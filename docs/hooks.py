@@ -1,6 +1,6 @@
 """MkDocs hooks (``hooks:`` in mkdocs.yml): pages from outside ``docs/``, and repository links.
 
-* ``README.md`` is the site's home page and ``baselines/README.md`` a page of its own: both are
+* ``README.md`` is the site's home page, ``baselines/README.md`` and ``CHANGELOG.md`` pages of their own: all are
   read at build time, so their text has one source.
 * The "Environments" section of the nav lists the pages that ``docs/envs/README.md`` lists (both
   are written by ``llm-marl docs`` from the registry), so a new environment needs no nav edit.

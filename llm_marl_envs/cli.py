@@ -1,4 +1,7 @@
-"""The ``llm-marl`` command.
+"""The ``llm-marl`` command: list, demo, roll out and play the text environments.
+
+User mistakes and missing optional parts end in one line on stderr that names the fix (exit
+status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well.
 
 ``llm-marl list [--markdown]``
     The registered environments (id, agents, turn structure, reward, paper).
@@ -26,14 +29,19 @@ from __future__ import annotations
 import argparse
 import importlib
 import math
+import os
 import sys
 from pathlib import Path
+
+import llm_marl_envs
+from llm_marl_envs.core.optional import MissingDependencyError
+from llm_marl_envs.data.loading import DataSourceError
 
 from llm_marl_envs.playing import parse_assignments, run_demo, run_play, run_rollout, summary_table
 from llm_marl_envs.policies.base import Policy
 from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
 from llm_marl_envs.policies.specs import POLICY_SPECS, PolicyFactory
-from llm_marl_envs.registry import latest_envs, list_envs, spec
+from llm_marl_envs.registry import UnknownEnvironmentError, latest_envs, list_envs, spec
 from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES
 
@@ -175,9 +183,57 @@ def _add_env_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
 
 
+class _HelpFormatter(argparse.ArgumentDefaultsHelpFormatter):
+    """``--help`` shows each option's default, unless its help already says it."""
+
+    def _get_help_string(self, action: argparse.Action) -> str:
+        text = action.help or ""
+        if "default" in text.lower() or action.default in (None, False, argparse.SUPPRESS):
+            return text
+        return super()._get_help_string(action)
+
+
+DESCRIPTION = (
+    "Text Dec-POMDP environments for multi-agent RL with language models: list them, play "
+    "them yourself, roll them out with models in batches, or watch a demo."
+)
+
+
+#: What a wrong argument, a missing extra or missing data raise: one line, not a traceback.
+_USER_ERRORS = (
+    MissingDependencyError,
+    UnknownEnvironmentError,
+    DataSourceError,
+    FileNotFoundError,
+    ValueError,
+    TypeError,
+)
+
+
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="llm-marl", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="command", required=True)
+    """Run the command; user mistakes become one line on stderr and exit status 2."""
+    try:
+        return _main(argv)
+    except _USER_ERRORS as error:
+        if os.environ.get("LLM_MARL_TRACEBACK"):
+            raise
+        message = " ".join(str(error).split()) or type(error).__name__
+        print(f"llm-marl: error: {message}", file=sys.stderr)
+        return 2
+
+
+def _main(argv: list[str] | None) -> int:
+    parser = argparse.ArgumentParser(
+        prog="llm-marl", description=DESCRIPTION, formatter_class=_HelpFormatter
+    )
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"llm-marl {llm_marl_envs.__version__} ({Path(llm_marl_envs.__file__).parent})",
+    )
+    sub = parser.add_subparsers(
+        dest="command", required=True, parser_class=_subparser_class(_HelpFormatter)
+    )
     p_list = sub.add_parser("list", help="list the registered environments")
     p_list.add_argument("--markdown", action="store_true", help="print a Markdown table")
     p_demo = sub.add_parser(
@@ -291,15 +347,22 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         parser.error(str(error))
     if args.command == "play":
-        run_play(
-            args.env_id,
-            humans=args.human,
-            policy=args.policy,
-            agent_policies=agent_policies,
-            seed=args.seed,
-            env_kwargs=env_kwargs,
-            generation=_generation(args),
-        )
+        try:
+            run_play(
+                args.env_id,
+                humans=args.human,
+                policy=args.policy,
+                agent_policies=agent_policies,
+                seed=args.seed,
+                env_kwargs=env_kwargs,
+                generation=_generation(args),
+            )
+        except EOFError:
+            print("\nplay ended: end of input (Ctrl-D); the game was not finished")
+            return 0
+        except KeyboardInterrupt:
+            print("\nplay ended: interrupted (Ctrl-C); the game was not finished")
+            return 130
         return 0
     return _rollout_command(args, agent_policies, env_kwargs)
 
@@ -367,6 +430,17 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
         except KeyboardInterrupt:
             pass
     return 0
+
+
+def _subparser_class(formatter: type[argparse.HelpFormatter]) -> type[argparse.ArgumentParser]:
+    """Subcommand parsers that show defaults in their ``--help`` too."""
+
+    class Parser(argparse.ArgumentParser):
+        def __init__(self, *args, **kwargs) -> None:
+            kwargs.setdefault("formatter_class", formatter)
+            super().__init__(*args, **kwargs)
+
+    return Parser
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from typing import Any
 
 import yaml
 
+from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.policies.base import Policy, Prompt
 from llm_marl_envs.policies.specs import PolicyFactory
 from llm_marl_envs.registry import make, spec
@@ -140,13 +141,22 @@ def _num(x: float) -> str:
 
 
 def timing_line(result: RolloutResult) -> str:
+    """Episodes, turns, wall time and where it went. Environment steps of several copies may
+    run at once in threads (heavy steps such as code execution), so their summed time can
+    exceed the wall time: then it is given in seconds, not as a share."""
     policy = sum(result.policy_seconds.values())
     wall = max(result.wall_seconds, 1e-9)
     return (
         f"{len(result.episodes)} episodes, {result.turns} turns in {result.wall_seconds:.1f} s "
-        f"({len(result.episodes) / wall:.2f} episodes/s); policy {policy / wall:.0%} of the time, "
-        f"environment {result.env_seconds / wall:.1%}"
+        f"({len(result.episodes) / wall:.2f} episodes/s); policy {_share(policy, wall)}, "
+        f"environment {_share(result.env_seconds, wall)}"
     )
+
+
+def _share(seconds: float, wall: float) -> str:
+    if seconds <= wall:
+        return f"{seconds / wall:.1%} of the time"
+    return f"{seconds:.1f} s summed over copies running in parallel ({seconds / wall:.1f}x the wall time)"
 
 
 def format_episode(record: EpisodeRecord, max_chars: int = 600) -> str:
@@ -262,6 +272,11 @@ def run_demo(
         write(
             f"\n##### {env_id} ({policy} policy, {episodes} episode(s), {kwargs or 'default settings'})"
         )
+        try:
+            make(env_id, **kwargs).close()
+        except MissingDependencyError as missing:  # the env needs an extra this install lacks
+            write(f"skipped: {' '.join(str(missing).split())}")
+            continue
         policies = build_policies(factory, env_id, policy, {}, kwargs)
         result = rollout(
             env_id,
