@@ -171,26 +171,39 @@ Line = tuple[str, str, dict]
 def plot_curves(
     path: Path,
     metrics: list[dict],
-    panels: Sequence[tuple[str, Sequence[Line]]],
+    panels: Sequence[tuple[str, Sequence[Line]] | tuple[str, Sequence[Line], str]],
     evals: Sequence[dict] = (),
     swaps: bool = False,
+    title: str = "",
 ) -> None:
-    """One panel per ``(title, lines)`` against the iteration, as a PNG. Lines whose key the
-    rows lack are skipped; ``swaps``: a dotted vertical line after each iteration whose
-    ``role_swap`` is true."""
-    from matplotlib.figure import Figure  # the Agg canvas, without pyplot's global state
+    """One panel per ``(title, lines[, y-axis label])`` against the updates done, as a PNG.
 
-    fig = Figure(figsize=(4.5 * len(panels), 4), layout="constrained")
-    for ax, (title, lines) in zip(
+    The x axis counts updates: iteration ``i``'s training row is drawn at ``i + 1`` (after its
+    update) and an evaluation row at its own ``iteration`` (the updates done before it), so
+    evaluations sit where they happened and the axis has integer ticks from 0. Lines whose
+    key the rows lack are skipped; each line gets its own marker so no agent's line hides
+    another's. ``swaps``: a dotted vertical line after each iteration whose ``role_swap`` is
+    true. ``title``: the figure's title (env, algorithm, seed).
+    """
+    from matplotlib.figure import Figure  # the Agg canvas, without pyplot's global state
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(4.8 * len(panels), 4.2), layout="constrained")
+    if title:
+        fig.suptitle(title)
+    markers = "o^sDvP*X"
+    for ax, (panel_title, lines, *ylabel) in zip(
         fig.subplots(1, len(panels), squeeze=False)[0], panels, strict=True
     ):
-        for label, key, options in lines:
+        for number, (label, key, options) in enumerate(lines):
             options = dict(options)
             band, from_evals = options.pop("band", None), options.pop("eval", False)
             rows = [r for r in (evals if from_evals else metrics) if key in r]
             if not rows:
                 continue
-            x = [r["iteration"] - (0.5 if from_evals else 0.0) for r in rows]
+            options.setdefault("marker", markers[number % len(markers)])
+            options.setdefault("markersize", 4)
+            x = [r["iteration"] + (0 if from_evals else 1) for r in rows]
             y = [r[key] for r in rows]
             ax.plot(x, y, label=label, **options)
             if band:
@@ -205,7 +218,11 @@ def plot_curves(
         if swaps:
             for row in metrics:
                 if row["role_swap"]:
-                    ax.axvline(row["iteration"] + 0.5, color="grey", linestyle=":", linewidth=0.8)
-        ax.set(title=title, xlabel="iteration")
-        ax.legend(fontsize=8)
+                    ax.axvline(row["iteration"] + 1, color="grey", linestyle=":", linewidth=0.8)
+        ax.set(
+            title=panel_title, xlabel="updates done", ylabel=ylabel[0] if ylabel else panel_title
+        )
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
     fig.savefig(path, dpi=100)

@@ -499,7 +499,7 @@ def load_checkpoint(out: Path, learners, args: Args) -> dict | None:
     return state
 
 
-def plot(metrics: list[dict], path: Path, evals: list[dict] = ()) -> None:
+def plot(metrics: list[dict], path: Path, evals: list[dict] = (), title: str = "") -> None:
     """Task reward (with the evaluations), KL and combined reward per role, as a PNG; dotted
     lines after the iterations that exchanged the roles."""
     roles = [role for role in ("pioneer", "observer") if f"task_reward_{role}" in metrics[0]]
@@ -523,12 +523,13 @@ def plot(metrics: list[dict], path: Path, evals: list[dict] = ()) -> None:
         path,
         metrics,
         [
-            panel("task_reward", "task reward"),
-            panel("kl", "KL to reference (sum over tokens)"),
-            panel("combined_reward", "combined reward"),
+            (*panel("task_reward", "task reward"), "mean task reward per episode"),
+            (*panel("kl", "KL to reference"), "KL (sum over tokens)"),
+            (*panel("combined_reward", "combined reward"), "task reward - eta x KL"),
         ],
         evals,
         swaps=True,
+        title=title,
     )
 
 
@@ -582,6 +583,7 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     run = SimpleNamespace(**dataclasses.asdict(args), ref_model=ref_model, pad_id=pad_id)
     reward_mode = "collective" if args.algo == "cory" else "individual"
     env_kwargs = {**args.env_kwargs, "reward_mode": reward_mode}
+    title = f"{args.algo} on {args.env.split('/')[-1]}, seed {args.seed}"
     order = list(learners)  # order[0] plays pioneer_0, order[1] observer_0
     metrics: list[dict] = []
     evals: list[dict] = []  # one row per evaluation; "iteration" = updates done before it
@@ -664,9 +666,9 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
             save_checkpoint(
                 out, args, learners, iteration + 1, metrics=metrics, evals=evals, order=order
             )
-            plot(metrics, out / "curves.png", evals)
+            plot(metrics, out / "curves.png", evals, title)
     if metrics:
-        plot(metrics, out / "curves.png", evals)
+        plot(metrics, out / "curves.png", evals, title)
     return metrics, seated()
 
 

@@ -309,7 +309,7 @@ def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict
     return state["iteration"], state["metrics"]
 
 
-def plot_curves(metrics: list[dict], path: Path, agents: list[str]) -> None:
+def plot_curves(metrics: list[dict], path: Path, agents: list[str], title: str = "") -> None:
     """Joint reward (mean ± std, max), loss and completion length per iteration, as a PNG."""
     common.plot_curves(
         path,
@@ -321,10 +321,16 @@ def plot_curves(metrics: list[dict], path: Path, agents: list[str]) -> None:
                     ("mean", "reward_mean", {"band": "reward_std"}),
                     ("max", "reward_max", {"linestyle": ":"}),
                 ],
+                "joint reward of the sampled episodes",
             ),
-            ("loss", [(agent, f"loss/{agent}", {}) for agent in agents]),
-            ("completion tokens", [(agent, f"completion_tokens/{agent}", {}) for agent in agents]),
+            ("loss", [(agent, f"loss/{agent}", {}) for agent in agents], "policy-gradient loss"),
+            (
+                "completion tokens",
+                [(agent, f"completion_tokens/{agent}", {}) for agent in agents],
+                "tokens per completion",
+            ),
         ],
+        title=title,
     )
 
 
@@ -456,7 +462,12 @@ def main(argv=None) -> list[dict]:
         done = iteration + 1
         if done == args.iterations or (args.checkpoint_every and done % args.checkpoint_every == 0):
             save_checkpoint(out_dir, done, args, learners, metrics)
-            plot_curves(metrics, out_dir / "curves.png", agents)
+            plot_curves(
+                metrics,
+                out_dir / "curves.png",
+                agents,
+                f"{args.algo} on {env_name}, seed {args.seed}",
+            )
     bar.close()
     return metrics
 
