@@ -27,6 +27,7 @@ $(STAMP): setup.cfg pyproject.toml setup.py constraints.txt
 	touch $(STAMP)
 
 demo: $(STAMP)
+	@echo "make demo: CORY trains two SmolLM2-135M agents on IMDB sentiment (about 21 minutes on 2 CPU cores); its plan and progress follow"
 	$(OFFLINE) $(BIN)/python baselines/cory.py
 
 play: $(STAMP)

@@ -347,6 +347,13 @@ def main(argv=None) -> list[dict]:
     out_dir.mkdir(parents=True, exist_ok=True)
     agents = list(llm_marl_envs.make(args.env, **env_kwargs).possible_agents)
     n_episodes = args.batch_size * args.group_size
+    models = len(agents) if args.algo == "magrpo" else 1
+    tqdm.write(  # before the first slow step (loading the models), so a user knows
+        f"{args.algo} on {env_name} with the {args.model!r} model, seed {args.seed}: loading "
+        f"{models} model(s), then {args.iterations} iterations of {args.batch_size} groups of "
+        f"{args.group_size} episodes ({n_episodes} per iteration; measured with the defaults: "
+        f"about 90 s per iteration on 2 CPU cores); results in {out_dir}"
+    )
 
     # Learners: a model + optimizer per agent (magrpo), or one for all agents (grpo).
     learners = []

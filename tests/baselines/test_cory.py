@@ -360,3 +360,13 @@ def test_kill_9_at_random_points_then_resume_is_exact(full_run, killed_twice):
     children.result()  # both kills done
     resumed = cory.main([*argv, "--resume"])
     assert_same_as_uninterrupted(out, resumed, full_run)
+
+
+def test_the_plan_is_printed_before_the_first_slow_step(tmp_path, capsys):
+    default = cory.plan(cory.resolve(cory.parse_args([])))
+    assert "loading the models" in default and "64 fixed episodes" in default
+    assert f"about {cory.DEFAULT_RUN_MINUTES} minutes" in default  # measured for the defaults only
+    assert "minutes" not in cory.plan(cory.resolve(cory.parse_args(["--model", "tiny"])))
+    cory.main(small_run(tmp_path / "plan", "--iterations", "1", "--eval-episodes", "0"))
+    first = capsys.readouterr().out.splitlines()[0]
+    assert first.startswith("cory on IMDBSentiment-v0 with the 'tiny' model")
