@@ -4,8 +4,9 @@ JSONL logs and the curves.
 
 * **Command line.** :func:`cli` parses a trainer's ``Args`` dataclass with tyro (as CleanRL
   does): one ``--kebab-case`` option per field, ``--flag`` / ``--no-flag`` for booleans, the
-  docstring under each field as its help, its default shown; :data:`JsonDict` reads a JSON
-  object (``--env-kwargs '{"difficulty": 2}'``).
+  docstring under each field as its help, its default shown; :data:`JsonDict` reads
+  environment arguments in ``llm-marl``'s syntax (``--env-kwargs difficulty=2`` or a JSON
+  object ``'{"difficulty": 2}'``).
 * **Checkpoints.** :func:`save_checkpoint` writes ``<out-dir>/checkpoint/iteration-NNNNNN/``
   (``state.json`` with the next iteration, the args and the metrics so far, plus the trainer's
   extras; one ``learner_<name>.pt`` per learner; ``manifest.json``), atomically and checksummed
@@ -35,6 +36,8 @@ import checkpoints  # baselines/checkpoints.py: the trainers put this folder on 
 import docstring_parser  # tyro's own reader of field docstrings (a dependency of tyro)
 import tyro
 
+from llm_marl_envs.playing import parse_env_args
+
 T = TypeVar("T")
 
 #: Arguments that a ``--resume`` may change (each trainer has some of them); any other change
@@ -44,18 +47,18 @@ RESUMABLE_CHANGES = ("iterations", "resume", "checkpoint_every", "out_dir", "thr
 
 # --------------------------------------------------------------------------- command line
 def _json_dict(text: list[str]) -> dict | None:
-    value = None if text[0] == "None" else json.loads(text[0])
-    if value is not None and not isinstance(value, dict):
-        raise ValueError(f"expected a JSON object such as '{{\"difficulty\": 2}}', got {text[0]}")
-    return value
+    """A JSON object, or KEY=VALUE pairs separated by commas: ``llm-marl --env-arg``'s syntax."""
+    if text[0] in ("None", "null"):
+        return None
+    return parse_env_args(text[0])
 
 
-#: A field type: a JSON object on the command line (``None`` or ``null``: none given).
+#: A field type: a JSON object or ``KEY=VALUE,...`` on the command line (``None``: none given).
 JsonDict = Annotated[
     dict | None,
     tyro.constructors.PrimitiveConstructorSpec(
         nargs=1,
-        metavar="JSON",
+        metavar="KEY=VALUE,...|JSON",
         instance_from_str=_json_dict,
         is_instance=lambda value: value is None or isinstance(value, dict),
         str_from_instance=lambda value: ["None" if value is None else json.dumps(value)],

@@ -66,7 +66,6 @@ Outputs in ``--out-dir``: ``metrics.jsonl`` (one line per iteration), ``curves.p
 ``checkpoint/``, ``episodes.jsonl`` (the latest iteration's episodes, to read).
 """
 
-import json
 import resource
 import sys
 import time
@@ -88,6 +87,7 @@ except ModuleNotFoundError as missing:
 
 import llm_marl_envs
 from llm_marl_envs.models.scoring import completion_logprobs
+from llm_marl_envs.playing import parse_env_args
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
@@ -113,7 +113,8 @@ class Args:
     env: str = "llm_marl_envs/TLDRSummarization-v0"
     """registered environment id (TLDRSummarization-v0, ArxivExpansion-v0, CoopCoding-v0, ...)"""
     env_kwargs: str = '{"data_source": "bundled"}'
-    """environment arguments: a JSON object or key=value pairs separated by commas"""
+    """environment arguments: KEY=VALUE pairs separated by commas (YAML values) or a JSON
+    object, as for llm-marl --env-arg"""
     algo: Literal["magrpo", "grpo"] = "magrpo"
     """'magrpo' (a model + optimizer per agent) or 'grpo' (one shared model plays every agent)"""
     model: str = "default"
@@ -180,18 +181,9 @@ def parse_args(argv=None) -> Args:
 
 
 def parse_env_kwargs(text: str) -> dict:
-    """``'{"a": 1}'`` or ``'a=1,b=x'`` -> dict (values read as JSON when they parse)."""
-    text = text.strip()
-    if text.startswith("{"):
-        return json.loads(text)
-    kwargs = {}
-    for pair in filter(None, (p.strip() for p in text.split(","))):
-        key, _, value = pair.partition("=")
-        try:
-            kwargs[key.strip()] = json.loads(value)
-        except json.JSONDecodeError:
-            kwargs[key.strip()] = value.strip()
-    return kwargs
+    """``'{"a": 1}'`` or ``'a=1,b=x'`` -> dict: the syntax of ``llm-marl --env-arg`` too
+    (:func:`llm_marl_envs.playing.parse_env_args`)."""
+    return parse_env_args(text)
 
 
 # --- the algorithm's pure parts --------------------------------------------------------------

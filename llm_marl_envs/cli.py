@@ -37,7 +37,14 @@ import llm_marl_envs
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.data.loading import DataSourceError
 
-from llm_marl_envs.playing import parse_assignments, run_demo, run_play, run_rollout, summary_table
+from llm_marl_envs.playing import (
+    parse_assignments,
+    parse_env_args,
+    run_demo,
+    run_play,
+    run_rollout,
+    summary_table,
+)
 from llm_marl_envs.policies.base import Policy
 from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
 from llm_marl_envs.policies.specs import POLICY_SPECS, PolicyFactory
@@ -176,9 +183,12 @@ def _add_env_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument(
         "--env-arg",
+        "--env-kwargs",
+        dest="env_arg",
         action="append",
         metavar="KEY=VALUE",
-        help="environment argument (repeatable; YAML values)",
+        help="environment arguments, the trainers' syntax: KEY=VALUE (YAML value), several "
+        "separated by commas, or a JSON object; repeatable",
     )
     parser.add_argument("--seed", type=int, default=0, help="seed of the first episode")
 
@@ -343,7 +353,7 @@ def _main(argv: list[str] | None) -> int:
         return 0
     try:
         agent_policies = {k: str(v) for k, v in parse_assignments(args.agent, "--agent").items()}
-        env_kwargs = parse_assignments(args.env_arg, "--env-arg")
+        env_kwargs = parse_env_args(args.env_arg)
     except ValueError as error:
         parser.error(str(error))
     if args.command == "play":

@@ -134,3 +134,37 @@ def test_timing_line_never_claims_more_than_all_the_time():
     assert "%" not in line.split("environment", 1)[1]
     assert "3.7 s summed over copies running in parallel (1.9x the wall time)" in line
     assert "policy 25.0% of the time" in line
+
+
+def test_one_syntax_for_environment_arguments_in_the_cli_and_both_trainers():
+    from pathlib import Path
+
+    from llm_marl_envs.playing import parse_env_args
+
+    root = Path(__file__).resolve().parents[1] / "baselines"
+    sys.path.insert(0, str(root))
+    try:
+        import common
+        import magrpo
+    finally:
+        sys.path.remove(str(root))
+    text = "num_turns=2,turn_weights=[1.2, 0.8],dataset=humaneval"
+    want = {"num_turns": 2, "turn_weights": [1.2, 0.8], "dataset": "humaneval"}
+    assert parse_env_args([text]) == want  # llm-marl --env-arg
+    assert magrpo.parse_env_kwargs(text) == want  # magrpo.py --env-kwargs
+    assert common._json_dict([text]) == want  # cory.py --env-kwargs
+    as_json = '{"num_turns": 2, "turn_weights": [1.2, 0.8], "dataset": "humaneval"}'
+    assert (
+        parse_env_args([as_json])
+        == magrpo.parse_env_kwargs(as_json)
+        == common._json_dict([as_json])
+        == want
+    )
+    with pytest.raises(ValueError, match="KEY=VALUE"):
+        parse_env_args(["num_turns"])
+
+
+def test_cli_takes_several_env_args_in_one_option(capsys):
+    argv = ["rollout", "llm_marl_envs/MazeCollab-v0", "--policy", "scripted", "--episodes", "1"]
+    assert main([*argv, "--env-arg", "size=5,max_cycles=3", "--no-progress"]) == 0
+    assert "MazeCollab-v0" in capsys.readouterr().out
