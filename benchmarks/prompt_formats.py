@@ -15,7 +15,7 @@ Target (issue 18): at most 20% format failures on every environment. Results go 
 ``docs/benchmarks/prompt_formats.md``; ``--label`` names the column set (e.g. "before",
 "after") so two runs can be kept side by side in the page.
 
-Usage: ``python benchmarks/prompt_formats.py [--episodes 8] [--label before]``
+Usage: ``python benchmarks/prompt_formats.py [--episodes 8] [--label before] [--env ID ...]``
 """
 
 from __future__ import annotations
@@ -36,10 +36,10 @@ TARGET = 0.20
 MAX_NEW_TOKENS = 64  # llm-marl demo's default
 
 
-def measure(episodes: int) -> list[dict]:
+def measure(episodes: int, env_ids: list[str]) -> list[dict]:
     policy = HFPolicy.from_spec("default", max_new_tokens=MAX_NEW_TOKENS)  # greedy
     rows = []
-    for env_id in latest_envs():
+    for env_id in env_ids:
         start = time.perf_counter()
         kwargs = DEMO_ENV_KWARGS.get(env_id, {})
         try:
@@ -78,9 +78,12 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--episodes", type=int, default=8)
     parser.add_argument("--label", default="before")
+    parser.add_argument(
+        "--env", nargs="*", default=None, help="env ids (default: the newest of each)"
+    )
     parser.add_argument("--out", type=Path, default=ROOT / "docs" / "benchmarks" / "prompt_formats")
     args = parser.parse_args()
-    rows = measure(args.episodes)
+    rows = measure(args.episodes, args.env or latest_envs())
     data_file = args.out.with_suffix(".json")
     runs = json.loads(data_file.read_text()) if data_file.exists() else {}
     runs[args.label] = {"episodes": args.episodes, "rows": rows}

@@ -45,6 +45,9 @@ DEMO_ENV_KWARGS: dict[str, dict[str, Any]] = {
     "llm_marl_envs/CoopCoding-v0": {},
     "llm_marl_envs/MazeCollab-v0": {"size": 5, "max_cycles": 3},
     "llm_marl_envs/DonorGame-v0": {"num_agents": 4, "num_rounds": 2},
+    "llm_marl_envs/MazeCollab-v1": {"size": 5, "max_cycles": 3},
+    "llm_marl_envs/DonorGame-v1": {"num_agents": 4, "num_rounds": 2},
+    "llm_marl_envs/CoopCoding-v1": {},
 }
 
 

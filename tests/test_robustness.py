@@ -33,7 +33,10 @@ OTHER_STRINGS = {
 
 # What a format failure pays where it is not 0: in the maze an unreadable move is a stay
 # with the step and invalid-move penalties, (-0.1 - 0.5) / 20 with the default scale.
-FORMAT_FAILURE_REWARD = {"llm_marl_envs/MazeCollab-v0": (-0.1 - 0.5) / 20}
+FORMAT_FAILURE_REWARD = {
+    "llm_marl_envs/MazeCollab-v0": (-0.1 - 0.5) / 20,
+    "llm_marl_envs/MazeCollab-v1": (-0.1 - 0.5) / 20,
+}
 
 
 def _first_turn(env_id):

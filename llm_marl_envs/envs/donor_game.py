@@ -1,4 +1,4 @@
-"""DonorGame-v0: the Donor game of indirect reciprocity (cultural evolution of cooperation).
+"""DonorGame-v1 / -v0: the Donor game of indirect reciprocity (cultural evolution of cooperation).
 
 | | |
 |---|---|
@@ -85,12 +85,18 @@ loop (two games per generation with reversed pairings, the better half survives,
 write strategies from the survivors'). Scripted players are in
 ``llm_marl_envs.policies.scripted.donor``.
 
-**Arguments.** ``num_agents`` (even, >= 2), ``num_rounds`` (1..N; default min(12, N)),
+**Arguments.** ``worked_example``, ``num_agents`` (even, >= 2), ``num_rounds`` (1..N; default min(12, N)),
 ``endowment`` (10.0), ``multiplier`` (2.0), ``trace_depth`` (3, >= 0), ``punishment``
 (False), ``punishment_multiplier`` (2.0), ``max_cycles`` (rounds; default ``num_rounds``),
 ``render_mode`` ("human"/"ansi"), ``max_action_length`` (8,192).
 
-**Version history.** v0: initial version.
+**Worked example** (``worked_example``; v1's default, off in v0): each decision's chat holds
+one example exchange first (a made-up round, then the reply ``Answer: 4``, or
+``Answer: Donate, 4`` with punishment), also shown in the flat prompt. A small model then
+answers in the format (docs/benchmarks/prompt_formats.md).
+
+**Version history.** v0: initial version. v1: ``worked_example=True`` by default (the
+observation changes, the rules and rewards do not).
 """
 
 from __future__ import annotations
@@ -110,7 +116,7 @@ from llm_marl_envs.games.donor_rules import (
 )
 from llm_marl_envs.rewards.donor import donation, game_summary
 
-__all__ = ["FORMAT_ERRORS", "DonorGameEnv", "env", "parse_donation"]
+__all__ = ["FORMAT_ERRORS", "DonorGameEnv", "DonorGameEnvV1", "env", "parse_donation"]
 
 OPTION_KEYS = ("reverse_pairings", "strategies")
 _num = format_units
@@ -134,6 +140,8 @@ class DonorGameEnv(TextAECEnv):
     """
 
     metadata = {**TextAECEnv.metadata, "name": "DonorGame-v0"}
+    #: This version's default for ``worked_example``.
+    WORKED_EXAMPLE = False
 
     def __init__(
         self,
@@ -148,7 +156,11 @@ class DonorGameEnv(TextAECEnv):
         max_cycles: int | None = None,
         render_mode: str | None = None,
         max_action_length: int = 8192,
+        worked_example: bool | None = None,
     ) -> None:
+        self.worked_example = (
+            self.WORKED_EXAMPLE if worked_example is None else bool(worked_example)
+        )
         n = check_int("num_agents", num_agents, 2)
         if n % 2:
             raise ValueError(
@@ -327,10 +339,20 @@ class DonorGameEnv(TextAECEnv):
         info["recipient"] = recipient
         info["recipient_resources"] = theirs
         info["trace"] = trace
+        example: list[dict[str, str]] = []
+        flat_example = ""
+        if self.worked_example:
+            reply = "Answer: Donate, 4" if self.punishment else "Answer: 4"
+            shown = (
+                "(an example, not your game)\nRound 1. You are the donor; your recipient is "
+                f"player_x.\nYou have 10 units; player_x has 10 units.\n{self._question}"
+            )
+            example = [{"role": "user", "content": shown}, {"role": "assistant", "content": reply}]
+            flat_example = f"Example:\n{shown}\nReply: {reply}\n\n"
         self._set_prompt(
             donor,
-            f"{system}\n\n{user}",
-            [{"role": "system", "content": system}, {"role": "user", "content": user}],
+            f"{system}\n\n{flat_example}{user}",
+            [{"role": "system", "content": system}, *example, {"role": "user", "content": user}],
         )
 
     def _play(self, agent: str, action: CleanAction) -> None:
@@ -438,3 +460,10 @@ class DonorGameEnv(TextAECEnv):
 def env(**kwargs: Any) -> DonorGameEnv:
     """PettingZoo-style constructor: ``donor_game.env(num_agents=12, punishment=True)``."""
     return DonorGameEnv(**kwargs)
+
+
+class DonorGameEnvV1(DonorGameEnv):
+    """DonorGame-v1: v0 with a worked example exchange before each decision."""
+
+    metadata = {**DonorGameEnv.metadata, "name": "DonorGame-v1"}
+    WORKED_EXAMPLE = True

@@ -1,4 +1,4 @@
-"""MazeCollab-v0: two gnomes steer one token through a maze that neither can see whole.
+"""MazeCollab-v1 / -v0: two gnomes steer one token through a maze that neither can see whole.
 
 | | |
 |---|---|
@@ -57,11 +57,17 @@ after every turn; ``"rgb_array"``: a uint8 image (24 px per cell: white open, bl
 gnome_0, orange wall of gnome_1, dark grey both, gold treasure, green start, red token), so
 episodes can be saved as pictures or video. ``render_transcript()`` gives every turn.
 
-**Arguments.** ``size``, ``variant``, ``wall_density`` (default 0.4), ``treasure_holder``
+**Arguments.** ``worked_example``, ``size``, ``variant``, ``wall_density`` (default 0.4), ``treasure_holder``
 (``"random"``, ``"gnome_0"`` or ``"gnome_1"``), ``reward_scale``, ``max_message_length``
 (default 300), ``max_action_length`` (default 2,048), ``max_cycles``, ``render_mode``.
 
-**Version history.** v0: initial version.
+**Worked example** (``worked_example``; v1's default, off in v0): before the game each gnome's
+chat holds one example exchange (an example map, then the reply ``MOVE: right`` /
+``SAY: ...``), and the flat prompt shows it as "Example: ... Reply: ...". A small model then
+answers in the format (docs/benchmarks/prompt_formats.md).
+
+**Version history.** v0: initial version. v1: ``worked_example=True`` by default (the
+observation changes, the rules and rewards do not).
 """
 
 from __future__ import annotations
@@ -84,7 +90,7 @@ from llm_marl_envs.games.maze_layout import (
     neighbours,
 )
 
-__all__ = ["GNOMES", "MazeCollabEnv", "env", "parse_move"]
+__all__ = ["GNOMES", "MazeCollabEnv", "MazeCollabEnvV1", "env", "parse_move"]
 
 GNOMES = ("gnome_0", "gnome_1")
 VARIANTS = ("partial", "full")
@@ -168,6 +174,19 @@ _KNOWLEDGE = {
 }
 
 
+#: The worked example of ``worked_example=True`` (v1): one exchange shown before the game, so
+#: a small model sees the reply format once (measured: SmolLM2-135M answers "MOVE: ..." with
+#: it and never without it, docs/benchmarks/prompt_formats.md).
+EXAMPLE_STATE = (
+    "(an example, not your game)\n"
+    "    0 1 2\n 0  . . G\n 1  . # .\n 2  @ . .\n"
+    "Turn 1 of 6. The token is at row 2, column 0.\n"
+    "The treasure is at row 0, column 2.\n"
+    "gnome_1 has not said anything yet."
+)
+EXAMPLE_REPLY = "MOVE: right\nSAY: I go right; then we go up twice."
+
+
 class MazeCollabEnv(TextAECEnv):
     """Two gnomes, private walls, one token (see the module docstring)."""
 
@@ -177,6 +196,8 @@ class MazeCollabEnv(TextAECEnv):
         "render_modes": ["human", "ansi", "rgb_array"],
         "render_fps": 4,
     }
+    #: This version's default for ``worked_example``.
+    WORKED_EXAMPLE = False
 
     def __init__(
         self,
@@ -190,8 +211,12 @@ class MazeCollabEnv(TextAECEnv):
         max_cycles: int | None = None,
         render_mode: str | None = None,
         max_action_length: int = 2048,
+        worked_example: bool | None = None,
     ) -> None:
         check_int("size", size, MIN_SIZE, MAX_SIZE)
+        self.worked_example = (
+            self.WORKED_EXAMPLE if worked_example is None else bool(worked_example)
+        )
         check_choice("variant", variant, VARIANTS)
         check_choice("treasure_holder", treasure_holder, ("random", *GNOMES))
         check_choice("reward_scale", reward_scale, REWARD_SCALES)
@@ -265,6 +290,11 @@ class MazeCollabEnv(TextAECEnv):
             )
             self._rows[gnome] = _map_rows(layout, index, knows)
             self._history[gnome] = [{"role": "system", "content": self._rules[gnome]}]
+            if self.worked_example:
+                self._history[gnome] += [
+                    {"role": "user", "content": EXAMPLE_STATE},
+                    {"role": "assistant", "content": EXAMPLE_REPLY},
+                ]
             if knows:
                 tr, tc = divmod(layout.treasure, layout.size)
                 self._treasure_line[gnome] = f"The treasure is at row {tr}, column {tc}."
@@ -355,7 +385,10 @@ class MazeCollabEnv(TextAECEnv):
         self._shown[gnome] = user = {"role": "user", "content": state}
         history = self._history[gnome].copy()
         history.append(user)
-        self._set_prompt(gnome, self._rules[gnome] + "\n\n" + state, history)
+        example = (
+            f"Example:\n{EXAMPLE_STATE}\nReply:\n{EXAMPLE_REPLY}\n\n" if self.worked_example else ""
+        )
+        self._set_prompt(gnome, self._rules[gnome] + "\n\n" + example + state, history)
         info = self.infos[gnome]
         info["token"] = (row, col)
         info["legal_moves"] = self._legal[gnome][self.token]
@@ -384,7 +417,7 @@ class MazeCollabEnv(TextAECEnv):
         layout = self.layout
         n = layout.size
         header = (
-            f"=== MazeCollab-v0 | seed {self.np_random_seed} | {n}x{n} {self.variant} | "
+            f"=== {self.metadata['name']} | seed {self.np_random_seed} | {n}x{n} {self.variant} | "
             f"turn {self.steps} / {2 * self.max_cycles} ==="
         )
         grid = ["    " + " ".join(str(c % 10) for c in range(n))]
@@ -438,7 +471,7 @@ class MazeCollabEnv(TextAECEnv):
         return image
 
     def _render_header(self) -> str:
-        return f"=== MazeCollab-v0 | seed {self.np_random_seed} | {self.size}x{self.size} {self.variant} ==="
+        return f"=== {self.metadata['name']} | seed {self.np_random_seed} | {self.size}x{self.size} {self.variant} ==="
 
 
 # ---------------------------------------------------------------------- helpers
@@ -503,3 +536,10 @@ def _describe(agent: str, direction: str | None, invalid: bool) -> str:
 def env(**kwargs: Any) -> MazeCollabEnv:
     """AEC form (the game is turn-based, so there is no native Parallel form)."""
     return MazeCollabEnv(**kwargs)
+
+
+class MazeCollabEnvV1(MazeCollabEnv):
+    """MazeCollab-v1: v0 with a worked example exchange before the game."""
+
+    metadata = {**MazeCollabEnv.metadata, "name": "MazeCollab-v1"}
+    WORKED_EXAMPLE = True
