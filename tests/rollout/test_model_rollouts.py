@@ -158,7 +158,7 @@ def test_a_failing_server_stops_the_rollout_and_keeps_finished_episodes(tiny, tm
 def test_demo_runs_every_env_with_the_tiny_model(capsys):
     assert main(["demo", "--policy", "tiny", "--episodes", "1", "--max-new-tokens", "8"]) == 0
     out = capsys.readouterr().out
-    assert "Summary: tiny policy" in out and "MazeCollab-v0" in out and "DonorGame-v0" in out
+    assert "Summary: tiny policy" in out and "MazeCollab-v1" in out and "DonorGame-v1" in out
 
 
 @pytest.mark.slow
