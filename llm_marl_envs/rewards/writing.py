@@ -226,18 +226,6 @@ AUTHORS_TABLES = {
 REWARD_IMPLS = ("paper", "authors", "authors-2025")
 
 
-def _authors_ramp(x: float, shape: tuple[float, float, float, float]) -> float | None:
-    """The length trapezoid as their code writes it: ``None`` outside, else 0..1."""
-    zero_low, full_low, full_high, zero_high = shape
-    if full_low <= x <= full_high:
-        return 1.0
-    if zero_low <= x < full_low:
-        return (x - zero_low) / (full_low - zero_low)
-    if full_high < x <= zero_high:
-        return 1.0 - ((x - full_high) / (zero_high - full_high))
-    return None
-
-
 def _authors_vocabulary(u: float, table: AuthorsWritingTable) -> float | None:
     """Level 3's points (0..0.5) as their files write them, or ``None`` (stop)."""
     zero_low, full_low, full_high, zero_high = table.u
@@ -281,7 +269,7 @@ def authors_writing_reward(c1: str, c2: str, table: AuthorsWritingTable) -> dict
     total += STRUCTURE_POINTS
 
     out["rho"] = rho = len(c2) / len(c1)  # c1 has at least min_words words: not empty
-    length = _authors_ramp(rho, table.rho)
+    length = trapezoid(rho, table.rho)  # their length ramps are written as ours are
     if length is None:
         return {**out, "total": total}
     out["length_ratio"] = length
