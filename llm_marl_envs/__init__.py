@@ -17,6 +17,7 @@ from llm_marl_envs.registry import (
     make,
     make_parallel,
     spec,
+    token_budget,
 )
 
 __version__ = "0.1.0"
@@ -32,4 +33,5 @@ __all__ = [
     "make",
     "make_parallel",
     "spec",
+    "token_budget",
 ]

@@ -48,7 +48,13 @@ from llm_marl_envs.playing import (
 from llm_marl_envs.policies.base import Policy
 from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
 from llm_marl_envs.policies.specs import POLICY_SPECS, PolicyFactory
-from llm_marl_envs.registry import UnknownEnvironmentError, latest_envs, list_envs, spec
+from llm_marl_envs.registry import (
+    UnknownEnvironmentError,
+    latest_envs,
+    list_envs,
+    spec,
+    token_budget,
+)
 from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES
 
@@ -57,12 +63,19 @@ __all__ = ["env_pages", "env_table", "main"]
 
 def env_table(markdown: bool = False) -> str:
     """The environment table (Markdown for the README, or plain text)."""
-    header = ("id", "agents", "turns", "reward", "paper")
+    header = ("id", "agents", "turns", "reward", "tokens", "paper")
     rows = []
     for env_id in list_envs():
         s = spec(env_id)
         rows.append(
-            (f"`{s.id}`" if markdown else s.id, ", ".join(s.agents), s.turns, s.reward, s.paper)
+            (
+                f"`{s.id}`" if markdown else s.id,
+                ", ".join(s.agents),
+                s.turns,
+                s.reward,
+                str(token_budget(s.id)),
+                s.paper,
+            )
         )
     if markdown:
         lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
@@ -98,9 +111,17 @@ def env_pages() -> dict[str, str]:
     return pages
 
 
-def _generation(args: argparse.Namespace) -> dict:
-    """Model sampling options from the command line (temperature 0 = greedy)."""
-    options = {"max_new_tokens": args.max_new_tokens}
+def _generation(args: argparse.Namespace, env_id: str | None = None) -> dict:
+    """Model sampling options from the command line (temperature 0 = greedy).
+
+    Without ``--max-new-tokens`` the budget is ``env_id``'s registry budget; with no
+    ``env_id`` (the demo, which plays several) it is left out and set per environment.
+    """
+    options = {}
+    if args.max_new_tokens is not None:
+        options["max_new_tokens"] = args.max_new_tokens
+    elif env_id is not None:
+        options["max_new_tokens"] = token_budget(env_id)
     if args.dtype:
         options["dtype"] = args.dtype
     if args.temperature > 0:
@@ -108,12 +129,13 @@ def _generation(args: argparse.Namespace) -> dict:
     return options
 
 
-def _add_model_options(parser: argparse.ArgumentParser, max_new_tokens: int) -> None:
+def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--max-new-tokens",
         type=int,
-        default=max_new_tokens,
-        help="tokens a model may write per turn",
+        default=None,
+        help="tokens a model may write per turn (default: the environment's budget, the "
+        "'tokens' line of llm-marl list)",
     )
     parser.add_argument(
         "--temperature", type=float, default=0.0, help="sampling temperature; 0 = greedy (default)"
@@ -257,7 +279,7 @@ def _main(argv: list[str] | None) -> int:
     p_demo.add_argument("--episodes", type=int, default=2, help="episodes per environment")
     p_demo.add_argument("--seed", type=int, default=0, help="seed of the first episode")
     p_demo.add_argument("--env", nargs="*", default=None, help="environment ids (default: all)")
-    _add_model_options(p_demo, 64)
+    _add_model_options(p_demo)
     p_roll = sub.add_parser(
         "rollout", help="play many episodes in batches; JSONL records and a summary"
     )
@@ -311,7 +333,7 @@ def _main(argv: list[str] | None) -> int:
         help="largest episode record (one JSONL line) written to --out; a larger episode is "
         "skipped with a warning and counted in the summary (default 64M)",
     )
-    _add_model_options(p_roll, 128)
+    _add_model_options(p_roll)
     p_play = sub.add_parser(
         "play", help="play an environment yourself, against models or scripted policies"
     )
@@ -323,7 +345,7 @@ def _main(argv: list[str] | None) -> int:
         metavar="AGENT",
         help="an agent you play (repeatable; default: the first)",
     )
-    _add_model_options(p_play, 128)
+    _add_model_options(p_play)
     p_docs = sub.add_parser("docs", help="write the environment doc pages")
     p_docs.add_argument("--out", default="docs/envs", help="output folder")
     args = parser.parse_args(argv)
@@ -365,7 +387,7 @@ def _main(argv: list[str] | None) -> int:
                 agent_policies=agent_policies,
                 seed=args.seed,
                 env_kwargs=env_kwargs,
-                generation=_generation(args),
+                generation=_generation(args, args.env_id),
             )
         except EOFError:
             print("\nplay ended: end of input (Ctrl-D); the game was not finished")
@@ -388,7 +410,9 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
         "max_retries": args.retries,
         "max_response_bytes": args.max_response_bytes,
     }
-    factory = _RolloutPolicyFactory(args.env_id, args.seed, server_options, **_generation(args))
+    factory = _RolloutPolicyFactory(
+        args.env_id, args.seed, server_options, **_generation(args, args.env_id)
+    )
     printed: list[str] = []
 
     def write(text: str) -> None:

@@ -18,7 +18,7 @@ import yaml
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.policies.base import Policy, Prompt
 from llm_marl_envs.policies.specs import PolicyFactory
-from llm_marl_envs.registry import make, spec
+from llm_marl_envs.registry import make, spec, token_budget
 from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord
 
@@ -38,6 +38,7 @@ __all__ = [
 DEMO_ENV_KWARGS: dict[str, dict[str, Any]] = {
     "llm_marl_envs/GSM8K-v0": {"data_source": "procedural", "difficulty": 1},
     "llm_marl_envs/IMDBSentiment-v0": {"data_source": "bundled"},
+    "llm_marl_envs/IMDBSentiment-v1": {"data_source": "bundled"},
     "llm_marl_envs/TLDRSummarization-v0": {"data_source": "bundled"},
     "llm_marl_envs/ArxivExpansion-v0": {"data_source": "bundled"},
     "llm_marl_envs/TLDRSummarization-v1": {"data_source": "bundled"},
@@ -48,6 +49,7 @@ DEMO_ENV_KWARGS: dict[str, dict[str, Any]] = {
     "llm_marl_envs/MazeCollab-v1": {"size": 5, "max_cycles": 3},
     "llm_marl_envs/DonorGame-v1": {"num_agents": 4, "num_rounds": 2},
     "llm_marl_envs/CoopCoding-v1": {},
+    "llm_marl_envs/CoopCoding-v2": {},
 }
 
 
@@ -271,7 +273,8 @@ def run_rollout(
     """
     spec(env_id)
     env_kwargs = dict(env_kwargs or {})
-    factory = factory or PolicyFactory(env_id, seed, **dict(generation or {}))
+    options = {"max_new_tokens": token_budget(env_id), **dict(generation or {})}
+    factory = factory or PolicyFactory(env_id, seed, **options)
     policies = build_policies(factory, env_id, policy, dict(agent_policies or {}), env_kwargs)
     try:
         result = rollout(
@@ -317,7 +320,9 @@ def run_demo(
     """Play every environment with one policy spec; print a transcript each and a summary.
 
     With a model policy the environments use :data:`DEMO_ENV_KWARGS` (short episodes); the
-    model is loaded once and shared by every agent and environment.
+    model is loaded once and shared by every agent and environment. Without a
+    ``max_new_tokens`` in ``generation`` each environment gets its registry budget
+    (:func:`~llm_marl_envs.registry.token_budget`).
     """
     model = policy not in ("scripted", "random")
     factory_cache: dict[str, Policy] = {}
@@ -325,10 +330,15 @@ def run_demo(
     started = time.perf_counter()
     for env_id in env_ids:
         kwargs = DEMO_ENV_KWARGS.get(env_id, {}) if model else {}
-        factory = PolicyFactory(env_id, seed, **dict(generation or {}))
+        options = {"max_new_tokens": token_budget(env_id), **dict(generation or {})}
+        factory = PolicyFactory(env_id, seed, **options)
         factory._models = factory_cache  # one model for all environments
+        for shared in factory_cache.values():  # loaded for an earlier env: this env's budget
+            _set_token_budget(shared, options["max_new_tokens"])
+        budget = f", {options['max_new_tokens']} tokens per turn" if model else ""
         write(
-            f"\n##### {env_id} ({policy} policy, {episodes} episode(s), {kwargs or 'default settings'})"
+            f"\n##### {env_id} ({policy} policy, {episodes} episode(s){budget}, "
+            f"{kwargs or 'default settings'})"
         )
         try:
             make(env_id, **kwargs).close()
@@ -356,6 +366,13 @@ def run_demo(
     return results
 
 
+def _set_token_budget(policy: Policy, tokens: int) -> None:
+    """Give a model policy shared across environments a new per-turn token budget."""
+    for name in ("max_new_tokens", "max_tokens"):  # transformers / OpenAI-compatible policies
+        if hasattr(policy, name):
+            setattr(policy, name, int(tokens))
+
+
 def run_play(
     env_id: str,
     *,
@@ -378,7 +395,8 @@ def run_play(
         )
     specs = {agent: "human" for agent in humans}
     specs.update({a: s for a, s in (agent_policies or {}).items() if a not in humans})
-    factory = PolicyFactory(env_id, seed or 0, **dict(generation or {}))
+    options = {"max_new_tokens": token_budget(env_id), **dict(generation or {})}
+    factory = PolicyFactory(env_id, seed or 0, **options)
     policies = build_policies(factory, env_id, policy, specs, dict(env_kwargs or {}))
     for agent in humans:
         policies[agent].read, policies[agent].write = read, write

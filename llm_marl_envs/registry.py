@@ -24,14 +24,17 @@ import pettingzoo
 import yaml
 
 __all__ = [
+    "DEFAULT_TOKEN_BUDGET",
     "EnvSpec",
     "UnknownEnvironmentError",
+    "latest_envs",
     "list_envs",
     "load_registry",
     "make",
     "make_parallel",
     "registry_path",
     "spec",
+    "token_budget",
 ]
 
 _FILENAME = "envs_registry.yaml"
@@ -58,6 +61,9 @@ class EnvSpec:
         reward: Reward summary, for documentation.
         scripted_policy: ``"module:function"`` of the environment's scripted players, called
             as ``function(agent, seed)`` (see :mod:`llm_marl_envs.policies.scripted`).
+        max_new_tokens: The generation budget a whole answer needs on this task (tokens per
+            turn); ``llm-marl demo``, ``play``, ``rollout`` and the benchmarks use it when no
+            budget is given. It does not change the environment.
     """
 
     id: str
@@ -70,6 +76,7 @@ class EnvSpec:
     turns: str = ""
     reward: str = ""
     scripted_policy: str | None = None
+    max_new_tokens: int | None = None
 
 
 def registry_path() -> Path:
@@ -120,6 +127,20 @@ def latest_envs() -> list[str]:
         if name not in newest or int(version) > newest[name][0]:
             newest[name] = (int(version), env_id)
     return [env_id for _, env_id in newest.values()]
+
+
+#: The generation budget of an environment whose registry entry names none.
+DEFAULT_TOKEN_BUDGET = 128
+
+
+def token_budget(env_id: str) -> int:
+    """Tokens per turn a model needs for a whole answer on ``env_id`` (its registry
+    ``max_new_tokens``, else :data:`DEFAULT_TOKEN_BUDGET`).
+
+    >>> token_budget("llm_marl_envs/MazeCollab-v1")
+    64
+    """
+    return spec(env_id).max_new_tokens or DEFAULT_TOKEN_BUDGET
 
 
 def spec(env_id: str) -> EnvSpec:

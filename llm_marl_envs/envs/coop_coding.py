@@ -1,8 +1,8 @@
-"""CoopCoding-v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
+"""CoopCoding-v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/CoopCoding-v1`` (AEC and native Parallel); ``-v0`` kept |
+| Id | ``llm_marl_envs/CoopCoding-v2`` (AEC and native Parallel); ``-v1``, ``-v0`` kept |
 | Agents | ``helper_0`` writes ``def aux(...)``; ``main_0`` writes the entry-point function and may call ``aux``; simultaneous, ``num_turns`` rounds (1 or 2) |
 | Action | free text: code, optionally in a markdown fence (unwrapped) |
 | Observation | instruction + the problem (signature and docstring); in round 2 also the execution feedback; ``infos[agent]["messages"]`` is the append-only chat |
@@ -16,7 +16,12 @@ extraction from the raw answers, asserts read line by line and each run as their
 it, 10 s per test, their cooperation checks), ``prompt_style="authors"`` (their first-turn
 instructions as one user message) and ``feedback="level_feedback"`` between rounds. v0 keeps
 ``reward_impl="paper"``, ``prompt_style="ours"``, ``feedback="execution"`` (described below).
-Every choice is an argument of both versions; ``reward_impl`` is in
+v2 is v1 with ``worked_example=True``: before the problem, each agent's first-turn chat holds
+one example exchange in its own format (a small problem, ``count_evens``, and the answer the
+format asks for: ``def aux(n)`` for the helper, ``count_evens`` calling ``aux`` for main),
+also shown in the flat prompt. The embedded 135M model then writes ``aux`` as the helper
+instead of rewriting the main function, and stops (``docs/benchmarks/prompt_formats.md``).
+Rewards and feedback are v1's. Every choice is an argument of all versions; ``reward_impl`` is in
 ``infos[agent]["reward_impl"]`` and in episode records.
 
 **Reward** ``"paper"`` (``llm_marl_envs.rewards.coding`` + ``llm_marl_envs.sandbox``), per round:
@@ -58,7 +63,7 @@ the sandbox cannot give all of its guarantees; the default ``"auto"`` warns once
 
 **Arguments.** ``dataset``, ``split``, ``data_source``, ``num_turns``, ``turn_weights``,
 ``reward_impl``, ``prompt_style``, ``feedback``, ``feedback_tests``,
-``feedback_original_prompt``, ``feedback_previous_response``, ``test_timeout`` (seconds per
+``feedback_original_prompt``, ``feedback_previous_response``, ``worked_example``, ``test_timeout`` (seconds per
 test; default 3, and the authors' 10 with ``reward_impl="authors"``), ``program_timeout``,
 ``sandbox_isolation``,
 ``max_action_length``, ``max_cycles`` (defaults to ``num_turns``), ``render_mode``.
@@ -67,7 +72,8 @@ test; default 3, and the authors' 10 with ``reward_impl="authors"``), ``program_
 **Version history.** v0: initial version. The sandbox hardening of 2026-11 (minimal
 filesystem, seccomp, the ``program_timeout`` budget, control characters stripped) leaves
 the score of every program that finishes within the budget unchanged. v1: the authors'
-reward, prompts and feedback by default (all available on v0 as arguments).
+reward, prompts and feedback by default (all available on v0 as arguments). v2:
+``worked_example=True`` by default (issue 18; the observation changes, rewards do not).
 """
 
 from __future__ import annotations
@@ -87,9 +93,11 @@ from llm_marl_envs.rewards.coding import analyse, build_program, coding_reward, 
 __all__ = [
     "CoopCodingEnv",
     "CoopCodingEnvV1",
+    "CoopCodingEnvV2",
     "env",
     "parallel_env",
     "parallel_env_v1",
+    "parallel_env_v2",
     "score_authors",
 ]
 
@@ -104,6 +112,23 @@ MAIN_INSTRUCTION = (
     "below. At the same time a teammate writes a helper function `aux`, which you may call "
     "but cannot see. Reply with the code of `{entry_point}` only."
 )
+# v2's worked example (``worked_example=True``): a problem outside HumanEval, shown in each
+# agent's own first-turn format, and the answers that format asks for.
+EXAMPLE_PROBLEM = {
+    "task_id": "example/0",
+    "entry_point": "count_evens",
+    "prompt": (
+        "def count_evens(numbers):\n"
+        '    """Return how many numbers in the list are even.\n'
+        "    >>> count_evens([1, 2, 4])\n"
+        "    2\n"
+        '    """\n'
+    ),
+}
+EXAMPLE_ANSWERS = {
+    "helper_0": "def aux(n):\n    return n % 2 == 0\n",
+    "main_0": "def count_evens(numbers):\n    return sum(1 for n in numbers if aux(n))\n",
+}
 MAX_FEEDBACK_ITEMS = 5
 REWARD_IMPLS = ("paper", "authors")
 PROMPT_STYLES = ("ours", "authors")
@@ -132,6 +157,8 @@ class CoopCodingEnv(SimultaneousTextEnv):
     heavy_step = True
     #: This version's defaults for ``reward_impl``, ``prompt_style`` and ``feedback``.
     DEFAULTS = {"reward_impl": "paper", "prompt_style": "ours", "feedback": "execution"}
+    #: This version's default for ``worked_example``.
+    WORKED_EXAMPLE = False
 
     def __init__(
         self,
@@ -153,6 +180,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         max_cycles: int | None = None,
         render_mode: str | None = None,
         max_action_length: int = 8192,
+        worked_example: bool | None = None,
     ) -> None:
         if num_turns not in (1, 2):
             raise ValueError(f"num_turns must be 1 or 2, got {num_turns!r}")
@@ -191,6 +219,9 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.num_turns = num_turns
         self.turn_weights = weights
         self.reward_impl, self.prompt_style, self.feedback = reward_impl, prompt_style, feedback
+        self.worked_example = (
+            self.WORKED_EXAMPLE if worked_example is None else bool(worked_example)
+        )
         self.feedback_original_prompt = bool(feedback_original_prompt)
         self.feedback_previous_response = bool(feedback_previous_response)
         self.limits = SandboxLimits(
@@ -216,26 +247,33 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self._set_task_info(self.data.source, self.data.row_ids[index])
         for agent in self.agents:
             self.infos[agent]["reward_impl"] = self.reward_impl
-        if self.prompt_style == "authors":
-            texts = authors_feedback.first_turn_prompts(
-                self.problem["prompt"], self.problem["entry_point"]
-            )
-            for agent, text in zip((HELPER, MAIN), texts, strict=True):
-                self._set_prompt(agent, text, [{"role": "user", "content": text}])
-            self.agent_selection = HELPER
-            return
-        instructions = {
-            HELPER: HELPER_INSTRUCTION,
-            MAIN: MAIN_INSTRUCTION.format(entry_point=self.problem["entry_point"]),
-        }
-        for agent, instruction in instructions.items():
-            user = f"Problem ({self.problem['task_id']}):\n{self.problem['prompt']}"
+        prompts = self._first_turn(self.problem)
+        examples = self._first_turn(EXAMPLE_PROBLEM) if self.worked_example else {}
+        for agent, (system, user) in prompts.items():
+            head = [{"role": "system", "content": system}] if system else []
+            flat = [system] if system else []
+            if examples:
+                shown, reply = examples[agent][1], EXAMPLE_ANSWERS[agent]
+                head += [
+                    {"role": "user", "content": shown},
+                    {"role": "assistant", "content": reply},
+                ]
+                flat.append(f"Example (not your problem):\n{shown}\nReply:\n{reply}")
             self._set_prompt(
-                agent,
-                f"{instruction}\n\n{user}",
-                [{"role": "system", "content": instruction}, {"role": "user", "content": user}],
+                agent, "\n\n".join([*flat, user]), [*head, {"role": "user", "content": user}]
             )
         self.agent_selection = HELPER
+
+    def _first_turn(self, problem: dict[str, str]) -> dict[str, tuple[str | None, str]]:
+        """Each agent's first-turn (system instruction or None, user message) for a problem."""
+        if self.prompt_style == "authors":  # their instructions, one user message
+            texts = authors_feedback.first_turn_prompts(problem["prompt"], problem["entry_point"])
+            return {agent: (None, text) for agent, text in zip((HELPER, MAIN), texts, strict=True)}
+        user = f"Problem ({problem['task_id']}):\n{problem['prompt']}"
+        return {
+            HELPER: (HELPER_INSTRUCTION, user),
+            MAIN: (MAIN_INSTRUCTION.format(entry_point=problem["entry_point"]), user),
+        }
 
     def _resolve(self, actions: dict[str, CleanAction]) -> None:
         texts = {agent: "" if a.failure else a.text for agent, a in actions.items()}
@@ -506,3 +544,15 @@ class CoopCodingEnvV1(CoopCodingEnv):
 def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form of v1."""
     return TextParallelEnv(CoopCodingEnvV1(**kwargs))
+
+
+class CoopCodingEnvV2(CoopCodingEnvV1):
+    """CoopCoding-v2: v1 with one worked example exchange before each first-turn problem."""
+
+    metadata = {**CoopCodingEnvV1.metadata, "name": "CoopCoding-v2"}
+    WORKED_EXAMPLE = True
+
+
+def parallel_env_v2(**kwargs: Any) -> TextParallelEnv:
+    """Native Parallel form of v2."""
+    return TextParallelEnv(CoopCodingEnvV2(**kwargs))

@@ -1,8 +1,8 @@
-"""IMDBSentiment-v0: positive movie-review continuation in CORY's pioneer -> observer protocol.
+"""IMDBSentiment-v1 / -v0: positive movie-review continuation in CORY's pioneer -> observer protocol.
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/IMDBSentiment-v0`` |
+| Id | ``llm_marl_envs/IMDBSentiment-v1``; ``-v0`` kept |
 | Agents | ``pioneer_0``, then ``observer_0`` (one turn each, AEC only) |
 | Action | free text: a continuation of the query (CORY samples 4-15 tokens) |
 | Observation | pioneer: the query; observer: ``I can make this sentence "<query + pioneer continuation>" more positive: <query>`` |
@@ -20,8 +20,19 @@ reward: the raw POSITIVE logit; loaded lazily on first use), or any callable
 
 **Reward components** per agent: ``sentiment`` (the scorer's value), ``task_reward`` (equal to
 ``sentiment``, or 0 on a format failure), ``format_failure``. Format errors: ``"empty"``,
-``"too_long"``. The chat form of each prompt is in ``infos[agent]["messages"]``: an
-instruction as the system message and the observation as the user message.
+``"too_long"`` and (v1) ``"echo"``. The chat form of each prompt is in
+``infos[agent]["messages"]``: an instruction as the system message and the observation as the
+user message.
+
+**Worked examples** (``worked_example``; v1's default, off in v0). Each chat holds a short
+instruction ("reply with the 3 to 12 words that come next") and two example exchanges in the
+agent's own format before the real opening (``Opening: "<query>"``, for the observer also
+``Other writer: "<pioneer continuation>"``). The observation strings stay CORY's.
+
+**Echoes** (``reject_echo``; v1's default, off in v0). A continuation that repeats the whole
+query (its words, in order, anywhere in the answer) is a format failure ``"echo"`` scoring 0:
+in v0 repeating the opening, which the scorer reads as part of the review, could earn the
+query's own sentiment.
 
 **Data** (``data_source``): ``"auto"`` (Hub ``stanfordnlp/imdb`` or its cache, else the
 bundled sample), ``"hub"``, ``"bundled"`` (220 review openings written for this project), or
@@ -31,15 +42,18 @@ the bundled openings are used whole. ``infos`` give ``data_source`` and ``row_id
 
 **Arguments.** ``split``, ``data_source``, ``scorer``, ``tokenizer``, ``query_length`` (inclusive
 range, default ``(2, 7)``), ``min_review_chars``, ``reward_mode``, ``max_action_length``,
-``max_cycles`` (accepted; an episode is one cycle), ``render_mode``.
-``reset(options={"row_index": i})`` plays row ``i``.
+``max_cycles`` (accepted; an episode is one cycle), ``render_mode``, ``worked_example``,
+``reject_echo``. ``reset(options={"row_index": i})`` plays row ``i``.
 
-**Version history.** v0: initial version.
+**Version history.** v0: initial version. v1: ``worked_example=True`` and
+``reject_echo=True`` by default (issue 18: the embedded 135M model echoed the opening or ran
+on for the whole token budget; with the examples it answers in a phrase and stops).
 """
 
 from __future__ import annotations
 
 import os
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -48,7 +62,7 @@ from llm_marl_envs.data.imdb import load_imdb
 from llm_marl_envs.envs.base.pioneer_observer import PioneerObserverEnv
 from llm_marl_envs.rewards.sentiment import join_continuation, resolve_scorer
 
-__all__ = ["IMDBSentimentEnv", "env"]
+__all__ = ["IMDBSentimentEnv", "IMDBSentimentEnvV1", "env", "is_echo"]
 
 INSTRUCTION = (
     "You are writing a movie review. Continue the text you are given with a few words "
@@ -56,11 +70,31 @@ INSTRUCTION = (
 )
 MAX_QUOTED_CHARS = 1000
 
+# v1's chat prompts: the format a 135M model follows once it has seen it twice.
+EXAMPLE_INSTRUCTION = (
+    "You finish movie-review sentences. The user gives the opening words of a review; reply "
+    "with the words that come next (3 to 12 words), making the review positive. Do not repeat "
+    "the opening."
+)
+EXAMPLE_OBSERVER_INSTRUCTION = (
+    "You finish movie-review sentences. The user gives the opening words of a review and "
+    "another writer's continuation; reply with your own continuation (3 to 12 words) that is "
+    "more positive. Do not repeat the opening."
+)
+#: (opening, another writer's continuation, a positive continuation)
+EXAMPLES = (
+    ("The acting in this film", "was fine, I guess.", "is warm, funny and truly moving."),
+    ("I did not expect", "much from it.", "to love every minute of this charming story."),
+)
+
 
 class IMDBSentimentEnv(PioneerObserverEnv):
     """IMDB positive-continuation task in the pioneer -> observer protocol."""
 
     metadata = {**PioneerObserverEnv.metadata, "name": "IMDBSentiment-v0"}
+    #: This version's defaults for ``worked_example`` and ``reject_echo``.
+    WORKED_EXAMPLE = False
+    REJECT_ECHO = False
 
     def __init__(
         self,
@@ -75,7 +109,11 @@ class IMDBSentimentEnv(PioneerObserverEnv):
         max_cycles: int = 1,
         render_mode: str | None = None,
         max_action_length: int = 8192,
+        worked_example: bool | None = None,
+        reject_echo: bool | None = None,
     ) -> None:
+        self.worked_example = self.WORKED_EXAMPLE if worked_example is None else worked_example
+        self.reject_echo = self.REJECT_ECHO if reject_echo is None else bool(reject_echo)
         super().__init__(
             reward_mode=reward_mode,
             max_cycles=max_cycles,
@@ -105,16 +143,22 @@ class IMDBSentimentEnv(PioneerObserverEnv):
         self._set_task_info(self.data.source, self.data.row_ids[index])
 
     def _pioneer_prompt(self) -> tuple[str, list[dict[str, str]]]:
+        if self.worked_example:
+            return self.query, _example_messages(self.query)
         return self.query, _messages(self.query)
 
     def _observer_prompt(self, pioneer_answer: str) -> tuple[str, list[dict[str, str]]]:
         quoted = join_continuation(self.query, pioneer_answer)[:MAX_QUOTED_CHARS]
         text = f'I can make this sentence "{quoted}" more positive: {self.query}'
+        if self.worked_example:
+            return text, _example_messages(self.query, pioneer_answer[:MAX_QUOTED_CHARS])
         return text, _messages(text)
 
     def _score(self, action: CleanAction) -> tuple[float, dict[str, float], str | None]:
         if action.failure is not None:
             return 0.0, {"sentiment": 0.0}, action.failure
+        if self.reject_echo and is_echo(self.query, action.text):
+            return 0.0, {"sentiment": 0.0}, "echo"
         sentiment = float(self.scorer([join_continuation(self.query, action.text)])[0])
         return sentiment, {"sentiment": sentiment}, None
 
@@ -124,6 +168,50 @@ class IMDBSentimentEnv(PioneerObserverEnv):
 
 def _messages(user_text: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": user_text}]
+
+
+class IMDBSentimentEnvV1(IMDBSentimentEnv):
+    """IMDBSentiment-v1: worked examples in the chat prompts; echoes of the query fail."""
+
+    metadata = {**IMDBSentimentEnv.metadata, "name": "IMDBSentiment-v1"}
+    WORKED_EXAMPLE = True
+    REJECT_ECHO = True
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def is_echo(query: str, continuation: str) -> bool:
+    """True when ``continuation`` repeats the whole ``query`` (its words in order, anywhere).
+
+    >>> is_echo("Teachers everywhere should show this", "The teachers everywhere should show this.")
+    True
+    >>> is_echo("This is the worst", "the worst.")
+    False
+    """
+    query_words, words = _words(query), _words(continuation)
+    n = len(query_words)
+    return n > 0 and any(words[i : i + n] == query_words for i in range(len(words) - n + 1))
+
+
+def _opening(query: str, other: str | None) -> str:
+    text = f'Opening: "{query}"'
+    return text if other is None else f'{text}\nOther writer: "{other}"'
+
+
+def _example_messages(query: str, pioneer_answer: str | None = None) -> list[dict[str, str]]:
+    """v1's chat: instruction, two example exchanges in this seat's format, the real opening."""
+    observer = pioneer_answer is not None
+    instruction = EXAMPLE_OBSERVER_INSTRUCTION if observer else EXAMPLE_INSTRUCTION
+    messages = [{"role": "system", "content": instruction}]
+    for opening, other, positive in EXAMPLES:
+        messages += [
+            {"role": "user", "content": _opening(opening, other if observer else None)},
+            {"role": "assistant", "content": positive},
+        ]
+    messages.append({"role": "user", "content": _opening(query, pioneer_answer)})
+    return messages
 
 
 def env(**kwargs: Any) -> IMDBSentimentEnv:
