@@ -184,8 +184,9 @@ def plot_curves(
     The x axis counts updates: iteration ``i``'s training row is drawn at ``i + 1`` (after its
     update) and an evaluation row at its own ``iteration`` (the updates done before it), so
     evaluations sit where they happened and the axis has integer ticks from 0. Lines whose
-    key the rows lack are skipped; each line gets its own marker so no agent's line hides
-    another's. ``swaps``: a dotted vertical line after each iteration whose ``role_swap`` is
+    key the rows lack are skipped; each line gets its own marker and dash pattern, drawn
+    see-through, so no agent's line hides another's. ``swaps``: a dotted vertical line after
+    each iteration whose ``role_swap`` is
     true. ``title``: the figure's title (env, algorithm, seed).
     """
     from matplotlib.figure import Figure  # the Agg canvas, without pyplot's global state
@@ -206,6 +207,9 @@ def plot_curves(
                 continue
             options.setdefault("marker", markers[number % len(markers)])
             options.setdefault("markersize", 4)
+            # lines that coincide stay visible: each its own dash pattern, drawn see-through
+            options.setdefault("linestyle", ("-", "--", "-.", ":")[number % 4])
+            options.setdefault("alpha", 0.85)
             x = [r["iteration"] + (0 if from_evals else 1) for r in rows]
             y = [r[key] for r in rows]
             ax.plot(x, y, label=label, **options)

@@ -62,8 +62,17 @@ Usage::
     python baselines/magrpo.py --env llm_marl_envs/CoopCoding-v0 --env-kwargs num_turns=2 --lr 1e-5
     python baselines/magrpo.py --resume                         # continue runs/magrpo-...-1
 
-Outputs in ``--out-dir``: ``metrics.jsonl`` (one line per iteration), ``curves.png``,
-``checkpoint/``, ``episodes.jsonl`` (the latest iteration's episodes, to read).
+Evaluation: ``eval_episodes`` fixed tasks (episode seeds from :data:`EVAL_SEED`, far from any
+training seed, so never trained on), played with the same sampling seeds every time before the
+first update, every ``eval_every`` iterations and at the end: two evaluations differ only
+through the weights, a paired measurement without the task-to-task noise of the training
+curve. Each evaluation logs the joint reward (mean and std over the tasks), and per agent
+the completion length and the share of turns with a format failure.
+
+Outputs in ``--out-dir``: ``metrics.jsonl`` (one line per iteration), ``eval.jsonl`` (one line
+per evaluation; ``iteration`` = the updates done before it), ``curves.png`` (the evaluations
+drawn where they happened), ``checkpoint/``, ``episodes.jsonl`` (the latest iteration's
+episodes, to read).
 """
 
 import resource
@@ -106,6 +115,10 @@ TIMING_KEYS = (
     "train_tokens_per_s",
     "peak_rss_mb",
 )
+
+#: Evaluation episodes reset with ``EVAL_SEED + k``; training seeds (``seed * 1_000_000 + ...``)
+#: stay far below it for any seed under a million.
+EVAL_SEED = 2**40
 
 
 @dataclass
@@ -165,6 +178,11 @@ class Args:
     """continue from <out-dir>/checkpoint (other arguments must match the checkpoint's)"""
     checkpoint_every: int = 5
     """write the checkpoint and curves.png every N iterations (0: only at the end)"""
+    eval_episodes: int = 8
+    """tasks of the fixed evaluation set: the same tasks and sampling seeds at every
+    evaluation, none of them used in training (0: no evaluation)"""
+    eval_every: int = 5
+    """evaluate before the first update, every N iterations and at the end"""
     progress: bool = True
     """show a tqdm progress bar over iterations"""
 
@@ -256,7 +274,9 @@ def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, flo
 # --- checkpoints and plots -------------------------------------------------------------------
 
 
-def save_checkpoint(out_dir: Path, next_iteration: int, args: Args, learners, metrics) -> None:
+def save_checkpoint(
+    out_dir: Path, next_iteration: int, args: Args, learners, metrics, evals=()
+) -> None:
     """Everything ``--resume`` needs, as ``checkpoint/iteration-<next_iteration>/`` (atomic,
     checksummed; the previous checkpoint stays as the fallback)."""
     payloads = {
@@ -280,16 +300,18 @@ def save_checkpoint(out_dir: Path, next_iteration: int, args: Args, learners, me
         metrics,
         payloads,
         policy_seeds=[learner["policy"].seed for learner in learners],
+        evals=list(evals),
     )
 
 
-def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict]]:
+def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict], list[dict]]:
     """Restore the learners from the newest checkpoint that verifies (its args checked against
-    ``args``); returns the next iteration and the metrics so far: ``(0, [])`` when there is no
-    good one (the run starts from scratch; ``checkpoints.load_latest`` said why)."""
+    ``args``); returns the next iteration, the metrics and the evaluations so far: ``(0, [],
+    [])`` when there is no good one (the run starts from scratch; ``checkpoints.load_latest``
+    said why)."""
     found = common.load_checkpoint(out_dir, args)
     if found is None:
-        return 0, []
+        return 0, [], []
     state, payloads = found
     for index, learner in enumerate(learners):
         saved, model = payloads[f"learner_{index}"], learner["policy"].model
@@ -298,11 +320,14 @@ def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict
         model.load_state_dict(saved["params"], strict=False)
         learner["optimizer"].load_state_dict(saved["optimizer"])
     torch.set_rng_state(payloads["torch_rng"])
-    return state["iteration"], state["metrics"]
+    return state["iteration"], state["metrics"], state.get("evals", [])
 
 
-def plot_curves(metrics: list[dict], path: Path, agents: list[str], title: str = "") -> None:
-    """Joint reward (mean ± std, max), loss and completion length per iteration, as a PNG."""
+def plot_curves(
+    metrics: list[dict], path: Path, agents: list[str], title: str = "", evals=()
+) -> None:
+    """Joint reward (mean ± std, max; the evaluations where they happened), loss and completion
+    length per iteration, as a PNG."""
     common.plot_curves(
         path,
         metrics,
@@ -312,8 +337,9 @@ def plot_curves(metrics: list[dict], path: Path, agents: list[str], title: str =
                 [
                     ("mean", "reward_mean", {"band": "reward_std"}),
                     ("max", "reward_max", {"linestyle": ":"}),
+                    ("eval (fixed tasks)", "reward_mean", {"eval": True, "linestyle": "--"}),
                 ],
-                "joint reward of the sampled episodes",
+                "joint reward per episode",
             ),
             ("loss", [(agent, f"loss/{agent}", {}) for agent in agents], "policy-gradient loss"),
             (
@@ -322,8 +348,44 @@ def plot_curves(metrics: list[dict], path: Path, agents: list[str], title: str =
                 "tokens per completion",
             ),
         ],
+        evals,
         title=title,
     )
+
+
+def evaluate(args: Args, policies: dict, learners: list[dict], env_kwargs: dict, updates: int):
+    """Joint reward, completion length and format failures on the fixed evaluation tasks.
+
+    Every evaluation plays the same ``eval_episodes`` tasks (seeds from :data:`EVAL_SEED`) with
+    the same sampling seeds, so two evaluations differ only through the weights. The policies
+    are reseeded again before the next training rollout, so evaluating changes no training
+    sample."""
+    for index, learner in enumerate(learners):
+        learner["policy"].reseed(EVAL_SEED + index)
+    result = rollout(
+        args.env,
+        policies,
+        episodes=args.eval_episodes,
+        batch_size=args.eval_episodes,
+        seed=EVAL_SEED,
+        env_kwargs=env_kwargs,
+        progress=None,  # a bar on a terminal (the first evaluation is the run's first long step)
+    )
+    agents = list(policies)
+    rewards = np.array([joint_reward(e, agents, args.gamma) for e in result.episodes])
+    row = {
+        "iteration": updates,
+        "episodes": len(result.episodes),
+        "reward_mean": float(rewards.mean()),
+        "reward_std": float(rewards.std()),
+    }
+    for agent in agents:
+        turns = [t for e in result.episodes for t in e.turns if t.agent == agent]
+        row[f"completion_tokens/{agent}"] = float(np.mean([len(t.completion_ids) for t in turns]))
+        row[f"format_failure_rate/{agent}"] = float(
+            np.mean([t.format_error is not None for t in turns])
+        )
+    return row
 
 
 # --- main ------------------------------------------------------------------------------------
@@ -340,11 +402,17 @@ def main(argv=None) -> list[dict]:
     agents = list(llm_marl_envs.make(args.env, **env_kwargs).possible_agents)
     n_episodes = args.batch_size * args.group_size
     models = len(agents) if args.algo == "magrpo" else 1
+    evaluations = (
+        f"an evaluation of {args.eval_episodes} fixed tasks before the first update, every "
+        f"{args.eval_every} iterations and at the end"
+        if args.eval_episodes > 0
+        else "no evaluations"
+    )
     tqdm.write(  # before the first slow step (loading the models), so a user knows
         f"{args.algo} on {env_name} with the {args.model!r} model, seed {args.seed}: loading "
         f"{models} model(s), then {args.iterations} iterations of {args.batch_size} groups of "
         f"{args.group_size} episodes ({n_episodes} per iteration; measured with the defaults: "
-        f"about 90 s per iteration on 2 CPU cores); results in {out_dir}"
+        f"about 90 s per iteration on 2 CPU cores) and {evaluations}; results in {out_dir}"
     )
 
     # Learners: a model + optimizer per agent (magrpo), or one for all agents (grpo).
@@ -369,10 +437,24 @@ def main(argv=None) -> list[dict]:
         )
     policies = {agent: learner["policy"] for learner in learners for agent in learner["agents"]}
 
-    start, metrics = 0, []
+    start, metrics, evals = 0, [], []  # evals: one row per evaluation
     if args.resume:  # the newest good checkpoint, or none: from scratch
-        start, metrics = load_checkpoint(out_dir, args, learners)
+        start, metrics, evals = load_checkpoint(out_dir, args, learners)
     common.write_log(out_dir / "metrics.jsonl", metrics)  # drops lines logged after the checkpoint
+    common.write_log(out_dir / "eval.jsonl", evals)
+    title = f"{args.algo} on {env_name}, seed {args.seed}"
+
+    def run_eval(updates: int) -> None:
+        row = evaluate(args, policies, learners, env_kwargs, updates)
+        evals.append(row)
+        common.append_log(out_dir / "eval.jsonl", row)
+        tqdm.write(
+            f"eval after {updates} updates: joint reward {row['reward_mean']:.3f} "
+            f"± {row['reward_std']:.3f} over {row['episodes']} fixed tasks"
+        )
+
+    if args.eval_episodes > 0 and start == 0 and not evals:
+        run_eval(0)
 
     bar = tqdm(
         range(start, args.iterations),
@@ -459,14 +541,12 @@ def main(argv=None) -> list[dict]:
         bar.set_postfix(reward=f"{row['reward_mean']:.3f}", s_it=f"{seconds:.0f}")
 
         done = iteration + 1
+        every = args.eval_every > 0 and done % args.eval_every == 0
+        if args.eval_episodes > 0 and (every or done == args.iterations):
+            run_eval(done)
         if done == args.iterations or (args.checkpoint_every and done % args.checkpoint_every == 0):
-            save_checkpoint(out_dir, done, args, learners, metrics)
-            plot_curves(
-                metrics,
-                out_dir / "curves.png",
-                agents,
-                f"{args.algo} on {env_name}, seed {args.seed}",
-            )
+            save_checkpoint(out_dir, done, args, learners, metrics, evals)
+            plot_curves(metrics, out_dir / "curves.png", agents, title, evals)
     bar.close()
     return metrics
 

@@ -39,6 +39,10 @@ TINY = [
     "1e-3",
     "--seed",
     "3",
+    "--eval-episodes",
+    "4",
+    "--eval-every",
+    "2",
     "--no-progress",
 ]
 
@@ -177,6 +181,36 @@ def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
     resumed = magrpo.main([*base, "--iterations", "4", "--resume"])
     assert algorithmic(resumed) == algorithmic(reference)
     assert algorithmic(read_metrics(out)) == algorithmic(reference)
+    assert read_evals(out) == read_evals(full_run[0])
+
+
+def read_evals(out: Path) -> list[dict]:
+    return [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
+
+
+def test_fixed_evaluation_set(full_run, tmp_path):
+    out, metrics = full_run
+    evals = read_evals(out)
+    # before training, after 2 updates (eval_every=2) and at the end (4)
+    assert [e["iteration"] for e in evals] == [0, 2, 4]
+    for e in evals:
+        assert e["episodes"] == 4 and 0.0 <= e["reward_mean"] <= 3.0
+        for agent in ("summarizer_0", "elaborator_0"):
+            assert 0 < e[f"completion_tokens/{agent}"] <= 16
+            assert 0.0 <= e[f"format_failure_rate/{agent}"] <= 1.0
+    assert len({e["reward_mean"] for e in evals}) > 1  # the weights moved the fixed-set score
+    # the checkpoint keeps them, for --resume
+    state = json.loads((out / "checkpoint" / "iteration-000004" / "state.json").read_text())
+    assert state["evals"] == evals
+    # a pure function of the weights: the untrained model in a separate run scores the same
+    magrpo.main([*TINY, "--iterations", "1", "--out-dir", str(tmp_path / "fresh")])
+    assert read_evals(tmp_path / "fresh")[0] == evals[0]
+    # and evaluating changes no training sample
+    off = magrpo.main(
+        [*TINY, "--iterations", "4", "--eval-episodes", "0", "--out-dir", str(tmp_path / "off")]
+    )
+    assert algorithmic(off) == algorithmic(metrics)
+    assert not (tmp_path / "off" / "eval.jsonl").read_text()
 
 
 def test_resume_refuses_changed_arguments(full_run):
