@@ -25,7 +25,9 @@ owns the environment copies and decides where resets and steps run. The default
 
 * **Seeds and groups.** Episode ``i`` belongs to group ``i // group_size`` and resets with
   ``seed + group``: the ``group_size`` copies of a group play the same task (GRPO / MAGRPO
-  groups); with sampling their answers differ.
+  groups); with sampling their answers differ. A frozen episode list (an evaluation suite)
+  names each group's seed instead (``seeds``), and may pin each group's task with reset
+  options (``reset_options``, e.g. ``{"row_index": 12}``: row 12 of the env's split).
 * **CPU-heavy steps.** When an environment's ``step`` does real work (CoopCoding-v0 runs
   tests in the sandbox; such envs set ``heavy_step = True``) the local executor runs the steps
   in worker threads while the model generates for the other copies; a copy sits out while its
@@ -57,7 +59,7 @@ import sys
 import time
 import warnings
 from collections import defaultdict, deque
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -141,7 +143,7 @@ def rollout(
     env: str | Callable[[], AECEnv | ParallelEnv],
     policies: Policy | Callable | Mapping[str, Policy | Callable],
     *,
-    episodes: int,
+    episodes: int | None = None,
     batch_size: int = 8,
     seed: int = 0,
     group_size: int = 1,
@@ -152,6 +154,8 @@ def rollout(
     env_workers: int | None = None,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     executor: EnvExecutor | None = None,
+    seeds: Sequence[int] | None = None,
+    reset_options: Sequence[Mapping[str, Any] | None] | None = None,
 ) -> RolloutResult:
     """Play ``episodes`` episodes of ``env`` with ``policies``, ``batch_size`` at a time.
 
@@ -160,7 +164,7 @@ def rollout(
             function returning an AEC or Parallel env.
         policies: One policy for every agent, or ``{agent: policy}``; a policy is a
             :class:`~llm_marl_envs.policies.Policy` or a function ``(observation, info) -> str``.
-        episodes: Number of episodes.
+        episodes: Number of episodes (default with ``seeds``: ``len(seeds) * group_size``).
         batch_size: Environment copies played in lockstep (1 = one episode at a time).
         seed: Seed of the first group; group ``g`` resets with ``seed + g``.
         group_size: Consecutive episodes that share a seed (same task).
@@ -178,14 +182,18 @@ def rollout(
             (:class:`~llm_marl_envs.rollout.executors.EnvExecutor`; default: a
             :class:`~llm_marl_envs.rollout.executors.LocalExecutor`). It is opened for this
             rollout and closed at its end, also after an error.
+        seeds: The seed of each group, in order, instead of ``seed + g`` (a frozen episode
+            list); ``episodes`` is then ``len(seeds) * group_size``.
+        reset_options: Options of each group's ``reset`` (``None`` or a dict per group, e.g.
+            ``{"row_index": i}``), recorded in each episode's record.
 
     Returns:
         A :class:`RolloutResult`. Raises :class:`RolloutError` if a policy fails and
         :class:`RolloutInterrupted` on Ctrl-C, both after the finished episodes are saved.
     """
-    check_int("episodes", episodes, 0)
     check_int("batch_size", batch_size, 1)
     check_int("group_size", group_size, 1)
+    episodes, seeds, reset_options = _episode_plan(episodes, group_size, seeds, reset_options)
     if executor is None:
         executor = LocalExecutor(env_workers)
     elif not isinstance(executor, EnvExecutor):
@@ -207,6 +215,8 @@ def rollout(
             copies=copies,
             seed=seed,
             group_size=group_size,
+            seeds=seeds,
+            reset_options=reset_options,
             out=out,
             include_tokens=include_tokens,
             progress=progress,
@@ -215,6 +225,37 @@ def rollout(
         return engine.run()
     finally:
         executor.close()
+
+
+def _episode_plan(episodes, group_size, seeds, reset_options):
+    """Check ``episodes`` / ``seeds`` / ``reset_options`` together; returns them with the
+    episode count filled in and the lists made tuples."""
+    if seeds is not None:
+        if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
+            raise TypeError(f"seeds must be a list of ints (one per group), got {seeds!r}")
+        seeds = tuple(check_int("seeds[]", s, 0) for s in seeds)
+        if episodes is None:
+            episodes = len(seeds) * group_size
+        elif episodes != len(seeds) * group_size:
+            raise ValueError(
+                f"episodes={episodes} but {len(seeds)} seeds x group_size={group_size} give "
+                f"{len(seeds) * group_size}; leave episodes out"
+            )
+    elif episodes is None:
+        raise TypeError("rollout() needs episodes=N (or seeds=[...], one per group)")
+    check_int("episodes", episodes, 0)
+    if reset_options is not None:
+        groups = -(-episodes // group_size)
+        if isinstance(reset_options, Mapping) or len(reset_options) != groups:
+            raise ValueError(
+                f"reset_options must be a list with one dict (or None) per group: {groups} "
+                f"groups, got {reset_options!r:.80}"
+            )
+        for options in reset_options:
+            if options is not None and not isinstance(options, Mapping):
+                raise TypeError(f"each reset_options entry must be a dict or None, got {options!r}")
+        reset_options = tuple(None if o is None else dict(o) for o in reset_options)
+    return episodes, seeds, reset_options
 
 
 class _Slot:
@@ -247,6 +288,8 @@ class RolloutEngine:
         seed: int,
         group_size: int,
         out: str | Path | None,
+        seeds: Sequence[int] | None = None,
+        reset_options: Sequence[dict | None] | None = None,
         include_tokens: bool,
         progress: bool | None,
         max_record_bytes: int | None,
@@ -255,6 +298,7 @@ class RolloutEngine:
         self.policies = dict(policies)
         self.env_id, self.env_kwargs = env_id, dict(env_kwargs)
         self.episodes, self.seed, self.group_size = episodes, seed, group_size
+        self.seeds, self.reset_options = seeds, reset_options
         self.out, self.include_tokens, self.progress = out, include_tokens, progress
         self.max_record_bytes = max_record_bytes
         self.slots = [_Slot() for _ in range(copies)]
@@ -390,10 +434,16 @@ class RolloutEngine:
             self.slots[i].episode = index
             slots.append(i)
             groups.append(index // self.group_size)
-            seeds.append(self.seed + groups[-1])
+            seeds.append(self._group_seed(groups[-1]))
         if not slots:
             return []
-        return self._track(slots, self.executor.reset(slots, seeds, groups))
+        if self.reset_options is None:
+            return self._track(slots, self.executor.reset(slots, seeds, groups))
+        options = [self.reset_options[g] for g in groups]
+        return self._track(slots, self.executor.reset(slots, seeds, groups, options=options))
+
+    def _group_seed(self, group: int) -> int:
+        return self.seed + group if self.seeds is None else self.seeds[group]
 
     def _track(self, batch: list[int], futures: list[Future[EnvUpdate]]) -> list[int]:
         """Note the executor's work in flight; return the slots whose work is already done."""
@@ -430,7 +480,7 @@ class RolloutEngine:
         agents = start.possible_agents
         slot.record = EpisodeRecord(
             env_id=self.env_id,
-            seed=self.seed + group,
+            seed=self._group_seed(group),
             episode=index,
             group=group,
             returns={a: 0.0 for a in agents},
@@ -440,6 +490,7 @@ class RolloutEngine:
             env_kwargs=json_safe(self.env_kwargs),
             policies={a: self.policies[a].name for a in agents},
             package_version=llm_marl_envs.__version__,
+            reset_options=None if self.reset_options is None else self.reset_options[group],
         )
         slot.last_turn = {}
 

@@ -132,10 +132,17 @@ class EnvExecutor(ABC):
 
     @abstractmethod
     def reset(
-        self, slots: Sequence[int], seeds: Sequence[int], groups: Sequence[int]
+        self,
+        slots: Sequence[int],
+        seeds: Sequence[int],
+        groups: Sequence[int],
+        options: Sequence[dict | None] | None = None,
     ) -> list[Future[EnvUpdate]]:
-        """Start a new episode in each slot (``env.reset(seed=...)``); ``groups[i]`` is the
-        episode's group (the episodes of a group share a seed); one future per slot."""
+        """Start a new episode in each slot (``env.reset(seed=..., options=...)``);
+        ``groups[i]`` is the episode's group (the episodes of a group share a seed);
+        ``options[i]`` the reset options of slot ``i``'s episode (the engine passes them only
+        when a rollout pins them; executors that predate them keep working without them);
+        one future per slot."""
 
     @abstractmethod
     def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[Future[EnvUpdate]]:
@@ -239,9 +246,17 @@ class LocalExecutor(EnvExecutor):
         return EnvDescription(env_id, list(self.envs[0].possible_agents))
 
     def reset(
-        self, slots: Sequence[int], seeds: Sequence[int], groups: Sequence[int]
+        self,
+        slots: Sequence[int],
+        seeds: Sequence[int],
+        groups: Sequence[int],
+        options: Sequence[dict | None] | None = None,
     ) -> list[Future[EnvUpdate]]:
-        return [_done(self._reset_one(slot, seed)) for slot, seed in zip(slots, seeds, strict=True)]
+        options = options or [None] * len(slots)
+        return [
+            _done(self._reset_one(slot, seed, option))
+            for slot, seed, option in zip(slots, seeds, options, strict=True)
+        ]
 
     def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[Future[EnvUpdate]]:
         if self._pool is None:
@@ -260,10 +275,10 @@ class LocalExecutor(EnvExecutor):
             self._pool = None
         self.envs = []
 
-    def _reset_one(self, slot: int, seed: int) -> EnvUpdate:
+    def _reset_one(self, slot: int, seed: int, options: dict | None = None) -> EnvUpdate:
         env = self.envs[slot]
         tick = time.perf_counter()
-        env.reset(seed=seed)
+        env.reset(seed=seed, options=options)
         start = EpisodeStart(
             list(env.possible_agents),
             getattr(env.unwrapped, "data_source", None),

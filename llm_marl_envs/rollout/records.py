@@ -125,6 +125,7 @@ class EpisodeRecord:
     env_kwargs: dict[str, Any] = field(default_factory=dict)
     policies: dict[str, str] = field(default_factory=dict)
     package_version: str = ""
+    reset_options: dict[str, Any] | None = None
 
     @property
     def num_turns(self) -> int:
@@ -133,6 +134,8 @@ class EpisodeRecord:
     def to_dict(self, include_tokens: bool = False) -> dict[str, Any]:
         """A JSON-ready dict (token ids and log-probabilities only if asked for)."""
         data = asdict(self)
+        if data["reset_options"] is None:  # only frozen episode lists pin a reset's options
+            del data["reset_options"]
         if not include_tokens:
             for turn in data["turns"]:
                 for key in ("prompt_ids", "completion_ids", "logprobs"):

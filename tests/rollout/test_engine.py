@@ -234,3 +234,65 @@ def test_heavy_steps_leave_the_main_thread_and_give_the_same_episodes():
     assert any(name.startswith("env-step") for name in threads)  # live steps ran in workers
     inline = rollout(SlowMaze, policies, episodes=5, batch_size=3, env_workers=0, progress=False)
     assert _dicts(threaded) == _dicts(inline)
+
+
+def test_frozen_episode_list_pins_seeds_and_rows(tmp_path):
+    """``seeds`` and ``reset_options`` name each group's task (an evaluation suite's episodes)."""
+    env_id = "llm_marl_envs/GSM8K-v0"
+    out = tmp_path / "frozen.jsonl"
+    result = rollout(
+        env_id,
+        _policies(env_id, **DATA),
+        seeds=[5, 7, 9],
+        reset_options=[{"row_index": 0}, {"row_index": 3}, None],
+        group_size=2,
+        batch_size=4,
+        env_kwargs=DATA,
+        out=out,
+        progress=False,
+    )
+    assert [(e.seed, e.group) for e in result.episodes] == [
+        (5, 0),
+        (5, 0),
+        (7, 1),
+        (7, 1),
+        (9, 2),
+        (9, 2),
+    ]
+    data = llm_marl_envs.make(env_id, **DATA).unwrapped.data
+    assert [e.row_id for e in result.episodes[:4]] == [data.row_ids[0]] * 2 + [data.row_ids[3]] * 2
+    assert [e.reset_options for e in read_jsonl(out)][:4] == [{"row_index": 0}] * 2 + [
+        {"row_index": 3}
+    ] * 2
+    # the same seeds replay the same episodes, whatever the batch
+    again = rollout(
+        env_id,
+        _policies(env_id, **DATA),
+        seeds=[9],
+        reset_options=[None],
+        group_size=2,
+        env_kwargs=DATA,
+        progress=False,
+    )
+    assert [e.to_dict()["turns"] for e in again.episodes] == [
+        e.to_dict()["turns"] for e in result.episodes[4:]
+    ]
+    # a plain rollout's records carry no reset_options key
+    plain = rollout(env_id, _policies(env_id, **DATA), episodes=1, env_kwargs=DATA, progress=False)
+    assert "reset_options" not in plain.episodes[0].to_dict()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "words"),
+    [
+        ({}, TypeError, "needs episodes=N"),
+        ({"seeds": [1, 2], "episodes": 3}, ValueError, "leave episodes out"),
+        ({"seeds": "12"}, TypeError, "one per group"),
+        ({"episodes": 3, "reset_options": [{}]}, ValueError, "one dict (or None) per group"),
+        ({"seeds": [1], "reset_options": ["row 3"]}, TypeError, "dict or None"),
+    ],
+)
+def test_frozen_episode_list_bad_arguments(kwargs, error, words):
+    env_id = "llm_marl_envs/GSM8K-v0"
+    with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
+        rollout(env_id, _policies(env_id, **DATA), env_kwargs=DATA, progress=False, **kwargs)
