@@ -1,7 +1,7 @@
 # Set-up and entry points. Every target is idempotent: the virtual environment is built once
 # and rebuilt only when the dependency declarations change.
 #   make demo   set up, then train CORY on IMDB with the embedded model (the main job, ~21 min on 2 cores)
-#   make play   set up, then play every registered environment with the embedded model (~2 min)
+#   make play   set up, then play every registered environment with the embedded model (~2.5 min)
 #   make test   set up, then lint (ruff check, ruff format --check) and run the test suite,
 #               which also runs the docstring examples and builds the docs site strictly (CI)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/)
