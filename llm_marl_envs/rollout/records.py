@@ -93,6 +93,8 @@ class TurnRecord:
         format_error: Why the action was a format failure, or None.
         prompt_ids, completion_ids, logprobs: From the policy when it gives them (transformers
             policies do); written to JSONL only with ``include_tokens=True``.
+        completion_tokens: ``len(completion_ids)`` when the policy gave them (always written,
+            so a record says how many tokens were generated; left out when unknown).
     """
 
     agent: str
@@ -106,6 +108,11 @@ class TurnRecord:
     prompt_ids: list[int] | None = None
     completion_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    completion_tokens: int | None = None
+
+    def __post_init__(self) -> None:
+        if self.completion_tokens is None and self.completion_ids is not None:
+            self.completion_tokens = len(self.completion_ids)
 
 
 @dataclass
@@ -136,8 +143,10 @@ class EpisodeRecord:
         data = asdict(self)
         if data["reset_options"] is None:  # only frozen episode lists pin a reset's options
             del data["reset_options"]
-        if not include_tokens:
-            for turn in data["turns"]:
+        for turn in data["turns"]:
+            if turn["completion_tokens"] is None:
+                del turn["completion_tokens"]
+            if not include_tokens:
                 for key in ("prompt_ids", "completion_ids", "logprobs"):
                     turn.pop(key)
         return json_safe(data)
