@@ -20,6 +20,9 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     ("N finished episode(s) kept") and exits 1; on Ctrl-C it does the same and exits 130.
 ``llm-marl play ENV_ID [--human AGENT] [--policy SPEC]``
     Play one or more agents yourself in the terminal against models or scripted policies.
+``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ...) [--tasks NAME ...] [--out DIR]``
+    Evaluates a policy or a team on a frozen benchmark suite (``lite``, ``full``), resumably;
+    scores with 95% bootstrap intervals and a manifest (:mod:`llm_marl_envs.bench.cli`).
 ``llm-marl docs [--out docs/envs]``
     Writes one Markdown page per environment from its module docstring, plus an index.
 """
@@ -34,6 +37,7 @@ import sys
 from pathlib import Path
 
 import llm_marl_envs
+from llm_marl_envs.bench.cli import add_eval_parser, run_eval
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.data.loading import DataSourceError
 
@@ -346,6 +350,7 @@ def _main(argv: list[str] | None) -> int:
         help="an agent you play (repeatable; default: the first)",
     )
     _add_model_options(p_play)
+    add_eval_parser(sub)
     p_docs = sub.add_parser("docs", help="write the environment doc pages")
     p_docs.add_argument("--out", default="docs/envs", help="output folder")
     args = parser.parse_args(argv)
@@ -359,6 +364,8 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "list":
         print(env_table(markdown=args.markdown))
         return 0
+    if args.command == "eval":
+        return run_eval(args)
     if getattr(args, "episodes", 1) < 1:
         parser.error("--episodes must be at least 1")
     if args.command == "demo":

@@ -31,7 +31,8 @@ LAYERS = {
     "algorithms": 5,
     "integrations": 5,
     "playing": 5,
-    "cli": 6,
+    "bench": 6,
+    "cli": 7,
 }
 
 
