@@ -1,0 +1,136 @@
+"""The benchmark's ``llm-marl`` subcommands: ``eval`` (and, later, ``leaderboard``).
+
+``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ...) [--tasks NAME ...] [--out DIR]``
+    Plays a frozen evaluation suite (``lite``, ``full`` or a suite YAML file) with one policy
+    in every seat or a team (a spec per seat index or agent name), with a progress bar per
+    task; writes per-episode JSONL and ``results.json`` (scores with 95% bootstrap intervals
+    and a manifest). Run the same command again to resume a stopped evaluation.
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+from pathlib import Path
+
+__all__ = ["add_eval_parser", "run_eval"]
+
+
+def add_eval_parser(sub) -> None:
+    from llm_marl_envs.policies.specs import POLICY_SPECS
+
+    p_eval = sub.add_parser(
+        "eval",
+        help="evaluate a policy or a team on a frozen benchmark suite",
+        description="Play a frozen evaluation suite and write scored, resumable results.",
+    )
+    p_eval.add_argument("suite", help="a packaged suite (lite, full) or a suite YAML file")
+    who = p_eval.add_mutually_exclusive_group(required=True)
+    who.add_argument("--policy", help=f"the policy of every seat: {', '.join(POLICY_SPECS)}")
+    who.add_argument(
+        "--team",
+        nargs="+",
+        metavar="SEAT=SPEC",
+        help="a policy per seat: 0=SPEC 1=SPEC (seats cycle, so two specs alternate) and/or "
+        "AGENT=SPEC",
+    )
+    p_eval.add_argument("--tasks", nargs="+", metavar="NAME", help="only these tasks")
+    p_eval.add_argument(
+        "--out", default=None, help="output folder (default: results/<suite>-<team>)"
+    )
+    p_eval.add_argument("--name", default=None, help="the entry's name (default: the team)")
+    p_eval.add_argument(
+        "--batch-size", type=int, default=8, help="episodes played in lockstep per task"
+    )
+    p_eval.add_argument(
+        "--data",
+        nargs="+",
+        metavar="TASK=PATH",
+        help="read a task's data from a local copy in the Hub's schema (the full suite)",
+    )
+    p_eval.add_argument(
+        "--dtype", default=None, help="model weights: float32 (default) or bfloat16"
+    )
+    p_eval.add_argument("--no-progress", action="store_true", help="no progress bars")
+
+
+def _slug(text: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.+-]+", "_", text).strip("_")[:80] or "team"
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """``llm-marl eval``: 0 when done, 130 on Ctrl-C (the finished episodes are kept)."""
+    from llm_marl_envs.bench.evaluate import Team, evaluate
+    from llm_marl_envs.bench.suite import load_suite
+    from llm_marl_envs.playing import parse_assignments
+    from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
+
+    if args.batch_size < 1:
+        raise ValueError("--batch-size must be at least 1")
+    suite = load_suite(args.suite)
+    if args.data:
+        suite = suite.with_data_sources(
+            {k: str(v) for k, v in parse_assignments(args.data, "--data").items()}
+        )
+    team = Team.parse(args.policy, args.team)
+    out = Path(args.out or f"results/{suite.label}-{_slug(team.label)}")
+    generation = {"dtype": args.dtype} if args.dtype else {}
+    try:
+        results = evaluate(
+            suite,
+            team,
+            out,
+            tasks=args.tasks,
+            batch_size=args.batch_size,
+            progress=False if args.no_progress else None,
+            entry=args.name,
+            generation=generation,
+        )
+    except (RolloutInterrupted, KeyboardInterrupt):
+        print(
+            f"eval stopped: interrupted (Ctrl-C); finished episodes are kept in {out}; "
+            "run the same command to resume"
+        )
+        return 130
+    except RolloutError as error:
+        print(f"eval stopped: {error}; run the same command to resume")
+        return 1
+    print(summary(results))
+    print(f"results: {out / 'results.json'}")
+    return 0
+
+
+def summary(results: dict) -> str:
+    """The scores of a result as a small table (task, primary metric, mean [lo, hi], n)."""
+    rows = [("task", "metric", "mean", "95% interval", "n")]
+    for name, task in results["tasks"].items():
+        value = task["metrics"][task["primary"]]
+        if value is None:
+            rows.append((name, task["primary"], "-", "-", "0"))
+            continue
+        rows.append(
+            (
+                name,
+                task["primary"],
+                f"{value['mean']:.3f}",
+                f"[{value['lo']:.3f}, {value['hi']:.3f}]",
+                str(value["n"]),
+            )
+        )
+    overall = results.get("overall")
+    if overall:
+        rows.append(
+            (
+                "overall",
+                "score 0..1",
+                f"{overall['mean']:.3f}",
+                f"[{overall['lo']:.3f}, {overall['hi']:.3f}]",
+                str(overall["n"]),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return f"{results['entry']} on {results['suite']['name']}-v{results['suite']['version']}\n" + (
+        "\n".join(line.rstrip() for line in lines)
+    )

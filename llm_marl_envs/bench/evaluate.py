@@ -1,0 +1,358 @@
+"""``llm-marl eval``: play a suite with a team of policies, resumably; write the records.
+
+:func:`evaluate` plays every task of a :class:`~llm_marl_envs.bench.suite.Suite` on the
+batched rollout engine with a :class:`Team` (a policy spec per seat), then scores it
+(:mod:`llm_marl_envs.bench.results`). The output folder holds:
+
+* ``run.json``: what is being run (suite hash, team, batch size), written first; a resume
+  with other settings is refused;
+* ``episodes/<task>.jsonl``: one line per episode once a task is complete: the task, item key,
+  sample, seed and reset options, and the full episode record (every turn's prompt, action,
+  reward components, format error, tokens generated);
+* ``progress/<task>.<n>.jsonl`` and ``.plan.json`` while a task is running: the engine writes
+  each finished episode as one complete line the moment it ends, and the plan maps its lines
+  to (item, sample). A run stopped in any way (Ctrl-C, a crash, ``kill -9``) keeps them; the
+  same command resumes and plays only the episodes no file holds, so nothing is played twice
+  and nothing finished is lost. A complete task's progress files are merged into its
+  ``episodes`` file and removed;
+* ``results.json``: the scores with their intervals, per-item values and the manifest.
+
+Model policies are loaded once per spec and shared by every seat and task that names them
+(the engine batches their turns together); before each task they get the task's generation
+settings (greedy unless the suite samples, the task's token budget) and a seed derived from
+the suite seed and the task.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_marl_envs.bench.suite import Item, Suite, Task, data_hash
+from llm_marl_envs.rollout.records import EpisodeRecord, iter_jsonl
+
+__all__ = ["EvalError", "Team", "TaskRun", "evaluate", "load_episodes"]
+
+RESULTS_SCHEMA = "llm-marl-envs/results/1"
+
+
+class EvalError(ValueError):
+    """A user mistake in an evaluation (bad team, an output folder of another run, ...)."""
+
+
+@dataclass(frozen=True)
+class Team:
+    """A policy spec per seat: ``cycle[i % len(cycle)]`` for seat ``i`` of a task's agents,
+    unless ``named`` names the agent (``{"observer_0": "tiny"}``).
+
+    ``Team.parse("default")`` puts one spec in every seat; ``Team.parse(team=["0=default",
+    "1=tiny"])`` alternates two (seat 0, 2, ... and 1, 3, ...: the heterogeneous pairs of
+    :mod:`llm_marl_envs.bench.pairings`); ``observer_0=tiny`` names one agent.
+    """
+
+    cycle: tuple[str, ...]
+    named: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, policy: str | None = None, team: Sequence[str] | Mapping | None = None) -> Team:
+        if isinstance(team, Mapping):
+            team = [f"{k}={v}" for k, v in team.items()]
+        if bool(policy) == bool(team):
+            raise EvalError("give --policy SPEC (every seat) or --team SEAT=SPEC ..., not both")
+        if policy:
+            return cls((policy,))
+        indexed, named = {}, {}
+        for entry in team:
+            seat, sep, spec = str(entry).partition("=")
+            if not sep or not seat or not spec:
+                raise EvalError(f"--team takes SEAT=SPEC (SEAT: an index or agent), got {entry!r}")
+            if seat.isdigit():
+                indexed[int(seat)] = spec
+            else:
+                named[seat] = spec
+        if indexed and sorted(indexed) != list(range(len(indexed))):
+            raise EvalError(
+                f"--team seat indices must be 0..n-1 without gaps, got {sorted(indexed)}"
+            )
+        cycle = tuple(indexed[i] for i in range(len(indexed)))
+        if not cycle and named:
+            raise EvalError(
+                "--team names agents only; add 0=SPEC for the other seats (or use --policy)"
+            )
+        return cls(cycle, tuple(sorted(named.items())))
+
+    def assign(self, agents: Sequence[str]) -> dict[str, str]:
+        named = dict(self.named)
+        return {a: named.get(a, self.cycle[i % len(self.cycle)]) for i, a in enumerate(agents)}
+
+    def specs(self) -> list[str]:
+        return sorted(set(self.cycle) | {spec for _, spec in self.named})
+
+    def describe(self) -> dict[str, Any]:
+        return {"seats": list(self.cycle), "agents": dict(self.named)}
+
+    @property
+    def label(self) -> str:
+        text = " + ".join(self.cycle)
+        if self.named:
+            text += " (" + ", ".join(f"{a}={s}" for a, s in self.named) + ")"
+        return text
+
+
+@dataclass
+class TaskRun:
+    """A finished task: its episodes as (item, sample, record), and what it cost."""
+
+    task: Task
+    episodes: list[tuple[Item, int, EpisodeRecord]]
+    wall_seconds: float
+    data_hash: str | None
+    assignment: dict[str, str]
+
+
+class _Policies:
+    """Policies by spec, loaded once and shared across seats and tasks."""
+
+    def __init__(self, seed: int, generation: Mapping[str, Any]) -> None:
+        self.seed, self.generation = seed, dict(generation)
+        self.models: dict[str, Any] = {}
+
+    def for_task(self, task: Task, assignment: Mapping[str, str], task_seed: int) -> dict:
+        from llm_marl_envs.playing import build_policies
+        from llm_marl_envs.policies.specs import PolicyFactory
+
+        settings = task.generation_settings()
+        factory = PolicyFactory(task.env, seed=task_seed, **{**self.generation, **settings})
+        factory._models = self.models  # one load per model spec for the whole evaluation
+        default = next(iter(assignment.values()))
+        policies = build_policies(factory, task.env, default, assignment, task.kwargs)
+        for policy in {id(p): p for p in policies.values()}.values():
+            _configure(policy, settings, task_seed)
+        return policies
+
+    def close(self) -> None:
+        for policy in self.models.values():
+            policy.close()
+
+
+def _configure(policy: Any, settings: Mapping[str, Any], seed: int) -> None:
+    """A task's generation settings on a (shared) model policy."""
+    if hasattr(policy, "max_new_tokens"):  # transformers
+        policy.max_new_tokens = int(settings["max_new_tokens"])
+        policy.temperature = float(settings["temperature"])
+        policy.top_p = float(settings["top_p"])
+        policy.do_sample = bool(settings["do_sample"]) and policy.temperature > 0
+    elif hasattr(policy, "max_tokens"):  # an OpenAI-compatible server
+        policy.max_tokens = int(settings["max_new_tokens"])
+        policy.temperature = float(settings["temperature"]) if settings["do_sample"] else 0.0
+        policy.top_p = float(settings["top_p"])
+    if hasattr(policy, "reseed"):
+        policy.reseed(seed)
+    elif hasattr(policy, "seed"):
+        policy.seed = seed
+
+
+def _task_seed(suite_seed: int, task_index: int) -> int:
+    return suite_seed * 1_000 + task_index
+
+
+# --------------------------------------------------------------------------- files
+def _write_json(path: Path, value: Any) -> None:
+    """``value`` as JSON at ``path``, atomically (a reader never sees half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _episode_line(task: Task, item: Item, sample: int, record: EpisodeRecord) -> dict:
+    return {
+        "task": task.name,
+        "key": item.key,
+        "item": item.index,
+        "sample": sample,
+        "seed": item.seed,
+        "options": item.options,
+        "record": record.to_dict(),
+    }
+
+
+def load_episodes(path: str | Path) -> list[dict]:
+    """The lines of an ``episodes/<task>.jsonl`` file, each with its record as an
+    :class:`~llm_marl_envs.rollout.records.EpisodeRecord`."""
+    lines = []
+    with open(path, encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                data = json.loads(line)
+                data["record"] = EpisodeRecord.from_dict(data["record"])
+                lines.append(data)
+    return lines
+
+
+def _done_so_far(task: Task, progress: Path) -> dict[tuple[int, int], EpisodeRecord]:
+    """Episodes of ``task`` already finished by earlier (stopped) runs, by (item, sample)."""
+    done: dict[tuple[int, int], EpisodeRecord] = {}
+    for plan_file in sorted(progress.glob(f"{task.name}.*.plan.json")):
+        plan = json.loads(plan_file.read_text(encoding="utf-8"))
+        shard = plan_file.with_name(plan_file.name.replace(".plan.json", ".jsonl"))
+        if not shard.exists():
+            continue
+        for record in iter_jsonl(shard):  # a line cut by a kill is skipped (with a warning)
+            item, sample = plan["episodes"][record.episode]
+            done.setdefault((item, sample), record)
+    return done
+
+
+def _play_task(
+    task: Task,
+    policies: dict,
+    out: Path,
+    batch_size: int,
+    progress: bool | None,
+    write,
+) -> list[tuple[Item, int, EpisodeRecord]]:
+    """Play the episodes of ``task`` that no earlier run finished; return all of them."""
+    from llm_marl_envs.rollout import rollout
+
+    progress_dir = out / "progress"
+    progress_dir.mkdir(parents=True, exist_ok=True)
+    done = _done_so_far(task, progress_dir)
+    plan = [
+        (item, sample) for item, sample in task.episode_plan() if (item.index, sample) not in done
+    ]
+    if done and plan:
+        write(f"  {task.name}: resuming, {len(done)} episodes kept, {len(plan)} to play")
+    if plan:
+        shard_no = len(list(progress_dir.glob(f"{task.name}.*.plan.json")))
+        shard = progress_dir / f"{task.name}.{shard_no}.jsonl"
+        _write_json(
+            shard.with_name(f"{task.name}.{shard_no}.plan.json"),
+            {"episodes": [[item.index, sample] for item, sample in plan]},
+        )
+        result = rollout(
+            task.env,
+            policies,
+            seeds=[item.seed for item, _ in plan],
+            reset_options=[item.options for item, _ in plan],
+            batch_size=batch_size,
+            env_kwargs=task.kwargs,
+            out=shard,
+            progress=progress,
+        )
+        for record in result.episodes:
+            item, sample = plan[record.episode]
+            done[(item.index, sample)] = record
+    items = {item.index: item for item in task.items}
+    return [(items[i], s, done[(i, s)]) for i, s in sorted(done)]
+
+
+def evaluate(
+    suite: Suite,
+    team: Team,
+    out_dir: str | Path,
+    *,
+    tasks: Sequence[str] | None = None,
+    batch_size: int = 8,
+    progress: bool | None = None,
+    entry: str | None = None,
+    generation: Mapping[str, Any] | None = None,
+    write=None,
+) -> dict:
+    """Play ``suite`` (or its ``tasks``) with ``team``; write and return ``results.json``.
+
+    Args:
+        suite: The suite (:func:`~llm_marl_envs.bench.suite.load_suite`).
+        team: Who plays each seat (:class:`Team`).
+        out_dir: Output folder; an earlier, stopped run of the same settings is resumed.
+        tasks: Task names to play (default: all).
+        batch_size: Episodes played in lockstep per task.
+        progress: A progress bar per task (default: on a terminal).
+        entry: The entry's name in the results (default: the team's label).
+        generation: Extra model-policy options (e.g. ``{"dtype": "bfloat16"}``); the suite's
+            generation settings win where both set one.
+        write: Where status lines go (default: stderr).
+
+    Raises :class:`EvalError` for an output folder that holds another run, and the rollout's
+    ``RolloutInterrupted`` / ``RolloutError`` after saving the finished episodes.
+    """
+    from llm_marl_envs.bench import results as scoring
+
+    write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+    out = Path(out_dir)
+    chosen = [suite.task(name) for name in tasks] if tasks else list(suite.tasks)
+    run = {
+        "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
+        "team": team.describe(),
+        "tasks": [t.name for t in chosen],
+        "batch_size": batch_size,
+        "generation": dict(generation or {}),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    run_file = out / "run.json"
+    if run_file.exists():
+        before = json.loads(run_file.read_text(encoding="utf-8"))
+        if before != run:
+            changed = sorted(k for k in run if before.get(k) != run[k])
+            raise EvalError(
+                f"{out} holds another evaluation ({', '.join(changed)} differ); "
+                "use a new --out folder, or the same settings to resume it"
+            )
+    else:
+        _write_json(run_file, run)
+    (out / "episodes").mkdir(exist_ok=True)
+
+    write(
+        f"{suite.label}: {len(chosen)} tasks, "
+        f"{sum(len(t.episode_plan()) for t in chosen)} episodes, team {team.label}; "
+        f"records in {out}"
+    )
+    pool = _Policies(suite.raw.get("seed", 0), generation or {})
+    started = time.time()
+    runs: list[TaskRun] = []
+    try:
+        for index, task in enumerate(chosen):
+            final = out / "episodes" / f"{task.name}.jsonl"
+            import llm_marl_envs
+
+            agents = list(llm_marl_envs.make(task.env, **task.kwargs).possible_agents)
+            assignment = team.assign(agents)
+            if final.exists():  # finished by an earlier run
+                lines = load_episodes(final)
+                items = {item.index: item for item in task.items}
+                episodes = [(items[x["item"]], x["sample"], x["record"]) for x in lines]
+                meta = json.loads((out / "episodes" / f"{task.name}.meta.json").read_text())
+                runs.append(
+                    TaskRun(task, episodes, meta["wall_seconds"], meta["data_hash"], assignment)
+                )
+                write(f"  {task.name}: done earlier ({len(episodes)} episodes)")
+                continue
+            tick = time.perf_counter()
+            policies = pool.for_task(task, assignment, _task_seed(pool.seed, index))
+            episodes = _play_task(task, policies, out, batch_size, progress, write)
+            seconds = time.perf_counter() - tick
+            hashed = data_hash(task)
+            tmp = final.with_name(final.name + ".tmp")
+            with open(tmp, "w", encoding="utf-8") as handle:
+                for item, sample, record in episodes:
+                    handle.write(json.dumps(_episode_line(task, item, sample, record)) + "\n")
+            _write_json(
+                out / "episodes" / f"{task.name}.meta.json",
+                {"wall_seconds": seconds, "data_hash": hashed},
+            )
+            os.replace(tmp, final)
+            for leftover in (out / "progress").glob(f"{task.name}.*"):
+                leftover.unlink()
+            runs.append(TaskRun(task, episodes, seconds, hashed, assignment))
+            write(f"  {task.name}: {len(episodes)} episodes in {seconds:.0f} s")
+        results = scoring.score(suite, runs, entry=entry or team.label, team=team)
+        results["manifest"] = scoring.manifest(suite, team, runs, pool.models, run, started)
+    finally:
+        pool.close()
+    _write_json(out / "results.json", results)
+    return results
