@@ -1,10 +1,12 @@
 """The benchmark's ``llm-marl`` subcommands: ``eval`` (and, later, ``leaderboard``).
 
-``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ...) [--tasks NAME ...] [--out DIR]``
+``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ... | --pairings SPEC ...) [--tasks NAME ...] [--out DIR]``
     Plays a frozen evaluation suite (``lite``, ``full`` or a suite YAML file) with one policy
     in every seat or a team (a spec per seat index or agent name), with a progress bar per
     task; writes per-episode JSONL and ``results.json`` (scores with 95% bootstrap intervals
     and a manifest). Run the same command again to resume a stopped evaluation.
+    ``--pairings A B ...`` plays cross-play instead (:mod:`llm_marl_envs.bench.pairings`):
+    solo, homogeneous and heterogeneous pairs in both seat orders, into ``crossplay.json``.
 """
 
 from __future__ import annotations
@@ -33,6 +35,13 @@ def add_eval_parser(sub) -> None:
         metavar="SEAT=SPEC",
         help="a policy per seat: 0=SPEC 1=SPEC (seats cycle, so two specs alternate) and/or "
         "AGENT=SPEC",
+    )
+    who.add_argument(
+        "--pairings",
+        nargs="+",
+        metavar="SPEC",
+        help="cross-play of these models: solo, homogeneous and heterogeneous pairs in both "
+        "seat orders; a matrix, collaboration gaps and seat-order effects per task",
     )
     p_eval.add_argument("--tasks", nargs="+", metavar="NAME", help="only these tasks")
     p_eval.add_argument(
@@ -72,9 +81,11 @@ def run_eval(args: argparse.Namespace) -> int:
         suite = suite.with_data_sources(
             {k: str(v) for k, v in parse_assignments(args.data, "--data").items()}
         )
+    generation = {"dtype": args.dtype} if args.dtype else {}
+    if args.pairings:
+        return _run_pairings(args, suite, generation)
     team = Team.parse(args.policy, args.team)
     out = Path(args.out or f"results/{suite.label}-{_slug(team.label)}")
-    generation = {"dtype": args.dtype} if args.dtype else {}
     try:
         results = evaluate(
             suite,
@@ -98,6 +109,63 @@ def run_eval(args: argparse.Namespace) -> int:
     print(summary(results))
     print(f"results: {out / 'results.json'}")
     return 0
+
+
+def _run_pairings(args: argparse.Namespace, suite, generation: dict) -> int:
+    from llm_marl_envs.bench.pairings import run_pairings
+    from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
+
+    out = Path(args.out or f"results/{suite.label}-crossplay")
+    try:
+        table = run_pairings(
+            suite,
+            args.pairings,
+            out,
+            tasks=args.tasks,
+            batch_size=args.batch_size,
+            progress=False if args.no_progress else None,
+            generation=generation,
+        )
+    except (RolloutInterrupted, KeyboardInterrupt):
+        print(
+            f"eval stopped: interrupted (Ctrl-C); finished episodes are kept in {out}; "
+            "run the same command to resume"
+        )
+        return 130
+    except RolloutError as error:
+        print(f"eval stopped: {error}; run the same command to resume")
+        return 1
+    print(crossplay_summary(table))
+    print(f"cross-play: {out / 'crossplay.json'}")
+    return 0
+
+
+def _cell(value: dict | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value['mean']:+.3f} [{value['lo']:+.3f}, {value['hi']:+.3f}]"
+
+
+def crossplay_summary(table: dict) -> str:
+    """Each task's cross-play matrix, collaboration gaps and seat-order effects, as text."""
+    lines = []
+    for task, block in table.items():
+        models = block["models"]
+        lines += [
+            "",
+            f"{task} ({block['primary']} on 0..1; row: seat 0 {block['seats'][0]}, "
+            f"column: seat 1 {block['seats'][-1]})",
+        ]
+        width = max(len(m) for m in models)
+        for model, row in zip(models, block["matrix"], strict=True):
+            cells = "  ".join(_cell(v).strip() for v in row)
+            lines.append(f"  {model.ljust(width)}  {cells}")
+        for model, gap in block["gap"].items():
+            lines.append(f"  collaboration gap {model}: {_cell(gap)} (pair - solo)")
+        for pair, effect in block["seat_order"].items():
+            first, second = pair.split("|")
+            lines.append(f"  seat order {first} first vs {second} first: {_cell(effect)}")
+    return "\n".join(lines).lstrip("\n")
 
 
 def summary(results: dict) -> str:

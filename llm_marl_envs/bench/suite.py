@@ -15,6 +15,7 @@ A suite is a YAML file (the packaged ones live in ``llm_marl_envs/bench/suites/`
         samples: 1               # episodes per item (pass@k needs k sampled answers)
         generation: {}           # greedy unless told (do_sample, temperature, top_p)
         max_new_tokens: null     # null: the env's registry budget (llm_marl_envs.token_budget)
+        solo_kwargs: null        # the fully observed variant, if any (maze: {variant: full})
         metrics: [pass@1, pass@1/pioneer_0, format_failure/pioneer_0, format_failure/observer_0]
         primary: pass@1
 
@@ -63,6 +64,7 @@ _TASK_KEYS = {
     "primary",
     "max_reward",
     "description",
+    "solo_kwargs",
 }
 _GENERATION_KEYS = {"do_sample", "temperature", "top_p"}
 
@@ -108,6 +110,15 @@ class Task:
     primary: str = ""
     max_reward: float | None = None
     description: str = ""
+    solo_kwargs: dict[str, Any] | None = None
+
+    def solo(self) -> Task | None:
+        """The task's fully observed variant (``solo_kwargs``, e.g. the maze's
+        ``variant: full``: one player sees everything), where it has one; the "solo"
+        condition of cross-play (:mod:`llm_marl_envs.bench.pairings`)."""
+        if not self.solo_kwargs:
+            return None
+        return replace(self, kwargs={**self.kwargs, **self.solo_kwargs}, solo_kwargs=None)
 
     def token_budget(self) -> int:
         """Tokens per turn: the task's ``max_new_tokens``, else the env's registry budget."""
@@ -304,7 +315,24 @@ def _parse_task(raw: Any, seed: int, where: str) -> Task:
         primary=raw["primary"],
         max_reward=raw.get("max_reward"),
         description=str(raw.get("description", "")).strip(),
+        solo_kwargs=_solo_kwargs(raw, where),
     )
+
+
+def _solo_kwargs(raw: dict, where: str) -> dict[str, Any] | None:
+    """The task's ``solo_kwargs``, checked: the env must accept them."""
+    solo = raw.get("solo_kwargs")
+    if solo is None:
+        return None
+    if not isinstance(solo, dict) or not solo:
+        raise SuiteError(f"{where}: solo_kwargs must be a non-empty mapping")
+    import llm_marl_envs
+
+    try:
+        llm_marl_envs.make(raw["env"], **{**(raw.get("kwargs") or {}), **solo})
+    except Exception as error:  # a wrong argument: the env's own message
+        raise SuiteError(f"{where}: solo_kwargs {solo}: {error}") from None
+    return dict(solo)
 
 
 def _indices(value: Any, where: str) -> list[int]:

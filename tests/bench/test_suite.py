@@ -79,6 +79,10 @@ def test_items_seeds_and_keys():
     ]
     assert gsm8k.generation_settings()["do_sample"] is False  # greedy unless the suite samples
     assert gsm8k.token_budget() == llm_marl_envs.token_budget("llm_marl_envs/GSM8K-v0")
+    assert gsm8k.solo() is None  # no fully observed variant
+    lite_maze = load_suite("lite").task("maze")
+    assert lite_maze.solo().kwargs == {**lite_maze.kwargs, "variant": "full"}
+    assert lite_maze.solo().items == lite_maze.items  # the same seeds: paired with the pairs
 
 
 def test_hashes_pin_the_suite_the_game_and_the_rows():
@@ -126,6 +130,7 @@ def test_rows_beyond_the_split_are_refused_with_its_size():
         (lambda s: s["tasks"][0].update(primary="success"), "not one of its metrics"),
         (lambda s: s["tasks"][0].update(temprature=0.7), "unknown keys"),
         (lambda s: s["tasks"][1].update(name="gsm8k"), "repeat"),
+        (lambda s: s["tasks"][1].update(solo_kwargs={"variant": "bogus"}), "solo_kwargs"),
         (
             lambda s: s["tasks"][1].update(metrics=["success/gnome_0"], primary="success/gnome_0"),
             "per-agent",
