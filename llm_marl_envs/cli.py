@@ -23,6 +23,9 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
 ``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ...) [--tasks NAME ...] [--out DIR]``
     Evaluates a policy or a team on a frozen benchmark suite (``lite``, ``full``), resumably;
     scores with 95% bootstrap intervals and a manifest (:mod:`llm_marl_envs.bench.cli`).
+``llm-marl leaderboard add DIR | verify ENTRY | build [--out DIR]``
+    Adds a checked evaluation to a board, verifies an entry by replay, or writes the static
+    leaderboard site.
 ``llm-marl docs [--out docs/envs]``
     Writes one Markdown page per environment from its module docstring, plus an index.
 """
@@ -37,7 +40,12 @@ import sys
 from pathlib import Path
 
 import llm_marl_envs
-from llm_marl_envs.bench.cli import add_eval_parser, run_eval
+from llm_marl_envs.bench.cli import (
+    add_eval_parser,
+    add_leaderboard_parser,
+    run_eval,
+    run_leaderboard,
+)
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.data.loading import DataSourceError
 
@@ -351,6 +359,7 @@ def _main(argv: list[str] | None) -> int:
     )
     _add_model_options(p_play)
     add_eval_parser(sub)
+    add_leaderboard_parser(sub)
     p_docs = sub.add_parser("docs", help="write the environment doc pages")
     p_docs.add_argument("--out", default="docs/envs", help="output folder")
     args = parser.parse_args(argv)
@@ -366,6 +375,8 @@ def _main(argv: list[str] | None) -> int:
         return 0
     if args.command == "eval":
         return run_eval(args)
+    if args.command == "leaderboard":
+        return run_leaderboard(args)
     if getattr(args, "episodes", 1) < 1:
         parser.error("--episodes must be at least 1")
     if args.command == "demo":

@@ -7,6 +7,10 @@
     and a manifest). Run the same command again to resume a stopped evaluation.
     ``--pairings A B ...`` plays cross-play instead (:mod:`llm_marl_envs.bench.pairings`):
     solo, homogeneous and heterogeneous pairs in both seat orders, into ``crossplay.json``.
+``llm-marl leaderboard add DIR | verify ENTRY | build``
+    Adds an evaluation to a board (``./leaderboard``) after checking its hashes, replays a
+    sample of an entry's episodes to verify it, or builds the static site of the shipped and
+    added entries (:mod:`llm_marl_envs.bench.leaderboard`).
 """
 
 from __future__ import annotations
@@ -15,7 +19,7 @@ import argparse
 import re
 from pathlib import Path
 
-__all__ = ["add_eval_parser", "run_eval"]
+__all__ = ["add_eval_parser", "add_leaderboard_parser", "run_eval", "run_leaderboard"]
 
 
 def add_eval_parser(sub) -> None:
@@ -202,3 +206,63 @@ def summary(results: dict) -> str:
     return f"{results['entry']} on {results['suite']['name']}-v{results['suite']['version']}\n" + (
         "\n".join(line.rstrip() for line in lines)
     )
+
+
+def add_leaderboard_parser(sub) -> None:
+    p_board = sub.add_parser(
+        "leaderboard",
+        help="add, verify and publish benchmark entries",
+        description="A board of llm-marl eval results: add one, verify one by replay, or "
+        "build the static site.",
+    )
+    board_sub = p_board.add_subparsers(dest="board_command", required=True)
+    p_add = board_sub.add_parser("add", help="check an evaluation and add it as an entry")
+    p_add.add_argument("result_dir", help="an llm-marl eval output folder")
+    p_add.add_argument("--id", default=None, help="the entry's id (default: from its name)")
+    p_add.add_argument("--name", default=None, help="the entry's display name")
+    p_add.add_argument(
+        "--kind", default="model", choices=["model", "baseline", "trained"], help="entry kind"
+    )
+    p_verify = board_sub.add_parser("verify", help="replay a sample of an entry's episodes")
+    p_verify.add_argument("entry", help="an entry id (llm-marl leaderboard build lists them)")
+    p_verify.add_argument("--sample", type=int, default=8, help="episodes to replay")
+    p_verify.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    p_build = board_sub.add_parser("build", help="write the static leaderboard site")
+    p_build.add_argument("--suite", default="lite", help="the suite whose entries to show")
+    p_build.add_argument("--out", default="leaderboard-site", help="output folder")
+    p_build.add_argument(
+        "--no-shipped", action="store_true", help="leave out the entries shipped with the package"
+    )
+    for parser in (p_add, p_verify, p_build):
+        parser.add_argument(
+            "--board", default="leaderboard", help="the board folder (added entries)"
+        )
+
+
+def run_leaderboard(args: argparse.Namespace) -> int:
+    """``llm-marl leaderboard add|verify|build``; refusals are one line (exit status 2)."""
+    from llm_marl_envs.bench import leaderboard
+
+    if args.board_command == "add":
+        target = leaderboard.add_entry(
+            args.result_dir, args.board, entry_id=args.id, name=args.name, kind=args.kind
+        )
+        print(f"added entry {target.name} to {args.board} ({target})")
+        return 0
+    if args.board_command == "verify":
+        if args.sample < 1:
+            raise ValueError("--sample must be at least 1")
+        result = leaderboard.verify_entry(
+            args.entry, args.board, sample=args.sample, seed=args.seed
+        )
+        verdict = "verified" if result["verified"] else "NOT verified"
+        print(
+            f"{args.entry}: {verdict}: {result['reproduced']} of {result['sampled']} replayed "
+            "episodes reproduced their actions and scores"
+        )
+        return 0 if result["verified"] else 1
+    index = leaderboard.build(
+        args.out, suite_name=args.suite, board=args.board, shipped=not args.no_shipped
+    )
+    print(f"wrote the leaderboard site: {index} (open it in a browser; no server needed)")
+    return 0

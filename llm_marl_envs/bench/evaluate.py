@@ -37,7 +37,7 @@ from typing import Any
 from llm_marl_envs.bench.suite import Item, Suite, Task, data_hash
 from llm_marl_envs.rollout.records import EpisodeRecord, iter_jsonl
 
-__all__ = ["EvalError", "Team", "TaskRun", "evaluate", "load_episodes"]
+__all__ = ["EvalError", "Team", "TaskRun", "evaluate", "load_episodes", "load_runs"]
 
 RESULTS_SCHEMA = "llm-marl-envs/results/1"
 
@@ -185,14 +185,44 @@ def _episode_line(task: Task, item: Item, sample: int, record: EpisodeRecord) ->
 def load_episodes(path: str | Path) -> list[dict]:
     """The lines of an ``episodes/<task>.jsonl`` file, each with its record as an
     :class:`~llm_marl_envs.rollout.records.EpisodeRecord`."""
+    import gzip
+
     lines = []
-    with open(path, encoding="utf-8") as handle:
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
         for line in handle:
             if line.strip():
                 data = json.loads(line)
                 data["record"] = EpisodeRecord.from_dict(data["record"])
                 lines.append(data)
     return lines
+
+
+def load_runs(
+    suite: Suite, folder: str | Path, assignments: Mapping[str, dict] | None = None
+) -> list[TaskRun]:
+    """The finished tasks of an evaluation folder (its ``episodes/<task>.jsonl[.gz]`` and
+    ``.meta.json`` files), in suite order, as :class:`TaskRun` objects: what scoring needs.
+    ``assignments``: each task's seat -> policy spec (a result's ``tasks[name]["team"]``)."""
+    folder = Path(folder)
+    runs = []
+    for task in suite.tasks:
+        path = folder / "episodes" / f"{task.name}.jsonl"
+        if not path.exists():
+            path = path.with_name(path.name + ".gz")
+            if not path.exists():
+                continue
+        items = {item.index: item for item in task.items}
+        episodes = [(items[x["item"]], x["sample"], x["record"]) for x in load_episodes(path)]
+        meta_file = folder / "episodes" / f"{task.name}.meta.json"
+        meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+        assignment = dict((assignments or {}).get(task.name) or {})
+        runs.append(
+            TaskRun(
+                task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment
+            )
+        )
+    return runs
 
 
 def _done_so_far(task: Task, progress: Path) -> dict[tuple[int, int], EpisodeRecord]:

@@ -105,13 +105,13 @@ def score(suite, runs, *, entry: str, team) -> dict[str, Any]:
     complete = {t.name for t in suite.tasks} == set(tasks)
     overall = (
         overall_interval(scores, stable_seed(suite_hash, "overall")).to_dict()
-        if scores and len(scores) == len(tasks)
+        if complete and len(scores) == len(tasks)  # partial results are not comparable
         else None
     )
     return {
         "schema": SCHEMA,
         "entry": entry,
-        "team": team.describe(),
+        "team": team.describe() if team is not None else None,
         "suite": {"name": suite.name, "version": suite.version, "hash": suite_hash},
         "complete": complete,
         "overall": overall,
