@@ -35,7 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.bench.suite import Item, Suite, Task, data_hash
-from llm_marl_envs.rollout.records import EpisodeRecord, iter_jsonl
+from llm_marl_envs.rollout.records import EpisodeRecord
 
 __all__ = ["EvalError", "Team", "TaskRun", "evaluate", "load_episodes", "load_runs"]
 
@@ -170,16 +170,20 @@ def _write_json(path: Path, value: Any) -> None:
     os.replace(tmp, path)
 
 
-def _episode_line(task: Task, item: Item, sample: int, record: EpisodeRecord) -> dict:
-    return {
-        "task": task.name,
-        "key": item.key,
-        "item": item.index,
-        "sample": sample,
-        "seed": item.seed,
-        "options": item.options,
-        "record": record.to_dict(),
-    }
+def _episode_line(task: Task, item: Item, sample: int, record_line: str) -> str:
+    """One line of ``episodes/<task>.jsonl``: where the episode sits in the suite, then its
+    record (spliced in as the engine wrote it, not encoded again)."""
+    head = json.dumps(
+        {
+            "task": task.name,
+            "key": item.key,
+            "item": item.index,
+            "sample": sample,
+            "seed": item.seed,
+            "options": item.options,
+        }
+    )
+    return f'{head[:-1]}, "record": {record_line}}}'
 
 
 def load_episodes(path: str | Path) -> list[dict]:
@@ -225,17 +229,23 @@ def load_runs(
     return runs
 
 
-def _done_so_far(task: Task, progress: Path) -> dict[tuple[int, int], EpisodeRecord]:
-    """Episodes of ``task`` already finished by earlier (stopped) runs, by (item, sample)."""
-    done: dict[tuple[int, int], EpisodeRecord] = {}
+def _finished(task: Task, progress: Path) -> dict[tuple[int, int], str]:
+    """Episodes of ``task`` finished so far (by this run or stopped ones), by (item, sample):
+    each its record's JSON line as the engine wrote it."""
+    done: dict[tuple[int, int], str] = {}
     for plan_file in sorted(progress.glob(f"{task.name}.*.plan.json")):
         plan = json.loads(plan_file.read_text(encoding="utf-8"))
         shard = plan_file.with_name(plan_file.name.replace(".plan.json", ".jsonl"))
         if not shard.exists():
             continue
-        for record in iter_jsonl(shard):  # a line cut by a kill is skipped (with a warning)
-            item, sample = plan["episodes"][record.episode]
-            done.setdefault((item, sample), record)
+        with open(shard, encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    episode = json.loads(line)["episode"]
+                except (ValueError, KeyError):  # the last line, cut short by a kill
+                    continue
+                item, sample = plan["episodes"][episode]
+                done.setdefault((item, sample), line.rstrip("\n"))
     return done
 
 
@@ -246,13 +256,14 @@ def _play_task(
     batch_size: int,
     progress: bool | None,
     write,
-) -> list[tuple[Item, int, EpisodeRecord]]:
-    """Play the episodes of ``task`` that no earlier run finished; return all of them."""
+) -> dict[tuple[int, int], str]:
+    """Play the episodes of ``task`` that no earlier run finished; return all of them, by
+    (item, sample), as record lines."""
     from llm_marl_envs.rollout import rollout
 
     progress_dir = out / "progress"
     progress_dir.mkdir(parents=True, exist_ok=True)
-    done = _done_so_far(task, progress_dir)
+    done = _finished(task, progress_dir)
     plan = [
         (item, sample) for item, sample in task.episode_plan() if (item.index, sample) not in done
     ]
@@ -265,7 +276,7 @@ def _play_task(
             shard.with_name(f"{task.name}.{shard_no}.plan.json"),
             {"episodes": [[item.index, sample] for item, sample in plan]},
         )
-        result = rollout(
+        rollout(
             task.env,
             policies,
             seeds=[item.seed for item, _ in plan],
@@ -275,11 +286,8 @@ def _play_task(
             out=shard,
             progress=progress,
         )
-        for record in result.episodes:
-            item, sample = plan[record.episode]
-            done[(item.index, sample)] = record
-    items = {item.index: item for item in task.items}
-    return [(items[i], s, done[(i, s)]) for i, s in sorted(done)]
+        done = _finished(task, progress_dir)
+    return done
 
 
 def evaluate(
@@ -364,13 +372,18 @@ def evaluate(
                 continue
             tick = time.perf_counter()
             policies = pool.for_task(task, assignment, _task_seed(pool.seed, index))
-            episodes = _play_task(task, policies, out, batch_size, progress, write)
+            lines = _play_task(task, policies, out, batch_size, progress, write)
             seconds = time.perf_counter() - tick
             hashed = data_hash(task)
+            items = {item.index: item for item in task.items}
             tmp = final.with_name(final.name + ".tmp")
             with open(tmp, "w", encoding="utf-8") as handle:
-                for item, sample, record in episodes:
-                    handle.write(json.dumps(_episode_line(task, item, sample, record)) + "\n")
+                for (i, sample), line in sorted(lines.items()):
+                    handle.write(_episode_line(task, items[i], sample, line) + "\n")
+            episodes = [
+                (items[i], sample, EpisodeRecord.from_dict(json.loads(line)))
+                for (i, sample), line in sorted(lines.items())
+            ]
             _write_json(
                 out / "episodes" / f"{task.name}.meta.json",
                 {"wall_seconds": seconds, "data_hash": hashed},

@@ -18,6 +18,7 @@ generation settings, library versions, hardware, wall time and tokens generated.
 from __future__ import annotations
 
 import datetime as _dt
+import functools
 import hashlib
 import os
 import platform
@@ -151,6 +152,7 @@ def _policy_info(spec: str, policy: Any) -> dict[str, Any]:
     return {"kind": spec}
 
 
+@functools.lru_cache(maxsize=1)
 def _git_commit() -> str | None:
     """The package's git commit (with ``-dirty`` for local changes), when run from a checkout."""
     here = Path(__file__).resolve().parent
