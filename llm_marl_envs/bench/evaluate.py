@@ -350,6 +350,10 @@ def evaluate(
         f"{sum(len(t.episode_plan()) for t in chosen)} episodes, team {team.label}; "
         f"records in {out}"
     )
+    finished = out / "results.json"
+    if finished.exists() and all((out / "episodes" / f"{t.name}.jsonl").exists() for t in chosen):
+        write(f"{out}: this evaluation is complete; its results are in {finished}")
+        return json.loads(finished.read_text(encoding="utf-8"))
     pool = _Policies(suite.raw.get("seed", 0), generation or {})
     started = time.time()
     runs: list[TaskRun] = []

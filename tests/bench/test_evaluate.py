@@ -148,6 +148,13 @@ def test_an_interrupted_evaluation_resumes_without_replaying(tmp_path, monkeypat
     policy = results["manifest"]["policies"]["tiny"]
     assert policy["kind"] == "transformers" and policy["weights_sha256"].startswith("sha256:")
     assert results["manifest"]["tokens_generated"] > 0
+    # once complete, the same call plays nothing and keeps the result (its manifest included)
+    said = []
+    assert evaluate(suite, team, tmp_path, batch_size=2, write=said.append) == results
+    assert said[-1] == (
+        f"{tmp_path}: this evaluation is complete; its results are in {tmp_path / 'results.json'}"
+    )
+    assert not any("episodes in" in line for line in said)  # nothing played
 
 
 def test_a_folder_of_another_run_is_refused(scripted):
