@@ -2,8 +2,9 @@
 # and rebuilt only when the dependency declarations change.
 #   make demo   set up, then train CORY on IMDB with the embedded model (the main job, ~21 min on 2 cores)
 #   make play   set up, then play every registered environment with the embedded model (~2.5 min)
-#   make test   set up, then lint (ruff check, ruff format --check) and run the test suite,
-#               which also runs the docstring examples and builds the docs site strictly (CI)
+#   make test   set up (chromium too, for the leaderboard's browser test), then lint (ruff check,
+#               ruff format --check) and run the test suite, which also runs the docstring
+#               examples and builds the docs site strictly (CI)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/)
 #   make docs   set up, then build the documentation site into site/ (offline, warnings are errors)
 #   make clean        remove .venv and build outputs (keeps the converted model cache)
@@ -34,6 +35,7 @@ play: $(STAMP)
 	$(BIN)/llm-marl demo
 
 test: $(STAMP)
+	scripts/ensure-browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(OFFLINE) $(BIN)/python -m pytest
@@ -46,6 +48,9 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/rollout_speed.py
 	$(OFFLINE) $(BIN)/python benchmarks/baselines_cost.py
 	$(OFFLINE) $(BIN)/python benchmarks/reward_impl.py
+	$(OFFLINE) $(BIN)/python benchmarks/bench_stats.py
+	$(OFFLINE) $(BIN)/python benchmarks/eval_harness.py --label "scripted players and the tiny test model"
+	$(OFFLINE) $(BIN)/python benchmarks/leaderboard_site.py
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site

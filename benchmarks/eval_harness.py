@@ -2,8 +2,9 @@
 
 For each task of the ``lite`` suite it times, side by side in one run:
 
-* **bare**: ``llm_marl_envs.rollout.rollout`` of the task's frozen episodes (the same seeds,
-  reset options, policies, generation settings and batch size), writing its JSONL records;
+* **bare**: loading the policies and ``llm_marl_envs.rollout.rollout`` of the task's frozen
+  episodes (the same seeds, reset options, policies, generation settings and batch size),
+  writing its JSONL records;
 * **harness**: ``llm_marl_envs.bench.evaluate.evaluate`` of that task into a fresh folder:
   the same rollout plus the run file, the progress plan, merging the records, hashing the
   data rows, scoring every metric with bootstrap intervals and the manifest (which hashes the
@@ -37,26 +38,27 @@ TARGET = 0.05
 NOTES = """\
 ## Reading the tables
 
-The harness's own work is a fixed cost per task of a few milliseconds: the run and plan files,
-splicing the engine's record lines into `episodes/<task>.jsonl`, hashing the data rows,
-the metrics with their bootstrap intervals, and the manifest (which hashes the model's
-weights). With the scripted players a bare rollout of a lite task takes 5-20 ms, so those
+Both sides load the policies. The harness's own work is a fixed cost per evaluation: a few
+milliseconds per task for the run and plan files, splicing the engine's record lines into
+`episodes/<task>.jsonl`, hashing the data rows and the metrics with their bootstrap
+intervals, plus the manifest's sha256 of each model's weights (about a second for the 135M
+model's 540 MB, once per evaluation, not per task; here every run is a one-task evaluation,
+so it is counted in full for each task). With the scripted players a bare rollout of a lite task takes 5-20 ms, so those
 milliseconds are a large share; with a model, where the time goes into generation, they
-vanish: the tiny test model, whose generation is very fast, shows 2-4% over the whole suite
-in our runs (per task the run-to-run noise of a 2-core machine is a few percent either way),
-and the embedded SmolLM2 a fraction of a percent.
+vanish: the tiny test model, whose generation is very fast, shows a few percent over the
+whole suite (per task the run-to-run noise of a 2-core machine is a few percent either way).
 """
 
 
 def bare(suite, index: int, spec: str, scratch: Path) -> float:
     task = suite.tasks[index]
-    pool = _Policies(suite.raw.get("seed", 0), {})
     import llm_marl_envs
 
+    tick = time.perf_counter()  # from loading the model, as evaluate() does
+    pool = _Policies(suite.raw.get("seed", 0), {})
     agents = llm_marl_envs.make(task.env, **task.kwargs).possible_agents
     policies = pool.for_task(task, Team((spec,)).assign(agents), _task_seed(0, index))
     plan = task.episode_plan()
-    tick = time.perf_counter()
     rollout(
         task.env,
         policies,
