@@ -15,7 +15,14 @@ metric                      value per item                                      
                             2021): ``1 - C(n-c, k) / C(n, k)``; the team's answer is
                             the last turn with a ``correct`` component (GSM8K: the
                             observer's, who saw the pioneer's)
-``sentiment``               mean ``sentiment`` component over the agents' turns        [-1, 1]
+``sentiment``               mean ``sentiment`` component over the agents' turns (CORY's  [-1, 1]
+                            reward: the review's opening and the continuation)
+``continuation_sentiment``  VADER score of each continuation alone; 0 for a format       [-1, 1]
+                            failure or text that is not mostly English words
+                            (:func:`readable`: VADER rates emoji and "!" highly, so
+                            random characters would score ~0.96). Text that adds
+                            nothing scores 0, where ``sentiment`` still pays for the
+                            opening's own tone
 ``joint_reward``            mean return over the agents (the MAGRPO envs pay each      task's
                             agent the joint reward)                                    max
 ``reward_share``            ``joint_reward / max_reward`` (the task's maximum)         [0, 1]
@@ -90,6 +97,30 @@ def _sentiment(episodes, agent, task):
     )
 
 
+_WORD = re.compile(r"^[\"'(]*[A-Za-z][A-Za-z'’-]*[.,!?;:)\"']*$")
+
+
+def readable(text: str, share: float = 0.8) -> bool:
+    """Whether ``text`` is mostly English words (at least ``share`` of its whitespace-separated
+    tokens): VADER rates emoji and exclamation marks, so random characters can score as
+    highly positive text."""
+    tokens = text.split()
+    return bool(tokens) and sum(bool(_WORD.match(t)) for t in tokens) >= share * len(tokens)
+
+
+def _continuation_sentiment(episodes, agent, task):
+    from llm_marl_envs.rewards.sentiment import resolve_scorer
+
+    turns = [t for e in episodes for t in _turns(e, agent) if "sentiment" in t.reward_components]
+    scores = resolve_scorer("vader")([t.action for t in turns]) if turns else []
+    return _mean(
+        [
+            v if t.format_error is None and readable(t.action) else 0.0
+            for t, v in zip(turns, scores, strict=True)
+        ]
+    )
+
+
 def _joint_reward(episodes, agent, task):
     return _mean(
         [
@@ -152,6 +183,9 @@ def _return(episodes, agent, task):
 
 METRICS: dict[str, MetricInfo] = {
     "sentiment": MetricInfo(_sentiment, -1.0, 1.0, description="mean sentiment score"),
+    "continuation_sentiment": MetricInfo(
+        _continuation_sentiment, -1.0, 1.0, description="sentiment of the continuation alone"
+    ),
     "joint_reward": MetricInfo(_joint_reward, None, None, description="mean joint reward"),
     "reward_share": MetricInfo(_reward_share, description="joint reward / its maximum"),
     "all_tests_passed": MetricInfo(

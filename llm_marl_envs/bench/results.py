@@ -133,6 +133,18 @@ def weights_sha256(model: Any) -> str:
     return "sha256:" + digest.hexdigest()
 
 
+def _model_id(spec: str, config: Any) -> str:
+    """What a reader would call the model: the embedded one by name and source, a Hub id or
+    folder as given."""
+    if spec == "default":
+        from llm_marl_envs.models import embedded
+
+        return f"{embedded.MODEL_NAME} ({embedded.PACKAGE} {embedded.GGUF_FILE}, dequantised)"
+    if spec == "tiny":
+        return "tiny random-init GPT-2 (llm_marl_envs.models.tiny)"
+    return spec[len("hf:") :] if spec.startswith("hf:") else getattr(config, "_name_or_path", spec)
+
+
 def _policy_info(spec: str, policy: Any) -> dict[str, Any]:
     model = getattr(policy, "model", None)
     if model is not None and hasattr(model, "state_dict"):
@@ -141,7 +153,7 @@ def _policy_info(spec: str, policy: Any) -> dict[str, Any]:
         return {
             "kind": "transformers",
             "name": getattr(policy, "name", spec),
-            "model_id": getattr(config, "_name_or_path", None) or spec,
+            "model_id": _model_id(spec, config),
             "architecture": type(model).__name__,
             "parameters": sum(p.numel() for p in params),
             "dtype": str(params[0].dtype).replace("torch.", "") if params else None,
