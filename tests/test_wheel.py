@@ -68,6 +68,13 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     assert b"Apache License" in zipfile.ZipFile(wheel).read(licence)
     for trainer in ("cory", "magrpo", "compare", "common", "checkpoints"):
         assert f"llm_marl_envs/baselines/{trainer}.py" in names
+    # the benchmark's suites, site assets and shipped entries are package data
+    for data in ("suites/lite.yaml", "suites/full.yaml", "site_assets/sort.js"):
+        assert f"llm_marl_envs/bench/{data}" in names
+    shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "bench" / "entries"
+    for path in shipped.rglob("*"):
+        if path.is_file():
+            assert f"llm_marl_envs/bench/entries/{path.relative_to(shipped)}" in names
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"

@@ -29,7 +29,7 @@ import json
 import os
 import sys
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -300,7 +300,7 @@ def evaluate(
     progress: bool | None = None,
     entry: str | None = None,
     generation: Mapping[str, Any] | None = None,
-    write=None,
+    write: Callable[[str], None] | None = None,
 ) -> dict:
     """Play ``suite`` (or its ``tasks``) with ``team``; write and return ``results.json``.
 

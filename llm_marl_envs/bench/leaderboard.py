@@ -29,6 +29,7 @@ import json
 import random
 import re
 import shutil
+from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -179,7 +180,7 @@ def verify_entry(
     *,
     sample: int = 8,
     seed: int = 0,
-    write=print,
+    write: Callable[[str], None] = print,
 ) -> dict:
     """Replay ``sample`` randomly chosen episodes of a deterministic entry; write and return
     ``verification.json`` (``verified`` is true when every one reproduced its actions and

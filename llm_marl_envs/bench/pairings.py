@@ -31,7 +31,7 @@ from __future__ import annotations
 import json
 import re
 import sys
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +75,7 @@ def run_pairings(
     batch_size: int = 8,
     progress: bool | None = None,
     generation: dict | None = None,
-    write=None,
+    write: Callable[[str], None] | None = None,
 ) -> dict:
     """Play solo, homogeneous and heterogeneous (both seat orders) conditions for ``models``
     on ``suite``; return (and write to ``<out_dir>/crossplay.json``) :func:`crossplay`."""
