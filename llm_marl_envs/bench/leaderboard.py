@@ -29,6 +29,7 @@ import json
 import random
 import re
 import shutil
+import warnings
 from collections.abc import Callable
 from importlib import resources
 from pathlib import Path
@@ -294,6 +295,7 @@ def build_board(
             continue
         _, problems = check_result(results, folder)
         if problems:  # measured on another version of the suite: not comparable
+            warnings.warn(f"entry {entry_id} left out: {'; '.join(problems)}", stacklevel=2)
             continue
         verification = folder / "verification.json"
         verified = (

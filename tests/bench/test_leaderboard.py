@@ -168,3 +168,25 @@ def test_cli_add_and_verify(evaluated, tmp_path, capsys):
     assert main(["leaderboard", "verify", "scripted", "--board", str(board), "--sample", "3"]) == 0
     printed = capsys.readouterr().out
     assert "added entry scripted" in printed and "scripted: verified: 3 of 3" in printed
+
+
+def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch, capsys):
+    """The entries that ship with the package match this package's lite suite, are verified,
+    and make a real site on day one (with their cross-play)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["leaderboard", "build"]) == 0
+    index = tmp_path / "leaderboard-site" / "index.html"
+    assert str(index.relative_to(tmp_path)) in capsys.readouterr().out
+    page = index.read_text()
+    for name in (
+        "scripted players",
+        "SmolLM2-135M-Instruct",
+        "tiny random-init GPT-2",
+        "random text",
+    ):
+        assert name in page
+    data = build_board("lite", tmp_path / "leaderboard")
+    assert len(data["entries"]) == 4 and all(e["verified"] for e in data["entries"])
+    assert [e["id"] for e in data["entries"]][0] == "scripted"  # ranked first overall
+    assert {"maze", "donor"} <= set(data["crossplay"])
+    assert 'id="crossplay"' in page

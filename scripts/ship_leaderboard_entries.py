@@ -1,0 +1,61 @@
+"""Make the leaderboard entries that ship with the package (maintainers' script).
+
+Evaluates the baselines and models on the ``lite`` suite, adds each result to the package's
+own board (``llm_marl_envs/bench/entries/``) with ``llm_marl_envs.bench.leaderboard.add_entry``
+(the same checks as ``llm-marl leaderboard add``), verifies the deterministic ones by replay,
+and plays the cross-play of ``--pairings`` models on the lite suite's two-seat-sensitive games
+(maze and Donor). Existing entries are kept; pass ``--only NAME ...`` to (re)make some.
+
+Usage: ``python scripts/ship_leaderboard_entries.py [--only random scripted tiny default]
+[--work /tmp/lite] [--pairings default scripted random]``
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+from pathlib import Path
+
+from llm_marl_envs.bench.evaluate import Team, evaluate
+from llm_marl_envs.bench.leaderboard import add_entry, shipped_entries, verify_entry
+from llm_marl_envs.bench.pairings import run_pairings
+from llm_marl_envs.bench.suite import load_suite
+
+#: id -> (team spec, display name, kind)
+ENTRIES = {
+    "random": ("random", "random text (floor)", "baseline"),
+    "scripted": ("scripted", "scripted players (oracles where they exist)", "baseline"),
+    "tiny": ("tiny", "tiny random-init GPT-2 (test model)", "model"),
+    "default": ("default", "SmolLM2-135M-Instruct (embedded, greedy)", "model"),
+}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--only", nargs="*", default=list(ENTRIES), choices=list(ENTRIES))
+    parser.add_argument("--work", type=Path, default=Path("/tmp/llm-marl-lite"))
+    parser.add_argument("--pairings", nargs="*", default=[])
+    parser.add_argument("--pairing-tasks", nargs="*", default=["maze", "donor"])
+    args = parser.parse_args()
+    suite = load_suite("lite")
+    board = shipped_entries().parent  # add_entry writes <board>/entries/<id>
+    for entry_id in args.only:
+        spec, name, kind = ENTRIES[entry_id]
+        out = args.work / entry_id
+        evaluate(suite, Team.parse(spec), out)  # resumes when out holds a stopped run
+        target = shipped_entries() / entry_id
+        if target.exists():
+            shutil.rmtree(target)
+        add_entry(out, board, entry_id=entry_id, name=name, kind=kind)
+        print(json.dumps(verify_entry(entry_id, board=None, sample=8)["reproduced"]))
+    if args.pairings:
+        table = run_pairings(
+            suite, args.pairings, args.work / "crossplay", tasks=args.pairing_tasks
+        )
+        path = shipped_entries() / f"crossplay-{suite.label}.json"
+        path.write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
