@@ -26,6 +26,9 @@ metric                      value per item                                      
 ``joint_reward``            mean return over the agents (the MAGRPO envs pay each      task's
                             agent the joint reward)                                    max
 ``reward_share``            ``joint_reward / max_reward`` (the task's maximum)         [0, 1]
+``readable_reward_share``   ``reward_share``, 0 for an episode whose texts are not all  [0, 1]
+                            mostly words (the MAGRPO writing rewards score form, so
+                            random text earns 0.44 of TL;DR's maximum)
 ``all_tests_passed``        1 when the last round passed every test                    [0, 1]
 ``success``                 1 when the maze's treasure was reached                     [0, 1]
 ``steps_ratio``             steps / shortest possible steps, solved mazes only         >= 1
@@ -135,6 +138,19 @@ def _reward_share(episodes, agent, task):
     return None if value is None else value / task.max_reward
 
 
+def _readable_reward_share(episodes, agent, task):
+    """``reward_share``, but 0 for an episode where any agent's text is not mostly words."""
+    values = [
+        (
+            sum(e.returns.values()) / max(len(e.returns), 1) / task.max_reward
+            if all(readable(t.action) for t in e.turns)
+            else 0.0
+        )
+        for e in episodes
+    ]
+    return _mean(values)
+
+
 def _final(episode: Any) -> dict:
     """One agent's final info (they share the game-level keys)."""
     return next(iter(episode.final_infos.values()), {}) if episode.final_infos else {}
@@ -188,6 +204,9 @@ METRICS: dict[str, MetricInfo] = {
     ),
     "joint_reward": MetricInfo(_joint_reward, None, None, description="mean joint reward"),
     "reward_share": MetricInfo(_reward_share, description="joint reward / its maximum"),
+    "readable_reward_share": MetricInfo(
+        _readable_reward_share, per_agent=False, description="reward share of readable text"
+    ),
     "all_tests_passed": MetricInfo(
         _all_tests_passed, per_agent=False, description="problems with every test passing"
     ),
@@ -250,7 +269,7 @@ def check_metric(metric: str, samples: int) -> str | None:
 def item_value(metric: str, episodes: Sequence[Any], task: Any) -> float | None:
     """``metric`` of one item from its episodes (EpisodeRecords); None when it does not apply."""
     info, agent = metric_info(metric)
-    if metric.partition("/")[0] == "reward_share" and not task.max_reward:
+    if metric.partition("/")[0].endswith("reward_share") and not task.max_reward:
         raise ValueError(f"task {task.name}: reward_share needs max_reward in the suite")
     return info.compute(episodes, agent, task)
 

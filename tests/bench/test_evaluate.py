@@ -223,3 +223,54 @@ def test_cli_eval_mistakes_are_one_line(argv, words, capsys):
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()
     assert err.startswith("llm-marl: error:") and words in err and "\n" not in err
+
+
+def test_kill_9_mid_task_then_resume_keeps_every_finished_episode(tmp_path):
+    """A real ``llm-marl eval`` process killed with SIGKILL in the middle of a task: the
+    resumed evaluation keeps the episodes it had finished (as they were) and plays the rest."""
+    import os
+    import signal
+    import subprocess
+    import sys
+    import time
+
+    suite_file = tmp_path / "mini.yaml"
+    suite_file.write_text(yaml.safe_dump(MINI))
+    out = tmp_path / "out"
+    env = {**os.environ, "HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "OMP_NUM_THREADS": "1"}
+    argv = ["eval", str(suite_file), "--policy", "tiny", "--batch-size", "1", "--out", str(out)]
+    child = subprocess.Popen(
+        [sys.executable, "-m", "llm_marl_envs.cli", *argv, "--no-progress"],
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    shard = out / "progress" / "maze.0.jsonl"
+    deadline = time.monotonic() + 300
+    while time.monotonic() < deadline and child.poll() is None:
+        if shard.exists() and shard.read_bytes().count(b"\n") >= 1:
+            break
+        time.sleep(0.005)
+    child.send_signal(signal.SIGKILL)
+    child.wait()
+    assert not (out / "results.json").exists(), "the run ended before it could be killed"
+    kept = {
+        json.loads(line)["seed"]: json.loads(line)["turns"]
+        for line in shard.read_text().splitlines()
+        if line.endswith("}")
+    }
+    assert kept and (out / "episodes" / "gsm8k.jsonl").exists()  # gsm8k finished before
+    results = evaluate(
+        parse_suite(MINI),
+        Team.parse("tiny"),
+        out,
+        batch_size=1,
+        progress=False,
+        write=lambda _: None,
+    )
+    lines = all_lines(out)
+    assert [(x["item"], x["sample"]) for x in lines["maze"]] == [(0, 0), (1, 0), (2, 0)]
+    for line in lines["maze"]:
+        if line["seed"] in kept:  # finished before the kill: kept as it was, not replayed
+            assert line["record"].to_dict()["turns"] == kept[line["seed"]]
+    assert results["complete"] and [len(lines[t]) for t in ("gsm8k", "maze", "donor")] == [6, 3, 2]

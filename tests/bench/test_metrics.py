@@ -83,6 +83,12 @@ def test_game_and_writing_metrics():
     writing = episode([turn("a")], returns={"a": 1.5, "b": 1.5})
     assert item_value("joint_reward", [writing], TASK) == 1.5
     assert item_value("reward_share", [writing], TASK) == 0.5
+    prose = episode([turn("a", "My landlord kept the deposit."), turn("b", "He kept it all.")])
+    prose.returns = {"a": 1.5, "b": 1.5}
+    junk = episode([turn("a", "My landlord kept the deposit."), turn("b", "x7# 9$ ~~ qq@")])
+    junk.returns = {"a": 1.5, "b": 1.5}
+    assert item_value("readable_reward_share", [prose], TASK) == 0.5
+    assert item_value("readable_reward_share", [prose, junk], TASK) == 0.25  # one of two
     coding = episode(
         [turn("main_0")],
         final_infos={"main_0": {"reward_components": {"tests_passed": 3.0, "tests_total": 3.0}}},
