@@ -18,11 +18,13 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     the largest answer body accepted; ``--max-record-bytes`` (default 64M) the largest episode
     record written (a larger one is skipped and counted). If a policy fails the command prints what finished
     ("N finished episode(s) kept") and exits 1; on Ctrl-C it does the same and exits 130.
+    ``--executor ray [--num-workers N]`` steps the environments on Ray actors (``docs/ray.md``).
 ``llm-marl play ENV_ID [--human AGENT] [--policy SPEC]``
     Play one or more agents yourself in the terminal against models or scripted policies.
 ``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ...) [--tasks NAME ...] [--out DIR]``
     Evaluates a policy or a team on a frozen benchmark suite (``lite``, ``full``), resumably;
-    scores with 95% bootstrap intervals and a manifest (:mod:`llm_marl_envs.bench.cli`).
+    scores with 95% bootstrap intervals and a manifest (:mod:`llm_marl_envs.bench.cli`);
+    ``--executor ray [--num-workers N]`` as for ``rollout``.
 ``llm-marl leaderboard add DIR | verify ENTRY | build [--out DIR]``
     Adds a checked evaluation to a board, verifies an entry by replay, or writes the static
     leaderboard site.
@@ -42,7 +44,9 @@ from pathlib import Path
 import llm_marl_envs
 from llm_marl_envs.bench.cli import (
     add_eval_parser,
+    add_executor_options,
     add_leaderboard_parser,
+    executor_options,
     run_eval,
     run_leaderboard,
 )
@@ -345,6 +349,7 @@ def _main(argv: list[str] | None) -> int:
         help="largest episode record (one JSONL line) written to --out; a larger episode is "
         "skipped with a warning and counted in the summary (default 64M)",
     )
+    add_executor_options(p_roll)
     _add_model_options(p_roll)
     p_play = sub.add_parser(
         "play", help="play an environment yourself, against models or scripted policies"
@@ -423,6 +428,7 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
     In both failure cases the finished episodes are already in ``--out`` and a summary of
     them is printed; a Ctrl-C never ends in a traceback.
     """
+    where = executor_options(args)
     server_options = {
         "timeout": args.timeout,
         "max_retries": args.retries,
@@ -454,6 +460,7 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
             factory=factory,
             write=write,
             max_record_bytes=args.max_record_bytes,
+            **where,
         )
     except RolloutError:
         return (

@@ -266,6 +266,8 @@ def run_rollout(
     factory: PolicyFactory | None = None,
     write: Callable[[str], None] = print,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
+    executor: str | None = None,
+    num_workers: int | None = None,
 ) -> RolloutResult:
     """Build the policies, run :func:`~llm_marl_envs.rollout.rollout`, print a summary.
 
@@ -289,6 +291,8 @@ def run_rollout(
             include_tokens=include_tokens,
             progress=progress,
             max_record_bytes=max_record_bytes,
+            executor=executor,
+            num_workers=num_workers,
         )
     except RolloutError as error:
         write(f"rollout stopped: {error}")

@@ -21,3 +21,14 @@ def shared_data() -> Path:
     if not SHARED_DATA.is_dir():
         pytest.skip(f"real-data tests need {SHARED_DATA}, which is absent on this machine")
     return SHARED_DATA
+
+
+@pytest.fixture(scope="session")
+def ray_session():
+    """A local Ray instance with 2 CPUs, started once for the whole test session."""
+    import ray
+
+    if not ray.is_initialized():
+        ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+    yield ray
+    ray.shutdown()

@@ -22,9 +22,17 @@ def test_import_is_light():
     out = _run(
         "import sys, llm_marl_envs; "
         "print(sorted(m for m in ('torch', 'transformers', 'datasets', 'vaderSentiment', "
-        "'llm_marl_envs.envs.gsm8k') if m in sys.modules))"
+        "'ray', 'llm_marl_envs.envs.gsm8k') if m in sys.modules))"
     )
     assert out.strip() == "[]"
+
+
+def test_the_rollout_package_does_not_import_ray():
+    out = _run(
+        "import sys, llm_marl_envs.rollout; from llm_marl_envs.rollout import RayExecutor; "
+        "print('ray' in sys.modules)"
+    )
+    assert out.strip() == "False"
 
 
 def test_registry_file_is_the_single_source_of_truth():

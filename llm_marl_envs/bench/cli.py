@@ -65,6 +65,39 @@ def add_eval_parser(sub) -> None:
         "--dtype", default=None, help="model weights: float32 (default) or bfloat16"
     )
     p_eval.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_executor_options(p_eval)
+
+
+def add_executor_options(parser) -> None:
+    """``--executor local|ray`` and ``--num-workers N`` (rollout and eval)."""
+    parser.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="where the environments step: in this process (local), or in shards on Ray "
+        "actors (ray; needs the ray extra; joins RAY_ADDRESS's cluster or starts a local one)",
+    )
+    parser.add_argument(
+        "--num-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Ray actors holding the environments (--executor ray; default: one per CPU)",
+    )
+
+
+def executor_options(args: argparse.Namespace) -> dict:
+    """The ``executor`` / ``num_workers`` arguments of ``rollout`` / ``evaluate``."""
+    if args.num_workers is not None and args.executor != "ray":
+        raise ValueError("--num-workers applies to --executor ray")
+    if args.num_workers is not None and args.num_workers < 1:
+        raise ValueError("--num-workers must be at least 1")
+    if args.executor == "ray":
+        from llm_marl_envs.rollout.ray_executor import import_ray
+
+        import_ray()  # without the extra: a one-line error naming it, before any work
+        return {"executor": "ray", "num_workers": args.num_workers}
+    return {}
 
 
 def _slug(text: str) -> str:
@@ -86,8 +119,9 @@ def run_eval(args: argparse.Namespace) -> int:
             {k: str(v) for k, v in parse_assignments(args.data, "--data").items()}
         )
     generation = {"dtype": args.dtype} if args.dtype else {}
+    where = executor_options(args)
     if args.pairings:
-        return _run_pairings(args, suite, generation)
+        return _run_pairings(args, suite, generation, where)
     team = Team.parse(args.policy, args.team)
     out = Path(args.out or f"results/{suite.label}-{_slug(team.label)}")
     try:
@@ -100,6 +134,7 @@ def run_eval(args: argparse.Namespace) -> int:
             progress=False if args.no_progress else None,
             entry=args.name,
             generation=generation,
+            **where,
         )
     except (RolloutInterrupted, KeyboardInterrupt):
         print(
@@ -115,7 +150,7 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_pairings(args: argparse.Namespace, suite, generation: dict) -> int:
+def _run_pairings(args: argparse.Namespace, suite, generation: dict, where: dict) -> int:
     from llm_marl_envs.bench.pairings import run_pairings
     from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 
@@ -129,6 +164,7 @@ def _run_pairings(args: argparse.Namespace, suite, generation: dict) -> int:
             batch_size=args.batch_size,
             progress=False if args.no_progress else None,
             generation=generation,
+            **where,
         )
     except (RolloutInterrupted, KeyboardInterrupt):
         print(

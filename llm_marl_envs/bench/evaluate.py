@@ -256,6 +256,8 @@ def _play_task(
     batch_size: int,
     progress: bool | None,
     write,
+    executor: str | None = None,
+    num_workers: int | None = None,
 ) -> dict[tuple[int, int], str]:
     """Play the episodes of ``task`` that no earlier run finished; return all of them, by
     (item, sample), as record lines."""
@@ -285,6 +287,8 @@ def _play_task(
             env_kwargs=task.kwargs,
             out=shard,
             progress=progress,
+            executor=executor,
+            num_workers=num_workers,
         )
         done = _finished(task, progress_dir)
     return done
@@ -301,6 +305,8 @@ def evaluate(
     entry: str | None = None,
     generation: Mapping[str, Any] | None = None,
     write: Callable[[str], None] | None = None,
+    executor: str | None = None,
+    num_workers: int | None = None,
 ) -> dict:
     """Play ``suite`` (or its ``tasks``) with ``team``; write and return ``results.json``.
 
@@ -315,6 +321,9 @@ def evaluate(
         generation: Extra model-policy options (e.g. ``{"dtype": "bfloat16"}``); the suite's
             generation settings win where both set one.
         write: Where status lines go (default: stderr).
+        executor: Where the environments step: ``"local"`` (default) or ``"ray"`` (shards on
+            ``num_workers`` Ray actors; the records, and so the scores, are the same).
+        num_workers: Ray actors per task with ``executor="ray"``.
 
     Raises :class:`EvalError` for an output folder that holds another run, and the rollout's
     ``RolloutInterrupted`` / ``RolloutError`` after saving the finished episodes.
@@ -376,7 +385,9 @@ def evaluate(
                 continue
             tick = time.perf_counter()
             policies = pool.for_task(task, assignment, _task_seed(pool.seed, index))
-            lines = _play_task(task, policies, out, batch_size, progress, write)
+            lines = _play_task(
+                task, policies, out, batch_size, progress, write, executor, num_workers
+            )
             seconds = time.perf_counter() - tick
             hashed = data_hash(task)
             items = {item.index: item for item in task.items}

@@ -76,6 +76,8 @@ def run_pairings(
     progress: bool | None = None,
     generation: dict | None = None,
     write: Callable[[str], None] | None = None,
+    executor: str | None = None,
+    num_workers: int | None = None,
 ) -> dict:
     """Play solo, homogeneous and heterogeneous (both seat orders) conditions for ``models``
     on ``suite``; return (and write to ``<out_dir>/crossplay.json``) :func:`crossplay`."""
@@ -111,6 +113,8 @@ def run_pairings(
             progress=progress,
             generation=generation,
             write=write,
+            executor=executor,
+            num_workers=num_workers,
         )
     table = crossplay(suite, models, runs, names)
     (out / "crossplay.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")

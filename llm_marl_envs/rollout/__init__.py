@@ -10,6 +10,7 @@ from llm_marl_envs.rollout.engine import (
 )
 from llm_marl_envs.rollout.executors import EnvExecutor, LocalExecutor
 from llm_marl_envs.rollout.play import play_episode
+from llm_marl_envs.rollout.ray_executor import RayExecutor, WorkerLostError
 from llm_marl_envs.rollout.records import (
     EpisodeRecord,
     TurnRecord,
@@ -22,11 +23,13 @@ __all__ = [
     "EnvExecutor",
     "EpisodeRecord",
     "LocalExecutor",
+    "RayExecutor",
     "RolloutEngine",
     "RolloutError",
     "RolloutInterrupted",
     "RolloutResult",
     "TurnRecord",
+    "WorkerLostError",
     "play_episode",
     "read_jsonl",
     "rollout",

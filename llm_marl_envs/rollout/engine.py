@@ -71,6 +71,7 @@ import llm_marl_envs
 from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt, as_policy
 from llm_marl_envs.rollout.executors import EnvExecutor, EnvUpdate, LocalExecutor
+from llm_marl_envs.rollout.ray_executor import RayExecutor
 from llm_marl_envs.rollout.records import (
     DEFAULT_MAX_RECORD_BYTES,
     EpisodeRecord,
@@ -153,9 +154,10 @@ def rollout(
     progress: bool | None = None,
     env_workers: int | None = None,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
-    executor: EnvExecutor | None = None,
+    executor: EnvExecutor | str | None = None,
     seeds: Sequence[int] | None = None,
     reset_options: Sequence[Mapping[str, Any] | None] | None = None,
+    num_workers: int | None = None,
 ) -> RolloutResult:
     """Play ``episodes`` episodes of ``env`` with ``policies``, ``batch_size`` at a time.
 
@@ -178,14 +180,17 @@ def rollout(
         max_record_bytes: Longest record (one JSONL line, in bytes) written to ``out``; a
             longer one is skipped whole with a warning and listed in
             ``RolloutResult.unwritten_episodes``. None: no cap.
-        executor: Where the environment copies live and step
-            (:class:`~llm_marl_envs.rollout.executors.EnvExecutor`; default: a
-            :class:`~llm_marl_envs.rollout.executors.LocalExecutor`). It is opened for this
-            rollout and closed at its end, also after an error.
+        executor: Where the environment copies live and step: ``"local"`` (the default, a
+            :class:`~llm_marl_envs.rollout.executors.LocalExecutor`), ``"ray"`` (shards on
+            ``num_workers`` Ray actors, a
+            :class:`~llm_marl_envs.rollout.ray_executor.RayExecutor`; needs the ``ray``
+            extra) or an :class:`~llm_marl_envs.rollout.executors.EnvExecutor`. It is opened
+            for this rollout and closed at its end, also after an error.
         seeds: The seed of each group, in order, instead of ``seed + g`` (a frozen episode
             list); ``episodes`` is then ``len(seeds) * group_size``.
         reset_options: Options of each group's ``reset`` (``None`` or a dict per group, e.g.
             ``{"row_index": i}``), recorded in each episode's record.
+        num_workers: Ray actors for ``executor="ray"`` (default: one per CPU of the cluster).
 
     Returns:
         A :class:`RolloutResult`. Raises :class:`RolloutError` if a policy fails and
@@ -194,15 +199,12 @@ def rollout(
     check_int("batch_size", batch_size, 1)
     check_int("group_size", group_size, 1)
     episodes, seeds, reset_options = _episode_plan(episodes, group_size, seeds, reset_options)
-    if executor is None:
-        executor = LocalExecutor(env_workers)
-    elif not isinstance(executor, EnvExecutor):
-        raise TypeError(f"executor must be an EnvExecutor, got {executor!r}")
-    elif env_workers is not None:
+    if isinstance(executor, EnvExecutor) and env_workers is not None:
         raise ValueError(
             "env_workers configures the default executor; "
             "pass LocalExecutor(env_workers=...) as executor instead"
         )
+    executor = make_executor(executor, num_workers=num_workers, env_workers=env_workers)
     copies = min(batch_size, max(episodes, 1))
     try:
         described = executor.open(env, env_kwargs, copies)
@@ -225,6 +227,36 @@ def rollout(
         return engine.run()
     finally:
         executor.close()
+
+
+def make_executor(
+    executor: EnvExecutor | str | None,
+    *,
+    num_workers: int | None = None,
+    env_workers: int | None = None,
+) -> EnvExecutor:
+    """The executor ``rollout`` uses: an instance as given, ``"local"`` / None, or ``"ray"``."""
+    if executor is None or executor == "local":
+        if num_workers is not None:
+            raise ValueError("num_workers applies to executor='ray'; the local executor has none")
+        return LocalExecutor(env_workers)
+    if executor == "ray":
+        if env_workers is not None:
+            raise ValueError(
+                "env_workers configures the local executor; with executor='ray' each worker "
+                "steps heavy envs on one thread per CPU it reserves"
+            )
+        return RayExecutor(num_workers)
+    if isinstance(executor, str):
+        raise ValueError(f"executor must be 'local', 'ray' or an EnvExecutor, got {executor!r}")
+    if not isinstance(executor, EnvExecutor):
+        raise TypeError(f"executor must be 'local', 'ray' or an EnvExecutor, got {executor!r}")
+    if env_workers is not None or num_workers is not None:
+        raise ValueError(
+            "env_workers / num_workers configure the executors rollout makes; set them on the "
+            "executor you pass instead"
+        )
+    return executor
 
 
 def _episode_plan(episodes, group_size, seeds, reset_options):

@@ -15,6 +15,8 @@ in-process returns futures that are already done.
 * :class:`LocalExecutor` (the default) keeps the copies in this process. It steps them inline,
   or, for environments whose class sets ``heavy_step = True`` (CoopCoding-v0 runs tests in the
   sandbox), in worker threads named ``env-step-*``; resets always run inline.
+* :class:`~llm_marl_envs.rollout.ray_executor.RayExecutor` (``executor="ray"``) keeps them
+  in shards on Ray actors (``docs/ray.md``).
 * A sharded executor (environments on remote workers) implements the same four methods.
   ``reset`` names each episode's group, so such an executor can keep the ``group_size``
   episodes of one GRPO group on one shard: a slot is only the engine's handle for "the episode
@@ -49,6 +51,8 @@ __all__ = [
     "LocalExecutor",
     "advance",
     "env_maker",
+    "reset_env",
+    "step_env",
 ]
 
 #: A registered env id, or a function returning an AEC or Parallel env.
@@ -276,25 +280,34 @@ class LocalExecutor(EnvExecutor):
         self.envs = []
 
     def _reset_one(self, slot: int, seed: int, options: dict | None = None) -> EnvUpdate:
-        env = self.envs[slot]
-        tick = time.perf_counter()
-        env.reset(seed=seed, options=options)
-        start = EpisodeStart(
-            list(env.possible_agents),
-            getattr(env.unwrapped, "data_source", None),
-            getattr(env.unwrapped, "row_id", None),
-            getattr(env.unwrapped, "reward_impl", None),
-        )
-        seconds = time.perf_counter() - tick
-        update = advance(env)
-        update.start, update.seconds = start, update.seconds + seconds
-        return update
+        return reset_env(self.envs[slot], seed, options)
 
     def _step_one(self, slot: int, action: str) -> EnvUpdate:
-        env = self.envs[slot]
-        tick = time.perf_counter()
-        env.step(action)
-        seconds = time.perf_counter() - tick
-        update = advance(env)
-        update.seconds += seconds
-        return update
+        return step_env(self.envs[slot], action)
+
+
+def reset_env(env: AECEnv, seed: int, options: dict | None = None) -> EnvUpdate:
+    """``env.reset(seed=seed, options=options)``, then :func:`advance`; the update names the
+    episode's agents and data row (``start``) and counts the reset's time."""
+    tick = time.perf_counter()
+    env.reset(seed=seed, options=options)
+    start = EpisodeStart(
+        list(env.possible_agents),
+        getattr(env.unwrapped, "data_source", None),
+        getattr(env.unwrapped, "row_id", None),
+        getattr(env.unwrapped, "reward_impl", None),
+    )
+    seconds = time.perf_counter() - tick
+    update = advance(env)
+    update.start, update.seconds = start, update.seconds + seconds
+    return update
+
+
+def step_env(env: AECEnv, action: str) -> EnvUpdate:
+    """``env.step(action)`` for the live turn, then :func:`advance`."""
+    tick = time.perf_counter()
+    env.step(action)
+    seconds = time.perf_counter() - tick
+    update = advance(env)
+    update.seconds += seconds
+    return update

@@ -1,0 +1,453 @@
+"""Environment shards on Ray actors: :class:`RayExecutor` (``rollout(..., executor="ray")``).
+
+The rollout engine stays in the driver with the policies; only the environments move. Each
+Ray actor holds an :class:`EnvShard`: environment copies made on demand, stepped in batches
+(one remote call per shard per engine step), with CPU-heavy steps (CoopCoding's sandbox) on
+the shard's own thread pool, one thread per CPU the actor reserves. This is the shape the
+RL frameworks built on Ray share (verl, OpenRLHF, RLlib's env runners): actors owning shards
+of environments, a driver batching generation across them.
+
+* **Group-aligned.** Episode group ``g`` (the ``group_size`` episodes of one GRPO group, same
+  seed, same task) is played by worker ``g % num_workers``: a group never spans two shards.
+* **Same records.** The engine and the policies are those of the local executor and an env
+  reset with a seed replays exactly, so a seeded rollout writes the same episode records with
+  either executor (timings aside).
+* **Faults.** The driver keeps, per slot, the episode's seed, reset options and the actions
+  played so far. When a worker dies (``ray.kill``, a killed process, a lost machine), a
+  replacement actor takes its place and each of its unfinished episodes is *replayed*
+  there: reset from its seed, then stepped through the same actions, which gives back the
+  state the dead worker held. The engine never notices; finished episodes were written
+  already, so nothing is lost and nothing is played twice. After ``max_worker_failures``
+  deaths the rollout stops with :class:`WorkerLostError`.
+* **Errors.** An exception raised inside an environment reaches the caller as the original
+  exception (its type and message), not as a Ray wrapper.
+
+Ray is an optional extra (``pip install 'llm-marl-envs[ray]'``); importing this module does
+not import it. ``ray.init()`` is called on first use when Ray is not initialised: it joins
+the cluster named by ``address`` / ``RAY_ADDRESS`` or a local one started with ``ray start``,
+else starts a local instance. Set-up and recipes: ``docs/ray.md``.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from collections import defaultdict
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Any
+
+from pettingzoo import AECEnv
+
+from llm_marl_envs.core.optional import require
+from llm_marl_envs.core.validation import check_int
+from llm_marl_envs.rollout.executors import (
+    EnvDescription,
+    EnvExecutor,
+    EnvSource,
+    EnvUpdate,
+    env_maker,
+    reset_env,
+    step_env,
+)
+
+__all__ = ["EnvShard", "RayExecutor", "WorkerLostError", "import_ray"]
+
+
+class WorkerLostError(RuntimeError):
+    """Ray workers died more often than ``max_worker_failures`` allows."""
+
+
+def import_ray():
+    """``import ray``, or a :class:`MissingDependencyError` (an ImportError) naming the extra."""
+    return require("ray", "ray", "executor='ray' (environments on Ray actors)")
+
+
+class EnvShard:
+    """The environment copies of one worker; :class:`RayExecutor` runs it as a Ray actor.
+
+    A plain class (usable without Ray): copies are made on demand and bound to the engine's
+    slot numbers; a slot that moves to another shard is released here and its copy reused.
+
+    Args:
+        env: A registered id or a function returning an env (as for ``rollout``).
+        env_kwargs: Constructor arguments for a registered id.
+        step_threads: Threads for the steps of envs with ``heavy_step = True`` (at least 1;
+            with 1 they run inline). One per CPU the worker reserves.
+    """
+
+    def __init__(
+        self, env: EnvSource, env_kwargs: Mapping[str, Any] | None, step_threads: int = 1
+    ) -> None:
+        # nothing is made here: an error in an actor's constructor reaches the driver as
+        # "actor died", one in a method as itself (describe() makes the first copy)
+        self._source, self._kwargs = env, env_kwargs
+        self._threads = check_int("step_threads", step_threads, 1)
+        self._make: Any = None
+        self._envs: dict[int, AECEnv] = {}
+        self._spare: list[AECEnv] = []
+        self._pool: ThreadPoolExecutor | None = None
+        self._described: EnvDescription | None = None
+
+    def describe(self) -> EnvDescription:
+        """Make the first copy (a bad env or argument raises here); the env's id and agents
+        (what ``EnvExecutor.open`` returns)."""
+        if self._described is None:
+            self._make, env_id = env_maker(self._source, self._kwargs)
+            first = self._make()
+            self._spare.append(first)
+            if getattr(first.unwrapped, "heavy_step", False) and self._threads > 1:
+                self._pool = ThreadPoolExecutor(self._threads, thread_name_prefix="env-step")
+            self._described = EnvDescription(env_id, list(first.possible_agents))
+        return self._described
+
+    def pid(self) -> int:
+        """The worker's process id (tests kill it)."""
+        return os.getpid()
+
+    def reset(
+        self,
+        slots: Sequence[int],
+        seeds: Sequence[int],
+        options: Sequence[dict | None],
+        release: Sequence[int] = (),
+    ) -> list[EnvUpdate]:
+        """Release ``release`` (slots now played elsewhere), then start an episode per slot."""
+        self.describe()
+        for slot in release:
+            env = self._envs.pop(slot, None)
+            if env is not None:
+                self._spare.append(env)
+        return [
+            reset_env(self._env(slot), seed, option)
+            for slot, seed, option in zip(slots, seeds, options, strict=True)
+        ]
+
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[EnvUpdate]:
+        """Apply each slot's action; heavy steps in parallel on the shard's threads."""
+        pairs = list(zip(slots, actions, strict=True))
+        if self._pool is None or len(pairs) == 1:
+            return [step_env(self._envs[slot], action) for slot, action in pairs]
+        futures = [self._pool.submit(step_env, self._envs[slot], action) for slot, action in pairs]
+        wait(futures)
+        return [future.result() for future in futures]
+
+    def replay(
+        self, episodes: Sequence[tuple[int, int, dict | None, Sequence[str]]]
+    ) -> list[EnvUpdate]:
+        """Rebuild episodes lost with another worker: for each ``(slot, seed, options,
+        actions)``, reset and apply the actions in order; the update of the last of these
+        calls is returned (the one the lost call would have given), its ``seconds`` the
+        whole replay's."""
+        self.describe()
+        updates = []
+        for slot, seed, option, actions in episodes:
+            env = self._env(slot)
+            update = reset_env(env, seed, option)
+            seconds = update.seconds
+            for action in actions:
+                update = step_env(env, action)
+                seconds += update.seconds
+            update.seconds = seconds
+            updates.append(update)
+        return updates
+
+    def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+        for env in [*self._envs.values(), *self._spare]:
+            env.close()
+        self._envs, self._spare = {}, []
+
+    def _env(self, slot: int) -> AECEnv:
+        env = self._envs.get(slot)
+        if env is None:
+            env = self._envs[slot] = self._spare.pop() if self._spare else self._make()
+        return env
+
+
+@dataclass
+class _Episode:
+    """What the driver keeps of the episode playing in a slot, to replay it elsewhere."""
+
+    seed: int
+    options: dict | None
+    worker: int
+    generation: int  # of the actor (at index ``worker``) that holds its env
+    actions: list[str] = field(default_factory=list)
+
+
+class RayExecutor(EnvExecutor):
+    """Environment shards on ``num_workers`` Ray actors (see the module docstring).
+
+    Args:
+        num_workers: Actors (default: the cluster's CPUs divided by ``cpus_per_worker``).
+        cpus_per_worker: CPUs each actor reserves (Ray's ``num_cpus``; 0 places actors without
+            reserving any); also the threads its heavy steps run on (at least 1).
+        address: The Ray cluster to join when Ray is not initialised yet (default: Ray's own
+            rule: ``RAY_ADDRESS``, a local ``ray start`` instance, else a new local one).
+        max_worker_failures: Worker deaths tolerated per rollout before
+            :class:`WorkerLostError` (default ``2 * num_workers``).
+        actor_options: More ``.options(...)`` for the actors (``resources``,
+            ``scheduling_strategy``, ``runtime_env``, ...).
+        keep_workers: Keep the actors (and their env copies) alive when a rollout ends, for
+            the next rollout of the same env with this executor (a training loop: one
+            executor, a rollout per iteration); :meth:`shutdown` (or ``with``) frees them.
+            Default False: each rollout starts its actors and kills them at its end.
+        start_timeout: Seconds to wait for the actors to start (Ray holds an actor back
+            while the cluster lacks the CPUs it reserves) before giving up with a message
+            that says what the cluster has.
+
+    ``workers`` holds the live actor handles (an actor that died is replaced in place).
+
+    >>> from llm_marl_envs.rollout import rollout, RayExecutor  # doctest: +SKIP
+    >>> with RayExecutor(4, keep_workers=True) as executor:  # doctest: +SKIP
+    ...     for iteration in range(100):
+    ...         result = rollout("llm_marl_envs/GSM8K-v0", policy, episodes=512,
+    ...                          batch_size=128, executor=executor)
+    """
+
+    def __init__(
+        self,
+        num_workers: int | None = None,
+        *,
+        cpus_per_worker: float = 1,
+        address: str | None = None,
+        max_worker_failures: int | None = None,
+        actor_options: Mapping[str, Any] | None = None,
+        keep_workers: bool = False,
+        start_timeout: float = 300.0,
+    ) -> None:
+        self.num_workers = check_int("num_workers", num_workers, 1, none_ok=True)
+        if isinstance(cpus_per_worker, bool) or not isinstance(cpus_per_worker, (int, float)):
+            raise TypeError(f"cpus_per_worker must be a number, got {cpus_per_worker!r}")
+        if cpus_per_worker < 0:
+            raise ValueError(f"cpus_per_worker must be >= 0, got {cpus_per_worker}")
+        self.cpus_per_worker = cpus_per_worker
+        self.address = address
+        self.max_worker_failures = check_int(
+            "max_worker_failures", max_worker_failures, 0, none_ok=True
+        )
+        self.actor_options = dict(actor_options or {})
+        self.keep_workers = bool(keep_workers)
+        self.start_timeout = float(start_timeout)
+        self.workers: list[Any] = []
+        self.failures = 0
+        self._generation: list[int] = []
+        self._episodes: dict[int, _Episode] = {}
+        self._release: dict[int, list[int]] = defaultdict(list)
+        self._lock = threading.RLock()
+        self._ray: Any = None
+        self._shard_cls: Any = None
+        self._shard_args: tuple = ()
+        self._opened_with: tuple | None = None  # (env, env_kwargs) of the live workers
+
+    # ------------------------------------------------------------------ EnvExecutor
+    def open(
+        self, env: EnvSource, env_kwargs: Mapping[str, Any] | None, copies: int
+    ) -> EnvDescription:
+        ray = self._ray = import_ray()
+        check_int("copies", copies, 1)
+        if not ray.is_initialized():
+            ray.init(address=self.address, log_to_driver=True)
+        count = self.num_workers
+        if count is None:
+            cpus = ray.cluster_resources().get("CPU", 1)
+            count = max(1, int(cpus // self.cpus_per_worker)) if self.cpus_per_worker else 1
+        self.failures, self._episodes = 0, {}
+        self._release = defaultdict(list)
+        key = (env, dict(env_kwargs or {}))
+        if self.workers and self._opened_with == key and len(self.workers) == count:
+            return self._get(self.workers[0].describe.remote())  # kept from the last rollout
+        self.shutdown()
+        threads = max(1, int(self.cpus_per_worker))
+        self._shard_cls = ray.remote(EnvShard).options(
+            num_cpus=self.cpus_per_worker, max_concurrency=1, **self.actor_options
+        )
+        self._shard_args = (env, dict(env_kwargs or {}), threads)
+        self.workers = [self._shard_cls.remote(*self._shard_args) for _ in range(count)]
+        self._generation = [0] * count
+        self._opened_with = key
+        # every shard makes its first copy: a bad env or argument fails here, not mid-rollout
+        refs = [worker.describe.remote() for worker in self.workers]
+        try:
+            return self._get(refs, timeout=self.start_timeout)[0]
+        except ray.exceptions.GetTimeoutError:
+            free = ray.available_resources().get("CPU", 0)
+            self.shutdown()
+            raise TimeoutError(
+                f"Ray did not start {count} workers reserving {self.cpus_per_worker} CPU each "
+                f"within {self.start_timeout:g} s (the cluster has {free:g} CPUs free); lower "
+                "num_workers or cpus_per_worker, or add machines to the cluster"
+            ) from None
+
+    def reset(
+        self,
+        slots: Sequence[int],
+        seeds: Sequence[int],
+        groups: Sequence[int],
+        options: Sequence[dict | None] | None = None,
+    ) -> list[Future[EnvUpdate]]:
+        options = list(options or [None] * len(slots))
+        futures = [Future() for _ in slots]
+        by_worker: dict[int, list[int]] = defaultdict(list)
+        with self._lock:
+            for i, (slot, seed, group) in enumerate(zip(slots, seeds, groups, strict=True)):
+                worker = group % len(self.workers)
+                old = self._episodes.get(slot)
+                if old is not None and old.worker != worker:
+                    if old.generation == self._generation[old.worker]:
+                        self._release[old.worker].append(slot)
+                self._episodes[slot] = _Episode(seed, options[i], worker, self._generation[worker])
+                by_worker[worker].append(i)
+            for worker, items in by_worker.items():
+                release, self._release[worker] = self._release[worker], []
+                self._call(
+                    worker,
+                    "reset",
+                    (
+                        [slots[i] for i in items],
+                        [seeds[i] for i in items],
+                        [options[i] for i in items],
+                        release,
+                    ),
+                    [slots[i] for i in items],
+                    [futures[i] for i in items],
+                )
+        return futures
+
+    def step(self, slots: Sequence[int], actions: Sequence[str]) -> list[Future[EnvUpdate]]:
+        futures = [Future() for _ in slots]
+        steps: dict[int, list[int]] = defaultdict(list)
+        replays: dict[int, list[int]] = defaultdict(list)
+        with self._lock:
+            for i, (slot, action) in enumerate(zip(slots, actions, strict=True)):
+                episode = self._episodes[slot]
+                episode.actions.append(action)
+                if episode.generation == self._generation[episode.worker]:
+                    steps[episode.worker].append(i)
+                else:  # its worker died while the policy was thinking
+                    replays[episode.worker].append(i)
+            for worker, items in steps.items():
+                self._call(
+                    worker,
+                    "step",
+                    ([slots[i] for i in items], [actions[i] for i in items]),
+                    [slots[i] for i in items],
+                    [futures[i] for i in items],
+                )
+            for worker, items in replays.items():
+                self._replay(worker, [slots[i] for i in items], [futures[i] for i in items])
+        return futures
+
+    def close(self) -> None:
+        """End the rollout: the actors are killed, unless ``keep_workers``."""
+        self._episodes = {}
+        if not self.keep_workers:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Kill the actors (their env copies go with them)."""
+        ray, workers = self._ray, self.workers
+        self.workers, self._episodes, self._opened_with = [], {}, None
+        for worker in workers:
+            try:
+                ray.kill(worker)
+            except Exception:  # noqa: BLE001 - already dead: nothing to free
+                pass
+
+    def __enter__(self) -> RayExecutor:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.shutdown()
+
+    # ------------------------------------------------------------------ calls and faults
+    def _call(
+        self, worker: int, method: str, args: tuple, slots: list[int], futures: list[Future]
+    ) -> None:
+        """One remote call on ``worker`` for ``slots``; its answer completes ``futures``."""
+        actor, generation = self.workers[worker], self._generation[worker]
+        ref = getattr(actor, method).remote(*args)
+        ref.future().add_done_callback(
+            lambda done: self._answered(done, worker, generation, slots, futures)
+        )
+
+    def _answered(
+        self, done: Future, worker: int, generation: int, slots: list[int], futures: list[Future]
+    ) -> None:
+        ray = self._ray
+        try:
+            updates = done.result()
+        except ray.exceptions.RayActorError as error:
+            # replace the worker off Ray's callback thread; replay its episodes there
+            threading.Thread(
+                target=self._recover,
+                args=(worker, generation, slots, futures, error),
+                name="ray-executor-recover",
+                daemon=True,
+            ).start()
+            return
+        except ray.exceptions.RayTaskError as error:
+            cause = getattr(error, "cause", None)
+            for future in futures:
+                future.set_exception(cause if isinstance(cause, BaseException) else error)
+            return
+        except BaseException as error:  # noqa: BLE001 - handed to the engine as it is
+            for future in futures:
+                future.set_exception(error)
+            return
+        for future, update in zip(futures, updates, strict=True):
+            future.set_result(update)
+
+    def _recover(
+        self,
+        worker: int,
+        generation: int,
+        slots: list[int],
+        futures: list[Future],
+        error: BaseException,
+    ) -> None:
+        with self._lock:
+            if not self.workers:  # closed meanwhile
+                for future in futures:
+                    future.set_exception(WorkerLostError(f"Ray worker {worker} lost: {error}"))
+                return
+            if self._generation[worker] == generation:  # first news of this death
+                self.failures += 1
+                limit = self.max_worker_failures
+                if limit is None:
+                    limit = 2 * len(self.workers)
+                if self.failures > limit:
+                    lost = WorkerLostError(
+                        f"Ray workers died {self.failures} times in one rollout (more than "
+                        f"max_worker_failures={limit}); the last: {str(error).splitlines()[0]}"
+                    )
+                    for future in futures:
+                        future.set_exception(lost)
+                    return
+                self.workers[worker] = self._shard_cls.remote(*self._shard_args)
+                self._generation[worker] += 1
+                self._release[worker] = []
+            self._replay(worker, slots, futures)
+
+    def _replay(self, worker: int, slots: list[int], futures: list[Future]) -> None:
+        """Rebuild ``slots``' episodes on ``worker``'s current actor (under the lock)."""
+        items = []
+        for slot in slots:
+            episode = self._episodes[slot]
+            episode.generation = self._generation[worker]
+            items.append((slot, episode.seed, episode.options, list(episode.actions)))
+        self._call(worker, "replay", (items,), slots, futures)
+
+    def _get(self, ref: Any, timeout: float | None = None) -> Any:
+        """``ray.get``, re-raising an env's own exception (type and message) as it is."""
+        ray = self._ray
+        try:
+            return ray.get(ref, timeout=timeout)
+        except ray.exceptions.RayTaskError as error:
+            cause = getattr(error, "cause", None)
+            if isinstance(cause, BaseException):
+                raise cause from None
+            raise

@@ -1,0 +1,314 @@
+"""The Ray executor on a real local Ray instance (2 CPUs, started once per test session).
+
+Environment shards live on Ray actors; the engine and the policies stay here. What must hold:
+the same records as the local executor, groups kept on one shard, a killed worker costing
+nothing (its episodes replayed from their seeds elsewhere), an env's own exception reaching
+the caller as itself, and one-line errors for bad arguments.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sys
+
+import pytest
+
+import llm_marl_envs
+from llm_marl_envs.rollout import RayExecutor, rollout, scripted_policy
+from llm_marl_envs.rollout.ray_executor import EnvShard, import_ray
+
+GSM8K = "llm_marl_envs/GSM8K-v0"
+MAZE = "llm_marl_envs/MazeCollab-v0"
+CODING = "llm_marl_envs/CoopCoding-v0"
+DATA = {"data_source": "bundled"}
+
+pytestmark = pytest.mark.usefixtures("ray_session")
+
+
+def _policies(env_id, **kwargs):
+    env = llm_marl_envs.make(env_id, **kwargs)
+    return {a: scripted_policy(env_id, a) for a in env.possible_agents}
+
+
+def _dicts(result):
+    return [episode.to_dict(include_tokens=True) for episode in result.episodes]
+
+
+def _both(env_id, kwargs, num_workers, **args):
+    """The same rollout with the local executor and with ``num_workers`` Ray workers."""
+    local = rollout(env_id, _policies(env_id, **kwargs), env_kwargs=kwargs, progress=False, **args)
+    remote = rollout(
+        env_id,
+        _policies(env_id, **kwargs),
+        env_kwargs=kwargs,
+        progress=False,
+        executor="ray",
+        num_workers=num_workers,
+        **args,
+    )
+    return local, remote
+
+
+@pytest.mark.parametrize(
+    ("env_id", "kwargs", "args"),
+    [
+        (GSM8K, DATA, {"episodes": 12, "batch_size": 4, "group_size": 3, "seed": 5}),
+        (MAZE, {}, {"episodes": 6, "batch_size": 3, "seed": 2}),
+        (CODING, {}, {"episodes": 4, "batch_size": 4, "seed": 0}),
+    ],
+)
+def test_ray_gives_the_same_records_as_the_local_executor(env_id, kwargs, args):
+    local, remote = _both(env_id, kwargs, 2, **args)
+    assert len(remote.episodes) == args["episodes"]
+    assert _dicts(remote) == _dicts(local)
+    assert remote.turns == local.turns
+
+
+def test_frozen_episode_lists_with_reset_options_match_too():
+    args = {"seeds": [3, 1, 4], "reset_options": [{"row_index": i} for i in (2, 0, 5)]}
+    local, remote = _both(GSM8K, DATA, 2, batch_size=2, **args)
+    assert _dicts(remote) == _dicts(local)
+    assert [e.reset_options for e in remote.episodes] == args["reset_options"]
+
+
+class Watching(RayExecutor):
+    """Notes the worker each episode's reset went to (by group)."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.placed: dict[int, set[int]] = {}
+
+    def reset(self, slots, seeds, groups, options=None):
+        futures = super().reset(slots, seeds, groups, options)
+        for slot, group in zip(slots, groups, strict=True):
+            self.placed.setdefault(group, set()).add(self._episodes[slot].worker)
+        return futures
+
+
+def test_each_group_plays_on_one_worker_and_groups_spread_over_workers():
+    executor = Watching(2)
+    result = rollout(
+        GSM8K,
+        _policies(GSM8K, **DATA),
+        episodes=16,
+        batch_size=8,
+        group_size=4,
+        env_kwargs=DATA,
+        progress=False,
+        executor=executor,
+    )
+    assert len(result.episodes) == 16
+    assert all(len(workers) == 1 for workers in executor.placed.values())
+    assert {next(iter(w)) for w in executor.placed.values()} == {0, 1}
+    assert not executor.workers  # closed: the actors are gone
+
+
+class KillingPolicy:
+    """A scripted policy that kills a Ray worker (``how``) at the ``at``-th call of all the
+    agents' policies (``calls`` is shared)."""
+
+    def __init__(self, env_id, agent, executor, at, how, calls):
+        self.inner = scripted_policy(env_id, agent)
+        self.executor, self.at, self.how, self.calls = executor, at, how, calls
+
+    def __call__(self, observation, info):
+        self.calls.append(1)
+        if len(self.calls) == self.at:
+            ray = import_ray()
+            victim = self.executor.workers[0]
+            if self.how == "ray.kill":
+                ray.kill(victim)
+            else:  # the worker's process, as a crash or an OOM killer would
+                os.kill(ray.get(victim.pid.remote()), signal.SIGKILL)
+        return self.inner(observation, info)
+
+
+@pytest.mark.parametrize("how", ["ray.kill", "SIGKILL"])
+def test_a_worker_killed_mid_rollout_loses_and_duplicates_nothing(tmp_path, how):
+    args = {"episodes": 10, "batch_size": 4, "seed": 7}
+    local = rollout(MAZE, _policies(MAZE), progress=False, **args)
+    executor, calls = RayExecutor(2), []
+    policies = {
+        agent: KillingPolicy(MAZE, agent, executor, at=6, how=how, calls=calls)
+        for agent in llm_marl_envs.make(MAZE).possible_agents
+    }
+    out = tmp_path / "episodes.jsonl"
+    remote = rollout(MAZE, policies, progress=False, executor=executor, out=out, **args)
+    assert executor.failures >= 1  # the kill was seen and survived
+    for episode in (*remote.episodes, *local.episodes):
+        episode.policies = {}  # (the killing wrapper has its own name)
+    assert _dicts(remote) == _dicts(local)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(line["episode"] for line in lines) == list(range(10))  # each exactly once
+
+
+def test_more_deaths_than_allowed_stop_the_rollout_with_a_clear_error():
+    executor, calls = RayExecutor(1, max_worker_failures=0), []
+    policies = {
+        agent: KillingPolicy(MAZE, agent, executor, at=2, how="ray.kill", calls=calls)
+        for agent in llm_marl_envs.make(MAZE).possible_agents
+    }
+    with pytest.raises(RuntimeError, match="max_worker_failures=0"):
+        rollout(MAZE, policies, episodes=4, batch_size=2, progress=False, executor=executor)
+
+
+class FailingEnv:
+    """Builds a maze whose step raises on an action containing 'boom' (pickled by value)."""
+
+    def __call__(self):
+        env = llm_marl_envs.make(MAZE)
+        step = env.step
+
+        def exploding_step(action):
+            if action is not None and "boom" in action:
+                raise ValueError(f"this env refuses {action!r}")
+            return step(action)
+
+        env.step = exploding_step
+        return env
+
+
+def test_an_exception_inside_a_worker_reaches_the_caller_as_itself():
+    from ray import cloudpickle  # Ray's own copy pickles what it sends to workers
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    try:
+        with pytest.raises(ValueError, match="this env refuses 'boom'"):
+            rollout(
+                FailingEnv(),
+                lambda obs, info: "boom",
+                episodes=2,
+                progress=False,
+                executor="ray",
+                num_workers=1,
+            )
+    finally:
+        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
+def test_a_bad_env_argument_fails_at_start_with_the_envs_own_error():
+    args = {"episodes": 2, "progress": False, "env_kwargs": {"data_source": "nowhere"}}
+    with pytest.raises(Exception) as local:
+        rollout(GSM8K, lambda obs, info: "1", **args)
+    with pytest.raises(Exception) as remote:
+        rollout(GSM8K, lambda obs, info: "1", executor="ray", num_workers=1, **args)
+    assert type(remote.value) is type(local.value)
+    assert str(remote.value) == str(local.value) and "'nowhere'" in str(remote.value)
+
+
+def test_kept_workers_serve_the_next_rollout_and_shutdown_frees_them():
+    policies = _policies(GSM8K, **DATA)
+    args = {"episodes": 6, "batch_size": 3, "env_kwargs": DATA, "progress": False}
+    with RayExecutor(2, keep_workers=True) as executor:
+        first = rollout(GSM8K, policies, executor=executor, seed=1, **args)
+        actors = list(executor.workers)
+        second = rollout(GSM8K, policies, executor=executor, seed=1, **args)
+        assert executor.workers == actors  # the same actors, not new ones
+    assert not executor.workers
+    assert _dicts(first) == _dicts(second)
+
+
+def test_too_many_workers_for_the_cluster_give_up_with_what_it_has():
+    executor = RayExecutor(3, cpus_per_worker=1, start_timeout=3)  # 2 CPUs in this instance
+    with pytest.raises(TimeoutError, match="lower num_workers or cpus_per_worker"):
+        rollout(
+            GSM8K,
+            lambda obs, info: "1",
+            episodes=3,
+            progress=False,
+            env_kwargs=DATA,
+            executor=executor,
+        )
+
+
+def test_a_shard_is_a_plain_class_that_releases_and_reuses_copies():
+    shard = EnvShard(GSM8K, DATA)
+    first = shard.reset([0, 1], [0, 1], [None, None])
+    assert all(update.start is not None and not update.done for update in first)
+    again = shard.replay([(0, 0, None, [])])[0]
+    assert again.views[-1].observation == first[0].views[-1].observation
+    shard.reset([2], [2], [None], release=[0, 1])  # slot 2 reuses a released copy
+    assert len(shard._envs) == 1 and len(shard._spare) == 1
+    shard.close()
+
+
+# ---------------------------------------------------------------- no Ray needed below
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "error", "match"),
+    [
+        ({"executor": "rya"}, ValueError, "'local', 'ray' or an EnvExecutor"),
+        ({"executor": 3}, TypeError, "'local', 'ray' or an EnvExecutor"),
+        ({"num_workers": 2}, ValueError, "num_workers applies to executor='ray'"),
+        ({"executor": "ray", "env_workers": 2}, ValueError, "env_workers configures the local"),
+        ({"executor": "ray", "num_workers": 0}, ValueError, "num_workers"),
+    ],
+)
+def test_bad_executor_arguments_are_one_line_errors(kwargs, error, match):
+    with pytest.raises(error, match=match):
+        rollout(GSM8K, lambda obs, info: "1", episodes=1, env_kwargs=DATA, progress=False, **kwargs)
+
+
+def test_without_ray_installed_the_error_names_the_extra(monkeypatch):
+    monkeypatch.setitem(sys.modules, "ray", None)  # import ray -> ImportError
+    with pytest.raises(ImportError, match=r"pip install 'llm-marl-envs\[ray\]'"):
+        rollout(
+            GSM8K,
+            lambda obs, info: "1",
+            episodes=1,
+            env_kwargs=DATA,
+            progress=False,
+            executor="ray",
+        )
+
+
+# ---------------------------------------------------------------- the command line
+
+
+def _by_episode(path):
+    return sorted(
+        (json.loads(line) for line in path.read_text().splitlines()),
+        key=lambda record: record["episode"],
+    )
+
+
+def test_llm_marl_rollout_with_the_ray_executor_writes_the_local_records(tmp_path, capsys):
+    from llm_marl_envs.cli import main
+
+    common = [
+        "rollout",
+        MAZE,
+        "--policy",
+        "scripted",
+        "--episodes",
+        "6",
+        "--batch-size",
+        "3",
+        "--no-progress",
+    ]
+    assert main([*common, "--out", str(tmp_path / "local.jsonl")]) == 0
+    ray_args = ["--executor", "ray", "--num-workers", "2"]
+    assert main([*common, "--out", str(tmp_path / "ray.jsonl"), *ray_args]) == 0
+    # the file lists episodes as they finish (shards finish in their own order)
+    assert _by_episode(tmp_path / "ray.jsonl") == _by_episode(tmp_path / "local.jsonl")
+    assert main(["rollout", MAZE, "--policy", "scripted", "--num-workers", "2"]) == 2
+    assert "--num-workers applies to --executor ray" in capsys.readouterr().err
+
+
+def test_llm_marl_eval_on_ray_scores_what_the_local_run_scores(tmp_path):
+    from llm_marl_envs.cli import main
+
+    common = ["eval", "lite", "--policy", "scripted", "--tasks", "maze", "gsm8k", "--no-progress"]
+    assert main([*common, "--out", str(tmp_path / "local")]) == 0
+    assert main([*common, "--out", str(tmp_path / "ray"), "--executor", "ray"]) == 0
+    scores = [
+        json.loads((tmp_path / run / "results.json").read_text())["tasks"]
+        for run in ("local", "ray")
+    ]
+    assert scores[0] == scores[1]
+    for task in ("maze", "gsm8k"):  # the harness sorts its records: the files are equal
+        local, remote = (tmp_path / run / "episodes" / f"{task}.jsonl" for run in ("local", "ray"))
+        assert remote.read_bytes() == local.read_bytes()
