@@ -51,6 +51,7 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/bench_stats.py
 	$(OFFLINE) $(BIN)/python benchmarks/eval_harness.py --label "scripted players and the tiny test model"
 	$(OFFLINE) $(BIN)/python benchmarks/leaderboard_site.py
+	$(OFFLINE) $(BIN)/python benchmarks/ray_scaling.py
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site

@@ -352,6 +352,8 @@ class RolloutEngine:
         try:
             self._settle(self._start_episodes(range(len(self.slots))))
             while True:
+                if self.executor.lockstep:
+                    self._wait_for_all_envs()
                 self._settle(
                     i
                     for i, s in enumerate(self.slots)
@@ -391,6 +393,14 @@ class RolloutEngine:
         # a timeout, so that a Ctrl-C delivered to another thread is seen here
         wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
         return True
+
+    def _wait_for_all_envs(self) -> None:
+        """Wait until no env work is in flight (lockstep executors)."""
+        while True:
+            running = [s.pending for s in self.slots if s.pending is not None]
+            if not running or all(f.done() for f in running):
+                return
+            wait(running, timeout=0.2)  # a timeout, so that a Ctrl-C is seen here
 
     # ------------------------------------------------------------------ 2. policy batches
     def _ask_policies(self, ready: list[int]) -> None:

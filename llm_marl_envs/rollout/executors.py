@@ -124,7 +124,14 @@ class EnvExecutor(ABC):
     the end, also after an error (one in ``open`` included). An exception raised by ``reset``
     or ``step``, or set on a future, stops the rollout as it is. An executor may be opened
     again after it is closed.
+
+    ``lockstep``: when True, the engine asks the policies only once no env work is in flight,
+    so each policy sees the batches the in-process executor would give it (the same prompts
+    together: a model's batched numerics, and so its log-probabilities, come out the same).
+    When False it goes on with whatever slots are ready.
     """
+
+    lockstep: bool = False
 
     @abstractmethod
     def open(

@@ -9,9 +9,11 @@ of environments, a driver batching generation across them.
 
 * **Group-aligned.** Episode group ``g`` (the ``group_size`` episodes of one GRPO group, same
   seed, same task) is played by worker ``g % num_workers``: a group never spans two shards.
-* **Same records.** The engine and the policies are those of the local executor and an env
-  reset with a seed replays exactly, so a seeded rollout writes the same episode records with
-  either executor (timings aside).
+* **Same records.** The engine and the policies are those of the local executor, an env
+  reset with a seed replays exactly, and (``lockstep``, the default) the engine asks the
+  policies only when every shard has answered, so each policy gets the batches it would get
+  locally: a seeded rollout gives the same episode records with either executor, a model's
+  log-probabilities included.
 * **Faults.** The driver keeps, per slot, the episode's seed, reset options and the actions
   played so far. When a worker dies (``ray.kill``, a killed process, a lost machine), a
   replacement actor takes its place and each of its unfinished episodes is *replayed*
@@ -198,6 +200,11 @@ class RayExecutor(EnvExecutor):
         start_timeout: Seconds to wait for the actors to start (Ray holds an actor back
             while the cluster lacks the CPUs it reserves) before giving up with a message
             that says what the cluster has.
+        lockstep: The engine asks the policies only when every shard has answered, so a
+            policy gets the batches it would get with the local executor, and a model's
+            records (log-probabilities included) are the same. False: it goes on with the
+            shards that answered first (more throughput when shards are uneven; a model's
+            log-probabilities may then differ in their last digits, as batches differ).
 
     ``workers`` holds the live actor handles (an actor that died is replaced in place).
 
@@ -218,6 +225,7 @@ class RayExecutor(EnvExecutor):
         actor_options: Mapping[str, Any] | None = None,
         keep_workers: bool = False,
         start_timeout: float = 300.0,
+        lockstep: bool = True,
     ) -> None:
         self.num_workers = check_int("num_workers", num_workers, 1, none_ok=True)
         if isinstance(cpus_per_worker, bool) or not isinstance(cpus_per_worker, (int, float)):
@@ -232,6 +240,7 @@ class RayExecutor(EnvExecutor):
         self.actor_options = dict(actor_options or {})
         self.keep_workers = bool(keep_workers)
         self.start_timeout = float(start_timeout)
+        self.lockstep = bool(lockstep)
         self.workers: list[Any] = []
         self.failures = 0
         self._generation: list[int] = []
@@ -402,6 +411,21 @@ class RayExecutor(EnvExecutor):
             future.set_result(update)
 
     def _recover(
+        self,
+        worker: int,
+        generation: int,
+        slots: list[int],
+        futures: list[Future],
+        error: BaseException,
+    ) -> None:
+        try:
+            self._replace_and_replay(worker, generation, slots, futures, error)
+        except BaseException as failure:  # noqa: BLE001 - never leave the engine waiting
+            for future in futures:
+                if not future.done():
+                    future.set_exception(failure)
+
+    def _replace_and_replay(
         self,
         worker: int,
         generation: int,

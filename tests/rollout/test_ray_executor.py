@@ -27,6 +27,17 @@ DATA = {"data_source": "bundled"}
 pytestmark = pytest.mark.usefixtures("ray_session")
 
 
+@pytest.fixture(autouse=True, scope="module")
+def _send_this_module_by_value():
+    """Ray pickles this module's env and policy factories by value: the workers cannot
+    import a test module."""
+    from ray import cloudpickle
+
+    cloudpickle.register_pickle_by_value(sys.modules[__name__])
+    yield
+    cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+
+
 def _policies(env_id, **kwargs):
     env = llm_marl_envs.make(env_id, **kwargs)
     return {a: scripted_policy(env_id, a) for a in env.possible_agents}
@@ -171,21 +182,15 @@ class FailingEnv:
 
 
 def test_an_exception_inside_a_worker_reaches_the_caller_as_itself():
-    from ray import cloudpickle  # Ray's own copy pickles what it sends to workers
-
-    cloudpickle.register_pickle_by_value(sys.modules[__name__])
-    try:
-        with pytest.raises(ValueError, match="this env refuses 'boom'"):
-            rollout(
-                FailingEnv(),
-                lambda obs, info: "boom",
-                episodes=2,
-                progress=False,
-                executor="ray",
-                num_workers=1,
-            )
-    finally:
-        cloudpickle.unregister_pickle_by_value(sys.modules[__name__])
+    with pytest.raises(ValueError, match="this env refuses 'boom'"):
+        rollout(
+            FailingEnv(),
+            lambda obs, info: "boom",
+            episodes=2,
+            progress=False,
+            executor="ray",
+            num_workers=1,
+        )
 
 
 def test_a_bad_env_argument_fails_at_start_with_the_envs_own_error():
@@ -312,3 +317,70 @@ def test_llm_marl_eval_on_ray_scores_what_the_local_run_scores(tmp_path):
     for task in ("maze", "gsm8k"):  # the harness sorts its records: the files are equal
         local, remote = (tmp_path / run / "episodes" / f"{task}.jsonl" for run in ("local", "ray"))
         assert remote.read_bytes() == local.read_bytes()
+
+
+# ---------------------------------------------------------------- a policy on an actor
+
+
+def _tiny_policy():
+    from llm_marl_envs.policies.hf import HFPolicy
+
+    return HFPolicy.from_spec("tiny", max_new_tokens=6, seed=0)
+
+
+def _one_thread_tiny_policy():
+    """Ray gives an actor with no CPUs reserved one torch thread; float sums over another
+    thread count round differently, so the driver's side matches it."""
+    import torch
+
+    torch.set_num_threads(1)
+    return _tiny_policy()
+
+
+def test_a_model_policy_on_a_ray_actor_gives_the_records_of_the_same_policy_here():
+    from llm_marl_envs.policies.ray_actor import RayPolicy
+
+    import torch
+
+    args = {"episodes": 4, "batch_size": 4, "env_kwargs": DATA, "progress": False, "seed": 3}
+    threads = torch.get_num_threads()
+    try:
+        here = rollout(GSM8K, _one_thread_tiny_policy(), **args)
+    finally:
+        torch.set_num_threads(threads)
+    remote_policy = RayPolicy(_one_thread_tiny_policy, num_cpus=0)
+    try:
+        there = rollout(GSM8K, remote_policy, executor="ray", num_workers=2, **args)
+    finally:
+        remote_policy.close()
+    assert remote_policy.name == "hf:tiny"
+    assert _dicts(there) == _dicts(here)
+
+
+def test_a_dead_policy_actor_stops_the_rollout_with_a_one_line_reason():
+    from llm_marl_envs.policies import PolicyError
+    from llm_marl_envs.policies.ray_actor import RayPolicy
+    from llm_marl_envs.rollout import RolloutError
+
+    def answering():
+        from llm_marl_envs.policies import CallablePolicy
+
+        return CallablePolicy(lambda obs, info: "The answer is 1.", name="fine")
+
+    policy = RayPolicy(answering, num_cpus=0)
+    import_ray().kill(policy.actor)
+    with pytest.raises(RolloutError, match="the policy's Ray actor is gone") as stopped:
+        rollout(GSM8K, policy, episodes=2, env_kwargs=DATA, progress=False)
+    assert isinstance(stopped.value.__cause__, PolicyError)
+    assert stopped.value.result.episodes == []
+
+
+def test_the_commands_without_ray_installed_say_which_extra_in_one_line(monkeypatch, capsys):
+    from llm_marl_envs.cli import main
+
+    monkeypatch.setitem(sys.modules, "ray", None)
+    assert main(["rollout", MAZE, "--policy", "scripted", "--executor", "ray"]) == 2
+    assert main(["eval", "lite", "--policy", "scripted", "--executor", "ray"]) == 2
+    errors = capsys.readouterr().err.strip().splitlines()
+    assert len(errors) == 2
+    assert all("pip install 'llm-marl-envs[ray]'" in line for line in errors)
