@@ -22,12 +22,26 @@ from llm_marl_envs.bench.leaderboard import add_entry, shipped_entries, verify_e
 from llm_marl_envs.bench.pairings import run_pairings
 from llm_marl_envs.bench.suite import load_suite
 
-#: id -> (team spec, display name, kind)
+#: id -> (the policy of every seat, or a {seat: spec} team; display name; kind)
 ENTRIES = {
     "random": ("random", "random text (floor)", "baseline"),
     "scripted": ("scripted", "scripted players (oracles where they exist)", "baseline"),
     "tiny": ("tiny", "tiny random-init GPT-2 (test model)", "model"),
     "default": ("default", "SmolLM2-135M-Instruct (embedded, greedy)", "model"),
+    # CORY's two models after `python baselines/cory.py --seed 2 --out-dir runs/cory-imdb-s2`
+    # (the default IMDB run; model A in seat 0, as in the trainer's own evaluation)
+    "cory-imdb": (
+        {"0": "ckpt:runs/cory-imdb-s2#A", "1": "ckpt:runs/cory-imdb-s2#B"},
+        "SmolLM2-135M after CORY on IMDB (seed 2; model A leads)",
+        "trained",
+    ),
+}
+#: the training run each trained entry needs, and the command that makes it
+TRAINING = {
+    "cory-imdb": (
+        "runs/cory-imdb-s2",
+        "python baselines/cory.py --seed 2 --out-dir runs/cory-imdb-s2",
+    )
 }
 
 
@@ -42,8 +56,13 @@ def main() -> None:
     board = shipped_entries().parent  # add_entry writes <board>/entries/<id>
     for entry_id in args.only:
         spec, name, kind = ENTRIES[entry_id]
+        run, command = TRAINING.get(entry_id, (None, None))
+        if run is not None and not Path(run, "checkpoint").is_dir():
+            print(f"{entry_id}: skipped, it needs the training run {run}: {command}")
+            continue
+        team = Team.parse(None, spec) if isinstance(spec, dict) else Team.parse(spec)
         out = args.work / entry_id
-        evaluate(suite, Team.parse(spec), out)  # resumes when out holds a stopped run
+        evaluate(suite, team, out)  # resumes when out holds a stopped run
         target = shipped_entries() / entry_id
         if target.exists():
             shutil.rmtree(target)
