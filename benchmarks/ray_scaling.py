@@ -136,6 +136,13 @@ def side_by_side(env_id, episodes, batch_size, repeats, workers=(1, 2), threads=
             times.append(wall)
         rows[name] = {"wall": statistics.median(times), "walls": times, "turns": result.turns}
         digests[name] = _digest(result)
+    opens = []
+    for _ in range(repeats):  # what the local executor's rollouts spend making their copies
+        executor, tick = LocalExecutor(), time.perf_counter()
+        executor.open(env_id, kwargs, min(batch_size, episodes))
+        opens.append(time.perf_counter() - tick)
+        executor.close()
+    rows["local"]["making_copies"] = statistics.median(opens)
     for count in workers:
         with RayExecutor(count, keep_workers=True) as executor:
             cold, _ = _timed(env_id, policies, 2 * count, batch_size, executor, kwargs, seed=10**6)
@@ -378,7 +385,10 @@ def render(data: dict, out: Path) -> None:
         "",
         "## Cheap steps: GSM8K-v0",
         "",
-        f"{episodes} episodes, batch size {data['gsm8k']['batch_size']}.",
+        f"{episodes} episodes, batch size {data['gsm8k']['batch_size']}. The local "
+        "executor makes its copies in every rollout (as `rollout` always does: "
+        f"{gsm8k['local']['making_copies']:.3f} s of its wall time here); warm Ray workers "
+        "keep theirs from one rollout to the next, as a training loop would.",
         "",
         "| executor | wall s | x local | overhead per episode (ms) | cold start s | "
         "same records as local |",

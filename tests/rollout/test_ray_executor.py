@@ -384,3 +384,38 @@ def test_the_commands_without_ray_installed_say_which_extra_in_one_line(monkeypa
     errors = capsys.readouterr().err.strip().splitlines()
     assert len(errors) == 2
     assert all("pip install 'llm-marl-envs[ray]'" in line for line in errors)
+
+
+def test_a_failing_policy_stops_a_ray_rollout_with_the_finished_episodes_written(tmp_path):
+    from llm_marl_envs.policies import PolicyError
+    from llm_marl_envs.rollout import RolloutError
+
+    calls = []
+    inner = _policies(MAZE)
+
+    def flaky(agent):
+        def answer(observation, info):
+            calls.append(1)
+            if len(calls) == 40:
+                raise PolicyError("the server went away")
+            return inner[agent](observation, info)
+
+        return answer
+
+    executor = RayExecutor(2)
+    out = tmp_path / "episodes.jsonl"
+    with pytest.raises(RolloutError, match="the server went away") as stopped:
+        rollout(
+            MAZE,
+            {a: flaky(a) for a in inner},
+            episodes=20,
+            batch_size=2,
+            seed=4,
+            progress=False,
+            executor=executor,
+            out=out,
+        )
+    kept = stopped.value.result.episodes
+    assert 0 < len(kept) < 20
+    assert sorted(r["episode"] for r in _by_episode(out)) == [e.episode for e in kept]
+    assert not executor.workers  # the actors were released
