@@ -183,10 +183,13 @@ def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch
         "SmolLM2-135M-Instruct",
         "tiny random-init GPT-2",
         "random text",
+        "SmolLM2-135M after CORY",
     ):
         assert name in page
     data = build_board("lite", tmp_path / "leaderboard")
-    assert len(data["entries"]) == 4 and all(e["verified"] for e in data["entries"])
+    assert len(data["entries"]) == 5 and all(e["verified"] for e in data["entries"])
+    kinds = {e["id"]: e["kind"] for e in data["entries"]}
+    assert kinds["cory-imdb"] == "trained" and kinds["default"] == "model"
     assert [e["id"] for e in data["entries"]][0] == "scripted"  # ranked first overall
     assert {"maze", "donor"} <= set(data["crossplay"])
     assert 'id="crossplay"' in page
