@@ -360,12 +360,19 @@ def render(data: dict, out: Path) -> None:
                 f"| {batch_size} | {name} | {row['episodes_per_s']:.1f} | {row['wall']:.3f} | "
                 f"{cold} | {'yes' if row['same_records_as_local'] else 'NO'} |"
             )
-    verdict = "met" if speedups[best] >= 1.7 else "NOT met"
+    passed = [b for b, v in speedups.items() if v >= 1.7]
+    if len(passed) == len(speedups):
+        verdict = "met at every batch size"
+    elif passed:
+        verdict = "met at batch size " + ", ".join(map(str, passed)) + " only"
+    else:
+        verdict = "NOT met"
     ratios = ", ".join(f"{v:.2f}x at batch size {b}" for b, v in speedups.items())
     lines += [
         "",
-        f"**2 workers / 1 worker: {ratios}** (target >= 1.7x: {verdict} at batch size "
-        f"{best}). The machine's own ceiling, measured in the same run: two processes "
+        f"**2 workers / 1 worker: {ratios}** (target >= 1.7x: {verdict}; this ratio "
+        "moves by about 0.2 from run to run on this machine). The machine's own ceiling, "
+        "measured in the same run: two processes "
         "running a pure-Python loop at once do "
         f"{data['machine_scaling']['ratio']:.2f}x the work of one (median of "
         f"{len(data['machine_scaling']['ratios'])}; "
