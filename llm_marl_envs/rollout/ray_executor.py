@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import os
 import threading
+import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor, wait
@@ -186,7 +187,9 @@ class RayExecutor(EnvExecutor):
     Args:
         num_workers: Actors (default: the cluster's CPUs divided by ``cpus_per_worker``).
         cpus_per_worker: CPUs each actor reserves (Ray's ``num_cpus``; 0 places actors without
-            reserving any); also the threads its heavy steps run on (at least 1).
+            reserving any); also the threads its heavy steps run on (at least 1). When the
+            cluster has fewer CPUs in all than ``num_workers`` of these, each worker reserves
+            an equal share instead (with a warning), so more workers than cores still start.
         address: The Ray cluster to join when Ray is not initialised yet (default: Ray's own
             rule: ``RAY_ADDRESS``, a local ``ray start`` instance, else a new local one).
         max_worker_failures: Worker deaths tolerated per rollout before
@@ -270,9 +273,10 @@ class RayExecutor(EnvExecutor):
         if self.workers and self._opened_with == key and len(self.workers) == count:
             return self._get(self.workers[0].describe.remote())  # kept from the last rollout
         self.shutdown()
-        threads = max(1, int(self.cpus_per_worker))
+        per_worker = self._cpus_each(count, ray.cluster_resources().get("CPU", 0))
+        threads = max(1, int(per_worker))
         self._shard_cls = ray.remote(EnvShard).options(
-            num_cpus=self.cpus_per_worker, max_concurrency=1, **self.actor_options
+            num_cpus=per_worker, max_concurrency=1, **self.actor_options
         )
         self._shard_args = (env, dict(env_kwargs or {}), threads)
         self.workers = [self._shard_cls.remote(*self._shard_args) for _ in range(count)]
@@ -283,13 +287,29 @@ class RayExecutor(EnvExecutor):
         try:
             return self._get(refs, timeout=self.start_timeout)[0]
         except ray.exceptions.GetTimeoutError:
-            free = ray.available_resources().get("CPU", 0)
+            free = ray.available_resources()
             self.shutdown()
+            asked = {"CPU": per_worker, **dict(self.actor_options.get("resources") or {})}
             raise TimeoutError(
-                f"Ray did not start {count} workers reserving {self.cpus_per_worker} CPU each "
-                f"within {self.start_timeout:g} s (the cluster has {free:g} CPUs free); lower "
-                "num_workers or cpus_per_worker, or add machines to the cluster"
+                f"Ray did not start {count} workers reserving {asked} each within "
+                f"{self.start_timeout:g} s (the cluster has free: "
+                f"{ {k: v for k, v in free.items() if k in asked} }); lower num_workers or "
+                "what each reserves, or add machines to the cluster"
             ) from None
+
+    def _cpus_each(self, count: int, total: float) -> float:
+        """``cpus_per_worker``, or an equal share of a cluster that has fewer CPUs in all."""
+        wanted = self.cpus_per_worker
+        if not wanted or not total or count * wanted <= total:
+            return wanted
+        share = total / count
+        share = float(int(share)) if share >= 1 else int(share * 10_000) / 10_000
+        warnings.warn(
+            f"num_workers={count} x cpus_per_worker={wanted:g} is more than the cluster's "
+            f"{total:g} CPUs; each worker reserves {share:g} CPU instead",
+            stacklevel=4,
+        )
+        return share
 
     def reset(
         self,

@@ -215,9 +215,18 @@ def test_kept_workers_serve_the_next_rollout_and_shutdown_frees_them():
     assert _dicts(first) == _dicts(second)
 
 
-def test_too_many_workers_for_the_cluster_give_up_with_what_it_has():
-    executor = RayExecutor(3, cpus_per_worker=1, start_timeout=3)  # 2 CPUs in this instance
-    with pytest.raises(TimeoutError, match="lower num_workers or cpus_per_worker"):
+def test_more_workers_than_cpus_share_them_with_a_warning():
+    args = {"episodes": 8, "batch_size": 8, "env_kwargs": DATA, "progress": False, "seed": 2}
+    local = rollout(GSM8K, _policies(GSM8K, **DATA), **args)
+    executor = RayExecutor(4)  # this Ray instance has 2 CPUs
+    with pytest.warns(UserWarning, match="each worker reserves 0.5 CPU instead"):
+        remote = rollout(GSM8K, _policies(GSM8K, **DATA), executor=executor, **args)
+    assert _dicts(remote) == _dicts(local)
+
+
+def test_workers_that_cannot_be_placed_give_up_with_what_the_cluster_has():
+    executor = RayExecutor(1, start_timeout=3, actor_options={"resources": {"tpu_pod": 1}})
+    with pytest.raises(TimeoutError, match=r"'tpu_pod': 1.*lower num_workers"):
         rollout(
             GSM8K,
             lambda obs, info: "1",
@@ -226,6 +235,7 @@ def test_too_many_workers_for_the_cluster_give_up_with_what_it_has():
             env_kwargs=DATA,
             executor=executor,
         )
+    assert not executor.workers
 
 
 def test_a_shard_is_a_plain_class_that_releases_and_reuses_copies():
