@@ -23,9 +23,12 @@ def shared_data() -> Path:
     return SHARED_DATA
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def ray_session():
-    """A local Ray instance with 2 CPUs, started once for the whole test session."""
+    """A local Ray instance with 2 CPUs for the Ray tests, which all live in one module
+    (tests/rollout/test_ray_executor.py), so it starts once per test session. It is shut
+    down after them: its daemons are children of this process, and the sandbox tests check
+    that no stray child is left."""
     import ray
 
     if not ray.is_initialized():
