@@ -6,8 +6,9 @@ own board (``llm_marl_envs/bench/entries/``) with ``llm_marl_envs.bench.leaderbo
 and plays the cross-play of ``--pairings`` models on the lite suite's two-seat-sensitive games
 (maze and Donor). Existing entries are kept; pass ``--only NAME ...`` to (re)make some.
 
-Usage: ``python scripts/ship_leaderboard_entries.py [--only random scripted tiny default]
-[--work /tmp/lite] [--pairings default scripted random]``
+Usage: ``python scripts/ship_leaderboard_entries.py [--only random scripted tiny default
+cory-imdb] [--work /tmp/lite] [--pairings scripted random tiny default]`` (``--only`` with no
+names plays the cross-play alone; finished evaluations in ``--work`` are reused).
 """
 
 from __future__ import annotations
