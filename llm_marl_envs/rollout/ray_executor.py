@@ -209,7 +209,9 @@ class RayExecutor(EnvExecutor):
             shards that answered first (more throughput when shards are uneven; a model's
             log-probabilities may then differ in their last digits, as batches differ).
 
-    ``workers`` holds the live actor handles (an actor that died is replaced in place).
+    ``workers`` holds the live actor handles (an actor that died is replaced in place);
+    ``failures`` counts the deaths of the last rollout, ``calls`` its remote calls and
+    ``call_slots`` the slots they carried (``call_slots / calls``: how full the calls were).
 
     >>> from llm_marl_envs.rollout import rollout, RayExecutor  # doctest: +SKIP
     >>> with RayExecutor(4, keep_workers=True) as executor:  # doctest: +SKIP
@@ -246,6 +248,8 @@ class RayExecutor(EnvExecutor):
         self.lockstep = bool(lockstep)
         self.workers: list[Any] = []
         self.failures = 0
+        self.calls = 0  # remote calls of the last rollout (reset, step, replay)
+        self.call_slots = 0  # slots those calls carried, in all
         self._generation: list[int] = []
         self._episodes: dict[int, _Episode] = {}
         self._release: dict[int, list[int]] = defaultdict(list)
@@ -268,6 +272,7 @@ class RayExecutor(EnvExecutor):
             cpus = ray.cluster_resources().get("CPU", 1)
             count = max(1, int(cpus // self.cpus_per_worker)) if self.cpus_per_worker else 1
         self.failures, self._episodes = 0, {}
+        self.calls = self.call_slots = 0
         self._release = defaultdict(list)
         key = (env, dict(env_kwargs or {}))
         if self.workers and self._opened_with == key and len(self.workers) == count:
@@ -398,6 +403,8 @@ class RayExecutor(EnvExecutor):
     ) -> None:
         """One remote call on ``worker`` for ``slots``; its answer completes ``futures``."""
         actor, generation = self.workers[worker], self._generation[worker]
+        self.calls += 1
+        self.call_slots += len(slots)
         ref = getattr(actor, method).remote(*args)
         ref.future().add_done_callback(
             lambda done: self._answered(done, worker, generation, slots, futures)

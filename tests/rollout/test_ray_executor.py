@@ -114,6 +114,8 @@ def test_each_group_plays_on_one_worker_and_groups_spread_over_workers():
     assert all(len(workers) == 1 for workers in executor.placed.values())
     assert {next(iter(w)) for w in executor.placed.values()} == {0, 1}
     assert not executor.workers  # closed: the actors are gone
+    # 16 resets and 32 steps in lockstep rounds: calls carry a shard's 4 slots at a time
+    assert executor.call_slots == 16 + 32 and executor.calls == (16 + 32) // 4
 
 
 class KillingPolicy:
