@@ -368,7 +368,7 @@ def render(data: dict, out: Path) -> None:
         verdict = "met at batch size " + ", ".join(map(str, passed)) + " only"
     else:
         verdict = "NOT met"
-    ratios = ", ".join(f"{v:.2f}x at batch size {b}" for b, v in speedups.items())
+    ratios = ", ".join(f"{v:.4f}x at batch size {b}" for b, v in speedups.items())
     lines += [
         "",
         f"**2 workers / 1 worker: {ratios}** (target >= 1.7x: {verdict}; this ratio "
