@@ -524,36 +524,26 @@ def _plot(sim: dict, lockstep_model, pipelined_model, out: Path) -> None:
 
     actors = [row["actors"] for row in sim["rows"]]
     fig, ax = plt.subplots(figsize=(6, 4))
-    ax.plot(
-        actors,
-        [lockstep_model(n) for n in actors],
-        "--",
-        color="C0",
-        alpha=0.7,
-        label="lockstep: model 1/(1/(N r) + c)",
+    modes = (
+        ("lockstep", lockstep_model, "1/(1/(N r) + c)", "C0", "o-"),
+        ("pipelined", pipelined_model, "min(N r, 1/c)", "C1", "s-"),
     )
-    ax.plot(
-        actors,
-        [row["lockstep"] for row in sim["rows"]],
-        "o-",
-        color="C0",
-        label="lockstep: measured",
-    )
-    ax.plot(
-        actors,
-        [pipelined_model(n) for n in actors],
-        "--",
-        color="C1",
-        alpha=0.7,
-        label="pipelined: model min(N r, 1/c)",
-    )
-    ax.plot(
-        actors,
-        [row["pipelined"] for row in sim["rows"]],
-        "s-",
-        color="C1",
-        label="pipelined: measured",
-    )
+    for mode, model, formula, color, marker in modes:
+        ax.plot(
+            actors,
+            [model(n) for n in actors],
+            "--",
+            color=color,
+            alpha=0.7,
+            label=f"{mode}: model {formula}",
+        )
+        ax.plot(
+            actors,
+            [row[mode] for row in sim["rows"]],
+            marker,
+            color=color,
+            label=f"{mode}: measured",
+        )
     ax.set_xscale("log", base=2)
     ax.set_xlabel("Ray actors")
     ax.set_ylabel("turns per second")

@@ -28,7 +28,14 @@ from typing import Any
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
 
-__all__ = ["RayPolicy"]
+__all__ = ["RayPolicy", "task_error_cause"]
+
+
+def task_error_cause(error: BaseException) -> BaseException:
+    """The exception raised inside a Ray task or actor method (its own type and message),
+    when Ray could carry it back; else ``error`` itself."""
+    cause = getattr(error, "cause", None)
+    return cause if isinstance(cause, BaseException) else error
 
 
 class _PolicyHost:
@@ -97,10 +104,7 @@ class RayPolicy(Policy):
         try:
             return ray.get(ref)
         except ray.exceptions.RayTaskError as error:
-            cause = getattr(error, "cause", None)
-            if isinstance(cause, BaseException):
-                raise cause from None
-            raise
+            raise task_error_cause(error) from None
         except ray.exceptions.RayActorError as error:
             first = str(error).strip().splitlines()[0]
             raise PolicyError(f"the policy's Ray actor is gone: {first}") from None

@@ -199,11 +199,6 @@ def rollout(
     check_int("batch_size", batch_size, 1)
     check_int("group_size", group_size, 1)
     episodes, seeds, reset_options = _episode_plan(episodes, group_size, seeds, reset_options)
-    if isinstance(executor, EnvExecutor) and env_workers is not None:
-        raise ValueError(
-            "env_workers configures the default executor; "
-            "pass LocalExecutor(env_workers=...) as executor instead"
-        )
     executor = make_executor(executor, num_workers=num_workers, env_workers=env_workers)
     copies = min(batch_size, max(episodes, 1))
     try:
@@ -251,11 +246,13 @@ def make_executor(
         raise ValueError(f"executor must be 'local', 'ray' or an EnvExecutor, got {executor!r}")
     if not isinstance(executor, EnvExecutor):
         raise TypeError(f"executor must be 'local', 'ray' or an EnvExecutor, got {executor!r}")
-    if env_workers is not None or num_workers is not None:
+    if env_workers is not None:
         raise ValueError(
-            "env_workers / num_workers configure the executors rollout makes; set them on the "
-            "executor you pass instead"
+            "env_workers configures the default executor; "
+            "pass LocalExecutor(env_workers=...) as executor instead"
         )
+    if num_workers is not None:
+        raise ValueError("num_workers configures executor='ray'; pass RayExecutor(num_workers=...)")
     return executor
 
 

@@ -45,6 +45,7 @@ from pettingzoo import AECEnv
 
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.core.validation import check_int
+from llm_marl_envs.policies.ray_actor import task_error_cause
 from llm_marl_envs.rollout.executors import (
     EnvDescription,
     EnvExecutor,
@@ -426,9 +427,8 @@ class RayExecutor(EnvExecutor):
             ).start()
             return
         except ray.exceptions.RayTaskError as error:
-            cause = getattr(error, "cause", None)
             for future in futures:
-                future.set_exception(cause if isinstance(cause, BaseException) else error)
+                future.set_exception(task_error_cause(error))
             return
         except BaseException as error:  # noqa: BLE001 - handed to the engine as it is
             for future in futures:
@@ -445,43 +445,31 @@ class RayExecutor(EnvExecutor):
         futures: list[Future],
         error: BaseException,
     ) -> None:
+        """Replace a dead worker (once per death) and replay ``slots`` there; any failure on
+        the way is set on ``futures``, so the engine never waits for nothing."""
         try:
-            self._replace_and_replay(worker, generation, slots, futures, error)
-        except BaseException as failure:  # noqa: BLE001 - never leave the engine waiting
+            with self._lock:
+                if not self.workers:  # closed meanwhile
+                    raise WorkerLostError(f"Ray worker {worker} lost: {error}")
+                if self._generation[worker] == generation:  # first news of this death
+                    self.failures += 1
+                    limit = self.max_worker_failures
+                    if limit is None:
+                        limit = 2 * len(self.workers)
+                    if self.failures > limit:
+                        raise WorkerLostError(
+                            f"Ray workers died {self.failures} times in one rollout (more than "
+                            f"max_worker_failures={limit}); the last: "
+                            f"{str(error).splitlines()[0]}"
+                        )
+                    self.workers[worker] = self._shard_cls.remote(*self._shard_args)
+                    self._generation[worker] += 1
+                    self._release[worker] = []
+                self._replay(worker, slots, futures)
+        except BaseException as failure:  # noqa: BLE001 - handed to the engine
             for future in futures:
                 if not future.done():
                     future.set_exception(failure)
-
-    def _replace_and_replay(
-        self,
-        worker: int,
-        generation: int,
-        slots: list[int],
-        futures: list[Future],
-        error: BaseException,
-    ) -> None:
-        with self._lock:
-            if not self.workers:  # closed meanwhile
-                for future in futures:
-                    future.set_exception(WorkerLostError(f"Ray worker {worker} lost: {error}"))
-                return
-            if self._generation[worker] == generation:  # first news of this death
-                self.failures += 1
-                limit = self.max_worker_failures
-                if limit is None:
-                    limit = 2 * len(self.workers)
-                if self.failures > limit:
-                    lost = WorkerLostError(
-                        f"Ray workers died {self.failures} times in one rollout (more than "
-                        f"max_worker_failures={limit}); the last: {str(error).splitlines()[0]}"
-                    )
-                    for future in futures:
-                        future.set_exception(lost)
-                    return
-                self.workers[worker] = self._shard_cls.remote(*self._shard_args)
-                self._generation[worker] += 1
-                self._release[worker] = []
-            self._replay(worker, slots, futures)
 
     def _replay(self, worker: int, slots: list[int], futures: list[Future]) -> None:
         """Rebuild ``slots``' episodes on ``worker``'s current actor (under the lock)."""
@@ -498,7 +486,4 @@ class RayExecutor(EnvExecutor):
         try:
             return ray.get(ref, timeout=timeout)
         except ray.exceptions.RayTaskError as error:
-            cause = getattr(error, "cause", None)
-            if isinstance(cause, BaseException):
-                raise cause from None
-            raise
+            raise task_error_cause(error) from None
