@@ -67,7 +67,6 @@ __all__ = [
     "paired_difference",
     "stable_seed",
     "summarize",
-    "tie_groups",
     "tie_ranks",
 ]
 
@@ -320,14 +319,6 @@ def tie_ranks(intervals: Sequence[Interval], higher_is_better: bool = True) -> l
         # Entries whose upper bound is below lo(i).
         above = np.searchsorted(np.sort(hi), lo, side="left")
     return [int(rank) for rank in 1 + above]
-
-
-def tie_groups(intervals: Sequence[Interval], higher_is_better: bool = True) -> list[int]:
-    """A group id per entry from :func:`tie_ranks`: 0 for the best place, 1 for the next
-    place taken, and so on; entries with the same rank share a group."""
-    ranks = tie_ranks(intervals, higher_is_better)
-    index = {rank: group for group, rank in enumerate(sorted(set(ranks)))}
-    return [index[rank] for rank in ranks]
 
 
 # --------------------------------------------------------------------------- seeds

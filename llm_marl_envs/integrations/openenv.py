@@ -33,15 +33,14 @@ OpenEnv's clients (:class:`LLMMarlEnv`, ``GenericEnvClient``) use.
 from __future__ import annotations
 
 import functools
-import math
 import socket
 import threading
 import time
-from collections.abc import Mapping
 from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.core.optional import require
+from llm_marl_envs.rollout.records import json_safe
 
 _server = require("openenv.core.env_server", "integrations", "the OpenEnv integration")
 _server_types = require("openenv.core.env_server.types", "integrations", "the OpenEnv integration")
@@ -216,7 +215,7 @@ class LLMMarlEnvironment(
         for agent, reward in rewards.items():
             self._returns[agent] += reward
         current = env.agent_selection if env.agents else None
-        info = _json_safe(env.infos[current]) if current is not None else {}
+        info = json_safe(env.infos[current]) if current is not None else {}
         return LLMMarlObservation(
             text=str(env.observe(current)) if current is not None else "",
             messages=list(info.get("messages", [])),
@@ -385,22 +384,3 @@ class _ClientGoneIsNotAnError:
         except _websockets.WebSocketDisconnect:
             if scope.get("type") != "websocket":
                 raise
-
-
-def _json_safe(value: Any) -> Any:
-    """``value`` with JSON types only (numpy scalars as numbers, anything else as text)."""
-    if value is None or isinstance(value, (str, bool, int)):
-        return value
-    if isinstance(value, float):
-        return value if math.isfinite(value) else str(value)
-    if isinstance(value, Mapping):
-        return {str(k): _json_safe(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_json_safe(v) for v in value]
-    item = getattr(value, "item", None)  # numpy scalars
-    if callable(item):
-        try:
-            return _json_safe(item())
-        except (TypeError, ValueError):
-            pass
-    return str(value)

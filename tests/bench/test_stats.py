@@ -15,7 +15,6 @@ from llm_marl_envs.bench.stats import (
     paired_difference,
     stable_seed,
     summarize,
-    tie_groups,
     tie_ranks,
 )
 
@@ -264,7 +263,6 @@ def test_paired_difference_rejects_non_finite_scores(bad):
 def test_tie_ranks_hand_made_example():
     intervals = [_iv(0.9, 0.8, 1.0), _iv(0.85, 0.75, 0.95), _iv(0.5, 0.4, 0.6)]
     assert tie_ranks(intervals) == [1, 1, 3]
-    assert tie_groups(intervals) == [0, 0, 1]
 
 
 def test_tie_ranks_follows_the_lmarena_rule_also_along_a_chain_of_overlaps():
@@ -274,7 +272,6 @@ def test_tie_ranks_follows_the_lmarena_rule_also_along_a_chain_of_overlaps():
     d = _iv(0.30, 0.20, 0.40)  # clearly below all three
     # rank = 1 + number of entries whose lower bound exceeds this one's upper bound.
     assert tie_ranks([a, b, c, d]) == [1, 1, 2, 4]
-    assert tie_groups([a, b, c, d]) == [0, 0, 1, 2]
     # The order of the entries does not matter.
     assert tie_ranks([d, c, b, a]) == [4, 2, 1, 1]
 
@@ -293,7 +290,7 @@ def test_tie_ranks_touching_intervals_share_a_place_and_separated_ones_do_not():
 
 
 def test_tie_ranks_edge_cases():
-    assert tie_ranks([]) == [] and tie_groups([]) == []
+    assert tie_ranks([]) == []
     assert tie_ranks([_iv(0.5, 0.4, 0.6)]) == [1]
     many = [_iv(i, i - 0.4, i + 0.4) for i in range(10)]  # all separated
     assert tie_ranks(many) == list(range(10, 0, -1))
