@@ -14,7 +14,7 @@ way: the reward (:mod:`llm_marl_envs.rewards.coding_authors`) and the between-tu
   named after the feedback that reports it), with the ``ast`` syntax check of the program;
 * :func:`extract_cases`: the asserts of ``check(candidate)`` their runner executes.
 
-Everything here is pure: no code runs (the parity tests in ``tests/rewards/`` check it).
+Everything here is pure: no code runs (``tests/envs/test_coop_coding_prompts.py`` checks it).
 """
 
 from __future__ import annotations
