@@ -24,7 +24,8 @@ instead of rewriting the main function, and stops (``docs/benchmarks/prompt_form
 Rewards and feedback are v1's. Every choice is an argument of all versions; ``reward_impl`` is in
 ``infos[agent]["reward_impl"]`` and in episode records.
 
-**Reward** ``"paper"`` (``llm_marl_envs.rewards.coding`` + ``llm_marl_envs.sandbox``), per round:
+**Reward** ``"paper"`` (``llm_marl_envs.rewards.coding``, tests run by
+``llm_marl_envs.rewards.coding_sandbox``, as for TRL), per round:
 ``structure`` (aux defined with a return +0.4, not gating; the entry point defined with a
 return +0.6, else stop), ``syntax`` (prompt imports + aux + main parse: +0.5, else stop),
 ``tests`` (each assert of ``check(candidate)`` run separately in the sandbox, timeout per test,
@@ -39,7 +40,7 @@ error_type, message) and ``infos[agent]["program_status"]`` the program's outcom
 own and its teammate's code, the score, and feedback built from the execution itself (syntax
 errors, load errors, failed asserts with error type and message), and both write again. With
 the authors' modes (``"level_feedback"``, ``"level_passed"``, ``"passed"``, ``"plain"``;
-:mod:`llm_marl_envs.rewards.coding_feedback`) each agent's round-2 prompt is their text, as a
+:mod:`llm_marl_envs.envs.base.coding_prompts`) each agent's round-2 prompt is their text, as a
 fresh single user message: its own previous function and their diagnostics from running the
 first ``feedback_tests`` asserts (their ``sandbox_slice``, default 1) in the sandbox;
 ``feedback_original_prompt`` / ``feedback_previous_response`` are their composition flags.
@@ -79,16 +80,22 @@ reward, prompts and feedback by default (all available on v0 as arguments). v2:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, replace
-from functools import lru_cache
+from dataclasses import dataclass, field
 from typing import Any
 
 from llm_marl_envs.core.simultaneous import SimultaneousTextEnv, TextParallelEnv
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.coding import load_coding_problems
-from llm_marl_envs.rewards import coding_authors
-from llm_marl_envs.rewards import coding_feedback as authors_feedback
-from llm_marl_envs.rewards.coding import analyse, build_program, coding_reward, extract_code
+from llm_marl_envs.envs.base import coding_prompts as authors_feedback
+from llm_marl_envs.rewards import coding_authors_analysis as authors_analysis
+from llm_marl_envs.rewards.coding import split_tests
+from llm_marl_envs.rewards.coding_sandbox import (
+    TEST_TIMEOUT,
+    run_program_tests,
+    sandbox_limits,
+    score_authors,
+    score_paper,
+)
 
 __all__ = [
     "CoopCodingEnv",
@@ -98,7 +105,6 @@ __all__ = [
     "parallel_env",
     "parallel_env_v1",
     "parallel_env_v2",
-    "score_authors",
 ]
 
 HELPER, MAIN = "helper_0", "main_0"
@@ -133,20 +139,6 @@ MAX_FEEDBACK_ITEMS = 5
 REWARD_IMPLS = ("paper", "authors")
 PROMPT_STYLES = ("ours", "authors")
 FEEDBACK_STYLES = ("execution", *authors_feedback.FEEDBACK_MODES)
-#: Seconds per test when ``test_timeout`` is not given: ours, and the authors' ``signal.alarm``.
-#: Sandbox limits of the authors' reward (see :mod:`llm_marl_envs.rewards.coding_authors`).
-_AUTHORS_LIMITS = {
-    "memory_bytes": coding_authors.MEMORY_BYTES,
-    "max_output_bytes": coding_authors.MAX_OUTPUT_BYTES,
-}
-DEFAULT_TEST_TIMEOUT = {"paper": 3.0, "authors": float(authors_feedback.TEST_TIMEOUT)}
-
-
-@lru_cache(maxsize=512)
-def _split_tests(test_source: str) -> tuple[str, ...]:
-    from llm_marl_envs.sandbox import split_asserts
-
-    return tuple(split_asserts(test_source))
 
 
 class CoopCodingEnv(SimultaneousTextEnv):
@@ -197,7 +189,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
             )
         self.feedback_tests = authors_feedback.parse_sandbox_slice(feedback_tests)
         if test_timeout is None:
-            test_timeout = DEFAULT_TEST_TIMEOUT[reward_impl]
+            test_timeout = TEST_TIMEOUT[reward_impl]
         if not test_timeout > 0:
             raise ValueError(f"test_timeout must be positive, got {test_timeout!r}")
         if program_timeout is not None and not program_timeout > 0:
@@ -213,8 +205,6 @@ class CoopCodingEnv(SimultaneousTextEnv):
             render_mode=render_mode,
             max_action_length=max_action_length,
         )
-        from llm_marl_envs.sandbox import SandboxLimits  # light: no process starts here
-
         self.data = load_coding_problems(dataset, split, data_source)
         self.num_turns = num_turns
         self.turn_weights = weights
@@ -224,11 +214,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         )
         self.feedback_original_prompt = bool(feedback_original_prompt)
         self.feedback_previous_response = bool(feedback_previous_response)
-        self.limits = SandboxLimits(
-            timeout=float(test_timeout),
-            program_timeout=None if program_timeout is None else float(program_timeout),
-            **(_AUTHORS_LIMITS if reward_impl == "authors" else {}),
-        )
+        self.limits = sandbox_limits(reward_impl, test_timeout, program_timeout)
         self.sandbox_isolation = sandbox_isolation
         if sandbox_isolation == "strict":  # refuse now, not in the middle of an episode
             from llm_marl_envs.sandbox import capabilities
@@ -242,7 +228,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
     def _new_episode(self, options: dict[str, Any]) -> None:
         index = self._pick_row(self.data, options)
         self.problem = self.data.rows[index]
-        self.tests = _split_tests(self.problem["test"])
+        self.tests = split_tests(self.problem["test"])
         self.round = 0
         self._set_task_info(self.data.source, self.data.row_ids[index])
         for agent in self.agents:
@@ -310,48 +296,45 @@ class CoopCodingEnv(SimultaneousTextEnv):
 
     # ------------------------------------------------------------------ scoring
     def _run(self, program: str, tests: list[str], setup: str) -> Any:
-        from llm_marl_envs.sandbox import run_tests
-
-        return run_tests(
+        return run_program_tests(
             program,
             tests,
             self.problem["entry_point"],
             setup=setup,
             limits=self.limits,
-            max_timeouts=3,
             isolation=self.sandbox_isolation,
         )
 
     def _score_paper(self, helper_text: str, main_text: str) -> _Scored:
-        """The paper's reward (:mod:`llm_marl_envs.rewards.coding`), tests in the sandbox."""
-        entry = self.problem["entry_point"]
-        aux_code = extract_code(helper_text, "aux")
-        main_code = extract_code(main_text, entry)
-        analysis = analyse(self.problem["prompt"], aux_code, main_code, entry)
-        result = None
-        if analysis.main_defined and analysis.main_returns and analysis.syntax_ok:
-            result = self._run(
-                build_program(self.problem["prompt"], aux_code, main_code),
-                list(self.tests),
-                f"{self.problem['prompt']}\n{self.problem['test']}",
-            )
-        passed = result.tests_passed if result else 0
+        """The paper's reward (:func:`llm_marl_envs.rewards.coding_sandbox.score_paper`)."""
+        problem = self.problem
+        levels, result, prepared = score_paper(
+            problem["prompt"],
+            helper_text,
+            main_text,
+            problem["test"],
+            problem["entry_point"],
+            limits=self.limits,
+            isolation=self.sandbox_isolation,
+        )
+        analysis = prepared.analysis
         status = (
             result.status if result else ("syntax_error" if not analysis.syntax_ok else "not_run")
         )
         return _Scored(
-            levels=coding_reward(analysis, passed, len(self.tests)),
-            passed=passed,
-            total=len(self.tests),
+            levels=levels,
+            passed=result.tests_passed if result else 0,
+            total=len(prepared.tests),
             tests=_test_rows(result),
             status=status,
             analysis=analysis,
             result=result,
-            code={HELPER: aux_code, MAIN: main_code},
+            code={HELPER: prepared.aux_code, MAIN: prepared.main_code},
         )
 
     def _score_authors(self, helper_text: str, main_text: str) -> _Scored:
-        """The authors' reward, bit for bit (:mod:`llm_marl_envs.rewards.coding_authors`)."""
+        """The authors' reward, bit for bit
+        (:func:`llm_marl_envs.rewards.coding_sandbox.score_authors`)."""
         problem = self.problem
         levels, result, prepared = score_authors(
             problem["prompt"],
@@ -392,16 +375,18 @@ class CoopCodingEnv(SimultaneousTextEnv):
             self._set_prompt(agent, text, messages)
 
     def _authors_followup(self, helper_text: str, main_text: str) -> tuple[str, str]:
-        """The authors' next-turn prompts (:mod:`llm_marl_envs.rewards.coding_feedback`): their
+        """The authors' next-turn prompts (:mod:`llm_marl_envs.envs.base.coding_prompts`): their
         diagnostics need the first ``feedback_tests`` asserts run, in the sandbox."""
         fb, entry, prompt = authors_feedback, self.problem["entry_point"], self.problem["prompt"]
         cases = fb.select_feedback_tests(self.problem["test"], entry, self.feedback_tests)
-        analysis = fb.analyse_feedback(prompt, helper_text, main_text, entry)
+        analysis = authors_analysis.analyse_feedback(prompt, helper_text, main_text, entry)
         to_run = fb.cases_to_execute(analysis, cases, entry)
         outcomes: list[Any] = []
         if to_run:
             result = self._run(
-                analysis.program, fb.sandbox_sources(to_run), fb.prompt_import_lines(prompt)
+                analysis.program,
+                fb.sandbox_sources(to_run),
+                authors_analysis.prompt_import_lines(prompt),
             )
             outcomes = fb.outcomes_from_sandbox(
                 to_run, result.to_dict(), analysis=analysis, entry_point=entry
@@ -425,42 +410,6 @@ class CoopCodingEnv(SimultaneousTextEnv):
             f"row {self.row_id} ({self.problem.get('task_id')}) | {len(self.tests)} tests ===\n"
             f"{self.problem.get('prompt', '').strip()}"
         )
-
-
-def score_authors(
-    prompt: str,
-    aux_answer: str,
-    main_answer: str,
-    test: str,
-    entry_point: str,
-    *,
-    limits: Any = None,
-    isolation: str = "auto",
-) -> tuple[dict[str, float], Any, coding_authors.AuthorsProgram]:
-    """The authors' coding reward of one joint answer, tests run in the sandbox.
-
-    Returns the components (``total`` bit-identical to their ``execution_reward_aux``), the
-    sandbox's ``ProgramResult`` (``None`` when the climb stopped before the tests) and the
-    prepared program (:func:`llm_marl_envs.rewards.coding_authors.prepare`).
-    """
-    prepared = coding_authors.prepare(prompt, aux_answer, main_answer, test, entry_point)
-    if prepared.gate is not None:
-        return coding_authors.score(prepared), None, prepared
-    from llm_marl_envs.sandbox import SandboxLimits, run_tests
-
-    limits = limits or SandboxLimits(timeout=coding_authors.TEST_TIMEOUT, **_AUTHORS_LIMITS)
-    if limits.program_timeout is None:  # their runner: every test may take its full timeout
-        limits = replace(limits, program_timeout=limits.timeout * (len(prepared.tests) + 1))
-    result = run_tests(
-        prepared.program,
-        list(prepared.tests),
-        entry_point,
-        setup=prepared.setup,
-        limits=limits,
-        max_timeouts=3,
-        isolation=isolation,
-    )
-    return coding_authors.score(prepared, result.tests_passed), result, prepared
 
 
 @dataclass

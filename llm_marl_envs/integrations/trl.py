@@ -7,7 +7,7 @@ built-in players, deterministic for a seed). Four ways in, from the simplest:
 * **reward_funcs**: :func:`env_dataset` builds a ``datasets.Dataset`` of the learner's first
   prompts (text or chat messages), each with its episode ``seed`` and the columns its reward
   needs; the reward functions of :mod:`llm_marl_envs.rewards` read those columns
-  (:func:`coop_coding_reward` here is the coding one with the sandbox bound).
+  (``coop_coding_reward``, the coding one, is importable from here too).
 * **env_reward**: :func:`env_reward` scores each completion by replaying its episode in the
   real environment: reset with the row's seed, partners play their turns, the completion is
   the learner's action (its later turns, in multi-turn games, are played by
@@ -35,7 +35,6 @@ import hashlib
 import itertools
 import json
 from collections.abc import Callable, Mapping, Sequence
-from functools import lru_cache
 from typing import Any
 
 import llm_marl_envs
@@ -43,7 +42,7 @@ from llm_marl_envs.core.optional import require
 from llm_marl_envs.core.simultaneous import SimultaneousTextEnv
 from llm_marl_envs.policies.base import Policy, Prompt, as_policy
 from llm_marl_envs.policies.specs import PolicyFactory
-from llm_marl_envs.rewards import coding
+from llm_marl_envs.rewards.coding_sandbox import coop_coding_reward
 from llm_marl_envs.rewards.inputs import completion_text, message_text, per_row, prompt_text
 from llm_marl_envs.rewards.writing import TABLES
 from llm_marl_envs.rollout import LocalExecutor, rollout
@@ -280,73 +279,6 @@ def env_dataset(
 
 
 # --------------------------------------------------------------------------- 2. rewards
-@lru_cache(maxsize=1024)
-def _split_tests(test_source: str) -> tuple[str, ...]:
-    from llm_marl_envs.sandbox import split_asserts
-
-    return tuple(split_asserts(test_source))
-
-
-def _sandbox_tests(program: str, test: str, entry_point: str, setup: str) -> tuple[int, int]:
-    """CoopCoding-v0's test run: each assert separately, 3 s each, stop after 3 timeouts."""
-    from llm_marl_envs.sandbox import SandboxLimits, run_tests
-
-    tests = _split_tests(test)
-    result = run_tests(
-        program,
-        list(tests),
-        entry_point,
-        setup=setup,
-        limits=SandboxLimits(timeout=3.0, program_timeout=None),
-        max_timeouts=3,
-    )
-    return result.tests_passed, len(tests)
-
-
-def coop_coding_reward(
-    completions: list[Any], *, reward_impl: str = "paper", **kwargs: Any
-) -> list[float]:
-    """The joint coding reward with the tests run in the sandbox (a ``GRPOTrainer`` reward
-    function as it is).
-
-    ``reward_impl="paper"``: :func:`llm_marl_envs.rewards.coding.coop_coding_reward`, as
-    CoopCoding-v0 scores; ``"authors"``: the MAGRPO authors' released reward, as CoopCoding-v1
-    scores (:func:`llm_marl_envs.envs.coop_coding.score_authors`; answers taken as generated).
-    The other arguments are those of the paper's function (``problem_prompt``, ``test``,
-    ``entry_point``, ``partner_completion``, ``agent`` columns).
-    """
-    if reward_impl == "paper":
-        return coding.coop_coding_reward(completions, run_tests=_sandbox_tests, **kwargs)
-    if reward_impl != "authors":
-        raise ValueError(f"reward_impl must be 'paper' or 'authors', got {reward_impl!r}")
-    from llm_marl_envs.envs.coop_coding import score_authors
-
-    n = len(completions)
-    columns = {
-        name: per_row(kwargs[name], n, name)
-        for name in ("problem_prompt", "test", "entry_point", "partner_completion")
-    }
-    roles = per_row(kwargs.get("agent", "main_0"), n, "agent")
-    rewards = []
-    for i, mine in enumerate(completions):
-        own, other = completion_text(mine), completion_text(columns["partner_completion"][i])
-        if roles[i] in ("helper_0", "helper"):
-            aux, main = own, other
-        elif roles[i] in ("main_0", "main"):
-            aux, main = other, own
-        else:
-            raise ValueError(f"agent must be 'helper_0' or 'main_0', got {roles[i]!r}")
-        parts, _, _ = score_authors(
-            columns["problem_prompt"][i],
-            aux,
-            main,
-            columns["test"][i],
-            columns["entry_point"][i],
-        )
-        rewards.append(parts["total"])
-    return rewards
-
-
 def env_reward(
     env_id: str,
     agent: str,

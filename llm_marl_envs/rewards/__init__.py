@@ -4,13 +4,13 @@ Each of :func:`gsm8k_reward`, :func:`sentiment_reward`, :func:`joint_reward` (wr
 :func:`coop_coding_reward` (coding) can be a ``GRPOTrainer`` ``reward_funcs`` entry as it is:
 it takes ``prompts`` and ``completions`` as text or as chat messages, the dataset columns it
 needs as keyword arguments (``llm_marl_envs.integrations.trl.env_dataset`` builds them), and
-ignores the rest. The coding reward runs tests through the runner it is given: use
-``llm_marl_envs.integrations.trl.coop_coding_reward``, which binds the sandbox. The maze and
+ignores the rest. The coding reward runs its tests in the sandbox
+(:mod:`llm_marl_envs.rewards.coding_sandbox`, which CoopCoding uses too). The maze and
 Donor modules hold per-turn scoring only; their games are rewarded through the environment
 (``env_reward``, ``env_rollout_func`` and ``tool_environment`` of the TRL integration).
 """
 
-from llm_marl_envs.rewards.coding import coop_coding_reward
+from llm_marl_envs.rewards.coding_sandbox import coop_coding_reward
 from llm_marl_envs.rewards.math import (
     answers_match,
     extract_answer,

