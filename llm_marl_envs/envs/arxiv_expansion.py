@@ -57,9 +57,8 @@ from typing import Any
 from llm_marl_envs.core.simultaneous import TextParallelEnv
 from llm_marl_envs.data.arxiv import load_arxiv_abstracts
 from llm_marl_envs.envs.base.writing import WritingEnv
-from llm_marl_envs.rewards.writing import ARXIV
 
-__all__ = ["ArxivExpansionEnv", "ArxivExpansionEnvV1", "env", "parallel_env", "parallel_env_v1"]
+__all__ = ["ArxivExpansionEnv", "env", "parallel_env"]
 
 _LENGTH = "Write 128 to 256 words of plain prose, without headings or lists."
 
@@ -79,7 +78,6 @@ class ArxivExpansionEnv(WritingEnv):
             "is given: the approach it takes and what its results imply. " + _LENGTH
         ),
     }
-    TABLE = ARXIV
     TASK = "arxiv"
     load_data = staticmethod(load_arxiv_abstracts)
     SOURCE_LABEL = "Abstract"
@@ -87,13 +85,6 @@ class ArxivExpansionEnv(WritingEnv):
     def _source(self, row: dict[str, Any]) -> str:
         title = row.get("title")
         return f"{title}\n\n{row['abstract_text']}" if title else row["abstract_text"]
-
-
-class ArxivExpansionEnvV1(ArxivExpansionEnv):
-    """ArxivExpansion-v1: scored by the authors' 2025 implementation by default."""
-
-    metadata = {**ArxivExpansionEnv.metadata, "name": "ArxivExpansion-v1"}
-    DEFAULT_REWARD_IMPL = "authors-2025"
 
 
 def env(**kwargs: Any) -> ArxivExpansionEnv:
@@ -104,8 +95,3 @@ def env(**kwargs: Any) -> ArxivExpansionEnv:
 def parallel_env(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form (both agents act in one ``step``)."""
     return TextParallelEnv(ArxivExpansionEnv(**kwargs))
-
-
-def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
-    """Native Parallel form of v1."""
-    return TextParallelEnv(ArxivExpansionEnvV1(**kwargs))

@@ -116,7 +116,7 @@ from llm_marl_envs.games.donor_rules import (
 )
 from llm_marl_envs.rewards.donor import donation, game_summary
 
-__all__ = ["FORMAT_ERRORS", "DonorGameEnv", "DonorGameEnvV1", "env", "parse_donation"]
+__all__ = ["FORMAT_ERRORS", "DonorGameEnv", "env", "parse_donation"]
 
 OPTION_KEYS = ("reverse_pairings", "strategies")
 _num = format_units
@@ -140,8 +140,6 @@ class DonorGameEnv(TextAECEnv):
     """
 
     metadata = {**TextAECEnv.metadata, "name": "DonorGame-v0"}
-    #: This version's default for ``worked_example``.
-    WORKED_EXAMPLE = False
 
     def __init__(
         self,
@@ -156,11 +154,9 @@ class DonorGameEnv(TextAECEnv):
         max_cycles: int | None = None,
         render_mode: str | None = None,
         max_action_length: int = 8192,
-        worked_example: bool | None = None,
+        worked_example: bool = False,
     ) -> None:
-        self.worked_example = (
-            self.WORKED_EXAMPLE if worked_example is None else bool(worked_example)
-        )
+        self.worked_example = bool(worked_example)
         n = check_int("num_agents", num_agents, 2)
         if n % 2:
             raise ValueError(
@@ -460,10 +456,3 @@ class DonorGameEnv(TextAECEnv):
 def env(**kwargs: Any) -> DonorGameEnv:
     """PettingZoo-style constructor: ``donor_game.env(num_agents=12, punishment=True)``."""
     return DonorGameEnv(**kwargs)
-
-
-class DonorGameEnvV1(DonorGameEnv):
-    """DonorGame-v1: v0 with a worked example exchange before each decision."""
-
-    metadata = {**DonorGameEnv.metadata, "name": "DonorGame-v1"}
-    WORKED_EXAMPLE = True

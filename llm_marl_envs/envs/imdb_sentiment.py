@@ -62,7 +62,7 @@ from llm_marl_envs.data.imdb import load_imdb
 from llm_marl_envs.envs.base.pioneer_observer import PioneerObserverEnv
 from llm_marl_envs.rewards.sentiment import join_continuation, resolve_scorer
 
-__all__ = ["IMDBSentimentEnv", "IMDBSentimentEnvV1", "env", "is_echo"]
+__all__ = ["IMDBSentimentEnv", "env", "is_echo"]
 
 INSTRUCTION = (
     "You are writing a movie review. Continue the text you are given with a few words "
@@ -92,9 +92,6 @@ class IMDBSentimentEnv(PioneerObserverEnv):
     """IMDB positive-continuation task in the pioneer -> observer protocol."""
 
     metadata = {**PioneerObserverEnv.metadata, "name": "IMDBSentiment-v0"}
-    #: This version's defaults for ``worked_example`` and ``reject_echo``.
-    WORKED_EXAMPLE = False
-    REJECT_ECHO = False
 
     def __init__(
         self,
@@ -109,11 +106,11 @@ class IMDBSentimentEnv(PioneerObserverEnv):
         max_cycles: int = 1,
         render_mode: str | None = None,
         max_action_length: int = 8192,
-        worked_example: bool | None = None,
-        reject_echo: bool | None = None,
+        worked_example: bool = False,
+        reject_echo: bool = False,
     ) -> None:
-        self.worked_example = self.WORKED_EXAMPLE if worked_example is None else worked_example
-        self.reject_echo = self.REJECT_ECHO if reject_echo is None else bool(reject_echo)
+        self.worked_example = bool(worked_example)
+        self.reject_echo = bool(reject_echo)
         super().__init__(
             reward_mode=reward_mode,
             max_cycles=max_cycles,
@@ -168,14 +165,6 @@ class IMDBSentimentEnv(PioneerObserverEnv):
 
 def _messages(user_text: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": user_text}]
-
-
-class IMDBSentimentEnvV1(IMDBSentimentEnv):
-    """IMDBSentiment-v1: worked examples in the chat prompts; echoes of the query fail."""
-
-    metadata = {**IMDBSentimentEnv.metadata, "name": "IMDBSentiment-v1"}
-    WORKED_EXAMPLE = True
-    REJECT_ECHO = True
 
 
 def _words(text: str) -> list[str]:

@@ -55,15 +55,8 @@ from typing import Any
 from llm_marl_envs.core.simultaneous import TextParallelEnv
 from llm_marl_envs.data.tldr import load_tldr, post_text
 from llm_marl_envs.envs.base.writing import WritingEnv
-from llm_marl_envs.rewards.writing import TLDR
 
-__all__ = [
-    "TLDRSummarizationEnv",
-    "TLDRSummarizationEnvV1",
-    "env",
-    "parallel_env",
-    "parallel_env_v1",
-]
+__all__ = ["TLDRSummarizationEnv", "env", "parallel_env"]
 
 
 class TLDRSummarizationEnv(WritingEnv):
@@ -82,20 +75,12 @@ class TLDRSummarizationEnv(WritingEnv):
             "linked with transition words such as 'however', 'because' or 'as a result'."
         ),
     }
-    TABLE = TLDR
     TASK = "tldr"
     load_data = staticmethod(load_tldr)
     SOURCE_LABEL = "Post"
 
     def _source(self, row: dict[str, Any]) -> str:
         return post_text(row["prompt"])
-
-
-class TLDRSummarizationEnvV1(TLDRSummarizationEnv):
-    """TLDRSummarization-v1: scored by the authors' implementation by default."""
-
-    metadata = {**TLDRSummarizationEnv.metadata, "name": "TLDRSummarization-v1"}
-    DEFAULT_REWARD_IMPL = "authors"
 
 
 def env(**kwargs: Any) -> TLDRSummarizationEnv:
@@ -106,8 +91,3 @@ def env(**kwargs: Any) -> TLDRSummarizationEnv:
 def parallel_env(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form (both agents act in one ``step``)."""
     return TextParallelEnv(TLDRSummarizationEnv(**kwargs))
-
-
-def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
-    """Native Parallel form of v1."""
-    return TextParallelEnv(TLDRSummarizationEnvV1(**kwargs))
