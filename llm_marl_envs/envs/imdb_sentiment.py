@@ -53,16 +53,15 @@ on for the whole token budget; with the examples it answers in a phrase and stop
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.imdb import load_imdb
 from llm_marl_envs.envs.base.pioneer_observer import PioneerObserverEnv
-from llm_marl_envs.rewards.sentiment import join_continuation, resolve_scorer
+from llm_marl_envs.rewards.sentiment import is_echo, join_continuation, resolve_scorer
 
-__all__ = ["IMDBSentimentEnv", "env", "is_echo"]
+__all__ = ["IMDBSentimentEnv", "env"]
 
 INSTRUCTION = (
     "You are writing a movie review. Continue the text you are given with a few words "
@@ -125,6 +124,8 @@ class IMDBSentimentEnv(PioneerObserverEnv):
         self.query_length = (int(low), int(high))
         self.tokenizer = tokenizer
         self.scorer = resolve_scorer(scorer)
+        #: The scorer by name (``"vader"``, a classifier), None for a callable.
+        self.scorer_name = scorer if isinstance(scorer, str) else None
         self.data = load_imdb(split, data_source, min_review_chars)
         self.query = ""
 
@@ -165,23 +166,6 @@ class IMDBSentimentEnv(PioneerObserverEnv):
 
 def _messages(user_text: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": user_text}]
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def is_echo(query: str, continuation: str) -> bool:
-    """True when ``continuation`` repeats the whole ``query`` (its words in order, anywhere).
-
-    >>> is_echo("Teachers everywhere should show this", "The teachers everywhere should show this.")
-    True
-    >>> is_echo("This is the worst", "the worst.")
-    False
-    """
-    query_words, words = _words(query), _words(continuation)
-    n = len(query_words)
-    return n > 0 and any(words[i : i + n] == query_words for i in range(len(words) - n + 1))
 
 
 def _opening(query: str, other: str | None) -> str:

@@ -25,7 +25,7 @@ The dataset and the rewards must be built with the same ``env_kwargs``, ``partne
 
 >>> from llm_marl_envs.integrations.trl import env_dataset       # doctest: +SKIP
 >>> from llm_marl_envs.rewards import gsm8k_reward                # doctest: +SKIP
->>> dataset = env_dataset("llm_marl_envs/GSM8K-v0", "pioneer_0", 64)        # doctest: +SKIP
+>>> dataset = env_dataset("llm_marl_envs/GSM8K-v0", "observer_0", 64)       # doctest: +SKIP
 >>> GRPOTrainer(model, reward_funcs=gsm8k_reward, train_dataset=dataset)   # doctest: +SKIP
 """
 
@@ -44,8 +44,8 @@ from llm_marl_envs.core.simultaneous import SimultaneousTextEnv
 from llm_marl_envs.policies.base import Policy, Prompt, as_policy
 from llm_marl_envs.policies.specs import PolicyFactory
 from llm_marl_envs.rewards import coding
+from llm_marl_envs.rewards.impls import DEFAULT_REWARD_IMPL, check_reward_impl
 from llm_marl_envs.rewards.inputs import completion_text, message_text, per_row, prompt_text
-from llm_marl_envs.rewards.writing import TABLES
 from llm_marl_envs.rollout import LocalExecutor, rollout
 
 datasets = require("datasets", "integrations", "the TRL integration")
@@ -188,24 +188,41 @@ class _Episode:
 
 
 def _task_columns(env: Any, agent: str) -> dict[str, Any]:
-    """The columns the matching reward of :mod:`llm_marl_envs.rewards` reads."""
+    """The columns the matching reward of :mod:`llm_marl_envs.rewards` reads to pay what the
+    env pays: the task, and every env argument the reward depends on."""
     game = env.unwrapped
-    columns: dict[str, Any] = {}
-    if hasattr(game, "gold") and hasattr(game, "question"):  # GSM8K-v0
+    columns: dict[str, Any] = {"max_action_length": game.action_space(agent).max_length}
+    if game.reward_impl is not None:  # envs with more than one implementation
+        columns["reward_impl"] = game.reward_impl
+    if hasattr(game, "reward_mode"):  # CORY's pioneer -> observer envs
+        columns.update(_team_columns(game, agent))
+    if hasattr(game, "gold") and hasattr(game, "question"):  # GSM8K
         columns.update(question=game.question, answer=game.gold)
-    if hasattr(game, "query"):  # IMDBSentiment-v0
-        columns["query"] = game.query
-    if hasattr(game, "source_text") and hasattr(game, "TABLE"):  # the writing tasks
-        task = next(name for name, table in TABLES.items() if table == game.TABLE)
+    if hasattr(game, "query"):  # IMDBSentiment
+        columns.update(query=game.query, reject_echo=game.reject_echo)
+        if game.scorer_name is not None:
+            columns["scorer"] = game.scorer_name
+    if hasattr(game, "source_text"):  # the writing tasks
         position = ("first", "second")[list(game.possible_agents).index(agent)]
-        columns.update(source=game.source_text, task=task, learner=position)
+        columns.update(source=game.source_text, task=game.TASK, learner=position)
     problem = getattr(game, "problem", None)
-    if isinstance(problem, dict) and "entry_point" in problem:  # CoopCoding-v0
+    if isinstance(problem, dict) and "entry_point" in problem:  # CoopCoding
         columns.update(
             problem_prompt=problem["prompt"],
             test=problem["test"],
             entry_point=problem["entry_point"],
         )
+    return columns
+
+
+def _team_columns(game: Any, agent: str) -> dict[str, Any]:
+    """CORY's ``reward_mode``, and the partner's task reward where it is known when the learner
+    acts (the observer's rows: the pioneer has been scored; the pioneer's rows have none)."""
+    columns: dict[str, Any] = {"reward_mode": game.reward_mode}
+    for other in game.possible_agents:
+        paid = game.infos[other].get("reward_components", {}).get("task_reward")
+        if other != agent and paid is not None:
+            columns["partner_reward"] = paid
     return columns
 
 
@@ -243,10 +260,16 @@ def env_dataset(
     * ``prompt``: the learner's prompt, chat messages (``conversational=True``: the env's
       ``infos[agent]["messages"]``) or text (its observation);
     * ``seed``, ``agent``;
-    * what the matching reward reads: GSM8K ``question``, ``answer`` (the gold number); IMDB
-      ``query``; writing ``source``, ``task``, ``learner`` (``"first"``/``"second"``); coding
-      ``problem_prompt``, ``test``, ``entry_point``; and, in two-agent games,
-      ``partner_completion`` (the partner's text of the round, ``""`` if it has none yet).
+    * what the matching reward reads to pay what the env pays: ``max_action_length`` (longer
+      answers are format failures); ``reward_impl`` where the env offers more than one
+      (writing, coding); GSM8K ``question``, ``answer`` (the gold number); IMDB ``query``,
+      ``reject_echo``, ``scorer`` (when the env's is named); GSM8K and IMDB ``reward_mode``
+      and, on the observer's rows, ``partner_reward`` (the pioneer's task reward: the
+      collective reward is r1 + r2; on the pioneer's rows the reward functions refuse it, as
+      the observer has not answered yet: use :func:`env_reward`); writing ``source``,
+      ``task``, ``learner`` (``"first"``/``"second"``); coding ``problem_prompt``, ``test``,
+      ``entry_point``; and, in two-agent games, ``partner_completion`` (the partner's text of
+      the round, ``""`` if it has none yet).
 
     Args:
         env_id: A registered id.
@@ -303,8 +326,16 @@ def _sandbox_tests(program: str, test: str, entry_point: str, setup: str) -> tup
     return result.tests_passed, len(tests)
 
 
+def _one_reward_impl(reward_impl: Any, n: int) -> str:
+    """The coding implementation of a batch (one value, or the ``reward_impl`` column)."""
+    names = sorted({check_reward_impl("coding", i) for i in per_row(reward_impl, n, "reward_impl")})
+    if len(names) > 1:
+        raise ValueError(f"one reward_impl per batch, got {names}: one dataset per env id")
+    return names[0] if names else DEFAULT_REWARD_IMPL
+
+
 def coop_coding_reward(
-    completions: list[Any], *, reward_impl: str = "paper", **kwargs: Any
+    completions: list[Any], *, reward_impl: str | list[str] = DEFAULT_REWARD_IMPL, **kwargs: Any
 ) -> list[float]:
     """The joint coding reward with the tests run in the sandbox (a ``GRPOTrainer`` reward
     function as it is).
@@ -315,10 +346,9 @@ def coop_coding_reward(
     The other arguments are those of the paper's function (``problem_prompt``, ``test``,
     ``entry_point``, ``partner_completion``, ``agent`` columns).
     """
+    reward_impl = _one_reward_impl(reward_impl, len(completions))
     if reward_impl == "paper":
         return coding.coop_coding_reward(completions, run_tests=_sandbox_tests, **kwargs)
-    if reward_impl != "authors":
-        raise ValueError(f"reward_impl must be 'paper' or 'authors', got {reward_impl!r}")
     from llm_marl_envs.envs.coop_coding import score_authors
 
     n = len(completions)

@@ -55,7 +55,8 @@ from functools import partial
 from typing import Any
 
 from llm_marl_envs.rewards.impls import DEFAULT_REWARD_IMPL, check_reward_impl
-from llm_marl_envs.rewards.inputs import completion_text, per_row
+from llm_marl_envs.core.text_env import DEFAULT_MAX_ACTION_LENGTH
+from llm_marl_envs.rewards.inputs import answer_text, per_row
 from llm_marl_envs.rewards.writing_tables import (
     AUTHORS_STOPWORDS,
     AUTHORS_TRANSITIONS,
@@ -363,6 +364,7 @@ def joint_reward(
     learner: list[str] | str = "first",
     task: list[str] | str | None = None,
     reward_impl: list[str] | str = DEFAULT_REWARD_IMPL,
+    max_action_length: list[int] | int = DEFAULT_MAX_ACTION_LENGTH,
     **kwargs: Any,
 ) -> list[float]:
     """Batched total reward; both the pairwise form and the TRL reward signature.
@@ -385,6 +387,8 @@ def joint_reward(
         reward_impl: ``"paper"`` (default), ``"authors"`` or ``"authors-2025"``, per row or
             for all (the dataset's ``reward_impl`` column); the authors' implementations
             need the task by name (``table`` as a string, or ``task``).
+        max_action_length: A text over this many characters, or an empty one, is a format
+            failure: the pair scores 0, as in the env.
         **kwargs: ``prompts``, other columns and TRL's own keywords, ignored.
     """
     n = len(completions)
@@ -396,10 +400,13 @@ def joint_reward(
     else:
         tables = [TLDR] * n
     pairs = _pairs(completions, completions_2, partner_completion, learner)
-    return [
-        _row_scorer(t, impl)(c1, c2)["total"]
-        for (c1, c2), t, impl in zip(pairs, tables, impls, strict=True)
-    ]
+    limits = per_row(max_action_length, n, "max_action_length")
+    totals = []
+    for (c1, c2), t, impl, limit in zip(pairs, tables, impls, limits, strict=True):
+        score = _row_scorer(t, impl)
+        texts = answer_text(c1, limit), answer_text(c2, limit)
+        totals.append(0.0 if None in texts else score(*texts)["total"])
+    return totals
 
 
 def _pairs(
@@ -407,23 +414,22 @@ def _pairs(
     completions_2: list[Any] | None,
     partner_completion: list[Any] | None,
     learner: list[str] | str,
-) -> list[tuple[str, str]]:
+) -> list[tuple[Any, Any]]:
     """``(c1, c2)`` per row, from the pairwise form or from the learner's and its partner's."""
     n = len(completions)
-    own = [completion_text(c) for c in completions]
     if completions_2 is not None:
-        return list(zip(own, [completion_text(c) for c in completions_2], strict=True))
+        return list(zip(completions, completions_2, strict=True))
     if partner_completion is None:
         raise TypeError(
             "joint_reward scores two writers: pass completions_2 (agent 2's texts), or, as a "
             "TRL reward, a partner_completion column with the other writer's texts"
         )
-    partners = [completion_text(c) for c in per_row(partner_completion, n, "partner_completion")]
+    partners = per_row(partner_completion, n, "partner_completion")
     positions = per_row(learner, n, "learner")
     bad = sorted({str(p) for p in positions if p not in _POSITIONS})
     if bad:
         raise ValueError(f"learner must be 'first' or 'second', got {bad}")
     return [
         (mine, other) if position == "first" else (other, mine)
-        for mine, other, position in zip(own, partners, positions, strict=True)
+        for mine, other, position in zip(completions, partners, positions, strict=True)
     ]
