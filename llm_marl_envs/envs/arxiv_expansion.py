@@ -12,12 +12,12 @@
 **Reward implementation** (``reward_impl``, in ``infos[agent]["reward_impl"]`` and every
 episode record):
 
-* ``"authors-2025"`` (v1's default): bit for bit the authors' released
+* ``"authors-2025"`` (v1's): bit for bit the authors' released
   ``arxiv_combined_reward`` as it was until 2025-12-30, the code behind the paper's arXiv
   figures: the paper's length table below, with the authors' matching details;
 * ``"authors"``: their code today; since 2025-12-31 the length plateau is [1.3, 1.6], with
   ramps on [0.8, 1.3) and (1.6, 2.0];
-* ``"paper"`` (v0's default): the description below, written from the paper.
+* ``"paper"`` (v0's and the default): the description below, written from the paper.
 
 The authors' code differs from the description: transition phrases are plain substrings
 of ``(c1 + c2).lower()``, the two texts joined with no separator (a phrase may straddle
@@ -45,9 +45,10 @@ local file with an ``abstract_text`` column. ``split`` may be sliced.
 **Arguments.** ``split``, ``data_source``, ``reward_impl``, ``max_action_length``,
 ``max_cycles`` (accepted; an episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
 
-**Version history.** v0: initial version (``reward_impl="paper"``). v1: default
-``reward_impl="authors-2025"`` (scores comparable with the paper's arXiv figures, computed by
-the authors' code).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version (``reward_impl="paper"``). v1: ``reward_impl="authors-2025"`` (scores
+comparable with the paper's arXiv figures, computed by the authors' code).
 """
 
 from __future__ import annotations

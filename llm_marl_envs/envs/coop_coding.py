@@ -72,8 +72,11 @@ test; default 3, and the authors' 10 with ``reward_impl="authors"``), ``program_
 **Version history.** v0: initial version. The sandbox hardening of 2026-11 (minimal
 filesystem, seccomp, the ``program_timeout`` budget, control characters stripped) leaves
 the score of every program that finishes within the budget unchanged. v1: the authors'
-reward, prompts and feedback by default (all available on v0 as arguments). v2:
-``worked_example=True`` by default (issue 18; the observation changes, rewards do not).
+reward, prompts and feedback (``reward_impl="authors"``, ``prompt_style="authors"``,
+``feedback="level_feedback"``). v2: v1 with ``worked_example=True`` (issue 18; the
+observation changes, rewards do not). Versions are registry arguments
+(``envs_registry.yaml``): one class, whose defaults are v0's; each version's entry states
+the arguments that define it.
 """
 
 from __future__ import annotations

@@ -90,13 +90,15 @@ write strategies from the survivors'). Scripted players are in
 (False), ``punishment_multiplier`` (2.0), ``max_cycles`` (rounds; default ``num_rounds``),
 ``render_mode`` ("human"/"ansi"), ``max_action_length`` (8,192).
 
-**Worked example** (``worked_example``; v1's default, off in v0): each decision's chat holds
+**Worked example** (``worked_example``; on in v1, off in v0): each decision's chat holds
 one example exchange first (a made-up round, then the reply ``Answer: 4``, or
 ``Answer: Donate, 4`` with punishment), also shown in the flat prompt. A small model then
 answers in the format (docs/benchmarks/prompt_formats.md).
 
-**Version history.** v0: initial version. v1: ``worked_example=True`` by default (the
-observation changes, the rules and rewards do not).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version. v1: ``worked_example=True`` (the observation changes, the rules and rewards
+do not).
 """
 
 from __future__ import annotations

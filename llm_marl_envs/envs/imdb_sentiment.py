@@ -24,12 +24,12 @@ reward: the raw POSITIVE logit; loaded lazily on first use), or any callable
 ``infos[agent]["messages"]``: an instruction as the system message and the observation as the
 user message.
 
-**Worked examples** (``worked_example``; v1's default, off in v0). Each chat holds a short
+**Worked examples** (``worked_example``; on in v1, off in v0). Each chat holds a short
 instruction ("reply with the 3 to 12 words that come next") and two example exchanges in the
 agent's own format before the real opening (``Opening: "<query>"``, for the observer also
 ``Other writer: "<pioneer continuation>"``). The observation strings stay CORY's.
 
-**Echoes** (``reject_echo``; v1's default, off in v0). A continuation that repeats the whole
+**Echoes** (``reject_echo``; on in v1, off in v0). A continuation that repeats the whole
 query (its words, in order, anywhere in the answer) is a format failure ``"echo"`` scoring 0:
 in v0 repeating the opening, which the scorer reads as part of the review, could earn the
 query's own sentiment.
@@ -45,9 +45,11 @@ range, default ``(2, 7)``), ``min_review_chars``, ``reward_mode``, ``max_action_
 ``max_cycles`` (accepted; an episode is one cycle), ``render_mode``, ``worked_example``,
 ``reject_echo``. ``reset(options={"row_index": i})`` plays row ``i``.
 
-**Version history.** v0: initial version. v1: ``worked_example=True`` and
-``reject_echo=True`` by default (issue 18: the embedded 135M model echoed the opening or ran
-on for the whole token budget; with the examples it answers in a phrase and stops).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version. v1: ``worked_example=True`` and ``reject_echo=True`` (issue 18: the
+embedded 135M model echoed the opening or ran on for the whole token budget; with the
+examples it answers in a phrase and stops).
 """
 
 from __future__ import annotations

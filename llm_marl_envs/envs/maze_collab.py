@@ -61,13 +61,15 @@ episodes can be saved as pictures or video. ``render_transcript()`` gives every 
 (``"random"``, ``"gnome_0"`` or ``"gnome_1"``), ``reward_scale``, ``max_message_length``
 (default 300), ``max_action_length`` (default 2,048), ``max_cycles``, ``render_mode``.
 
-**Worked example** (``worked_example``; v1's default, off in v0): before the game each gnome's
+**Worked example** (``worked_example``; on in v1, off in v0): before the game each gnome's
 chat holds one example exchange (an example map, then the reply ``MOVE: right`` /
 ``SAY: ...``), and the flat prompt shows it as "Example: ... Reply: ...". A small model then
 answers in the format (docs/benchmarks/prompt_formats.md).
 
-**Version history.** v0: initial version. v1: ``worked_example=True`` by default (the
-observation changes, the rules and rewards do not).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version. v1: ``worked_example=True`` (the observation changes, the rules and rewards
+do not).
 """
 
 from __future__ import annotations

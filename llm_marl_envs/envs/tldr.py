@@ -10,9 +10,9 @@
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
 
 **Reward implementation** (``reward_impl``, in ``infos[agent]["reward_impl"]`` and every
-episode record): ``"authors"`` (v1's default: bit for bit the authors' released
+episode record): ``"authors"`` (v1's: bit for bit the authors' released
 ``tldr_combined_reward``, which produced the paper's TL;DR figures), ``"authors-2025"`` (the
-same for TL;DR) or ``"paper"`` (v0's default: the description below, written from the paper).
+same for TL;DR) or ``"paper"`` (v0's and the default: the description below, written from the paper).
 The authors' code differs from the description in four places: transition phrases are
 plain substrings of the lower-cased text ("so" inside "also" counts) and a phrase listed in
 two categories counts for both; 12 categories (T at most 0.95, so the maximum is 2.98); their
@@ -44,8 +44,10 @@ file in the Hub schema (``prompt``, ``completion``). ``split`` may be sliced lik
 ``max_cycles`` (accepted; an episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
 ``llm_marl_envs.make_parallel`` gives the Parallel form.
 
-**Version history.** v0: initial version (``reward_impl="paper"``). v1: default
-``reward_impl="authors"`` (scores comparable with the MAGRPO authors' code and figures).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version (``reward_impl="paper"``). v1: ``reward_impl="authors"`` (scores comparable
+with the MAGRPO authors' code and figures).
 """
 
 from __future__ import annotations
