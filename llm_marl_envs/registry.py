@@ -4,9 +4,16 @@ The YAML file sits at the top of the repository; the wheel carries it inside the
 (``setup.py`` copies it at build time), so the same file serves a source checkout, an
 editable install and an installed wheel.
 
-Importing this module reads the file and registers every id in PettingZoo's registry too, so
-``pettingzoo.make("aec", "llm_marl_envs/GSM8K-v0")`` works after ``import llm_marl_envs``, and
-the single-agent views are in Gymnasium's registry too
+**Versions are registry arguments.** Each environment is one class whose defaults are its
+v0; a version is an entry whose ``kwargs`` state the arguments that define it (as Gymnasium's
+CartPole-v0 and -v1 are one class). :func:`make` and :func:`make_parallel` build the class with
+them and stamp the version's name on the made env (``env.metadata["name"]``, an instance copy
+of the class's metadata: ``"TLDRSummarization-v1"``), which transcripts show.
+
+Importing this module reads the file and registers every id in PettingZoo's registry too,
+through :func:`make` / :func:`make_parallel`, so ``pettingzoo.make("aec",
+"llm_marl_envs/GSM8K-v0")`` gives the same env after ``import llm_marl_envs``, and the
+single-agent views are in Gymnasium's registry too
 (``gymnasium.make("llm_marl_envs/GSM8K-observer_0-v0")``; see
 :mod:`llm_marl_envs.integrations.gymnasium`).
 Environment modules are imported only when an environment is made.
@@ -15,6 +22,7 @@ Environment modules are imported only when an environment is made.
 from __future__ import annotations
 
 import difflib
+import functools
 import importlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -22,6 +30,8 @@ from typing import Any
 
 import pettingzoo
 import yaml
+
+from llm_marl_envs.core.simultaneous import TextParallelEnv
 
 __all__ = [
     "DEFAULT_TOKEN_BUDGET",
@@ -53,7 +63,8 @@ class EnvSpec:
         id: ``namespace/Name-vN``.
         entry_point: ``"module:Class"`` of the AEC environment.
         parallel_entry_point: ``"module:Class"`` of the native Parallel environment, or None.
-        kwargs: Default constructor arguments (overridden by ``make(..., **kwargs)``).
+        kwargs: The constructor arguments that define this version (overridden by
+            ``make(..., **kwargs)``).
         description: One line.
         paper: The paper the task comes from.
         agents: Agent names, for documentation.
@@ -179,7 +190,7 @@ def make(env_id: str, **kwargs: Any) -> pettingzoo.AECEnv:
     ['pioneer_0', 'observer_0']
     """
     env_spec = spec(env_id)
-    return _load(env_spec.entry_point)(**{**env_spec.kwargs, **kwargs})
+    return _named(_load(env_spec.entry_point)(**{**env_spec.kwargs, **kwargs}), env_spec)
 
 
 def make_parallel(env_id: str, **kwargs: Any) -> pettingzoo.ParallelEnv:
@@ -190,21 +201,28 @@ def make_parallel(env_id: str, **kwargs: Any) -> pettingzoo.ParallelEnv:
             f"{env_id} is turn-based ({env_spec.turns}): it has no Parallel form. "
             "Use llm_marl_envs.make() for its AEC form."
         )
-    return _load(env_spec.parallel_entry_point)(**{**env_spec.kwargs, **kwargs})
+    env = _load(env_spec.parallel_entry_point)(**{**env_spec.kwargs, **kwargs})
+    if isinstance(env, TextParallelEnv):
+        _named(env.aec_env, env_spec)  # the game inside renders the transcripts
+    return _named(env, env_spec)
+
+
+def _named(env: Any, env_spec: EnvSpec) -> Any:
+    """``env`` with its version's name in its own copy of the class's ``metadata``."""
+    env.metadata = {**env.metadata, "name": env_spec.id.rpartition("/")[2]}
+    return env
 
 
 def _register_with_pettingzoo() -> None:
+    """Both PettingZoo registries make an id through :func:`make` / :func:`make_parallel`."""
     for env_spec in _SPECS.values():
         if env_spec.id not in pettingzoo.aec_registry:
             pettingzoo.register(
-                "aec", env_spec.id, entry_point=env_spec.entry_point, kwargs=env_spec.kwargs
+                "aec", env_spec.id, entry_point=functools.partial(make, env_spec.id)
             )
         if env_spec.parallel_entry_point and env_spec.id not in pettingzoo.parallel_registry:
             pettingzoo.register(
-                "parallel",
-                env_spec.id,
-                entry_point=env_spec.parallel_entry_point,
-                kwargs=env_spec.kwargs,
+                "parallel", env_spec.id, entry_point=functools.partial(make_parallel, env_spec.id)
             )
 
 

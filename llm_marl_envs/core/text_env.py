@@ -106,6 +106,9 @@ class TextAECEnv(AECEnv):
         "render_fps": 1,
         "is_parallelizable": False,
     }
+    #: The reward implementation this env pays (:mod:`llm_marl_envs.rewards.impls`), set by
+    #: envs that offer more than one; episode records read it here.
+    reward_impl: str | None = None
 
     def __init__(
         self,

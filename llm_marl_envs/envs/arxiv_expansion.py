@@ -12,12 +12,12 @@
 **Reward implementation** (``reward_impl``, in ``infos[agent]["reward_impl"]`` and every
 episode record):
 
-* ``"authors-2025"`` (v1's default): bit for bit the authors' released
+* ``"authors-2025"`` (v1's): bit for bit the authors' released
   ``arxiv_combined_reward`` as it was until 2025-12-30, the code behind the paper's arXiv
   figures: the paper's length table below, with the authors' matching details;
 * ``"authors"``: their code today; since 2025-12-31 the length plateau is [1.3, 1.6], with
   ramps on [0.8, 1.3) and (1.6, 2.0];
-* ``"paper"`` (v0's default): the description below, written from the paper.
+* ``"paper"`` (v0's and the default): the description below, written from the paper.
 
 The authors' code differs from the description: transition phrases are plain substrings
 of ``(c1 + c2).lower()``, the two texts joined with no separator (a phrase may straddle
@@ -45,9 +45,10 @@ local file with an ``abstract_text`` column. ``split`` may be sliced.
 **Arguments.** ``split``, ``data_source``, ``reward_impl``, ``max_action_length``,
 ``max_cycles`` (accepted; an episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
 
-**Version history.** v0: initial version (``reward_impl="paper"``). v1: default
-``reward_impl="authors-2025"`` (scores comparable with the paper's arXiv figures, computed by
-the authors' code).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version (``reward_impl="paper"``). v1: ``reward_impl="authors-2025"`` (scores
+comparable with the paper's arXiv figures, computed by the authors' code).
 """
 
 from __future__ import annotations
@@ -57,9 +58,8 @@ from typing import Any
 from llm_marl_envs.core.simultaneous import TextParallelEnv
 from llm_marl_envs.data.arxiv import load_arxiv_abstracts
 from llm_marl_envs.envs.base.writing import WritingEnv
-from llm_marl_envs.rewards.writing import ARXIV
 
-__all__ = ["ArxivExpansionEnv", "ArxivExpansionEnvV1", "env", "parallel_env", "parallel_env_v1"]
+__all__ = ["ArxivExpansionEnv", "env", "parallel_env"]
 
 _LENGTH = "Write 128 to 256 words of plain prose, without headings or lists."
 
@@ -79,7 +79,6 @@ class ArxivExpansionEnv(WritingEnv):
             "is given: the approach it takes and what its results imply. " + _LENGTH
         ),
     }
-    TABLE = ARXIV
     TASK = "arxiv"
     load_data = staticmethod(load_arxiv_abstracts)
     SOURCE_LABEL = "Abstract"
@@ -87,13 +86,6 @@ class ArxivExpansionEnv(WritingEnv):
     def _source(self, row: dict[str, Any]) -> str:
         title = row.get("title")
         return f"{title}\n\n{row['abstract_text']}" if title else row["abstract_text"]
-
-
-class ArxivExpansionEnvV1(ArxivExpansionEnv):
-    """ArxivExpansion-v1: scored by the authors' 2025 implementation by default."""
-
-    metadata = {**ArxivExpansionEnv.metadata, "name": "ArxivExpansion-v1"}
-    DEFAULT_REWARD_IMPL = "authors-2025"
 
 
 def env(**kwargs: Any) -> ArxivExpansionEnv:
@@ -104,8 +96,3 @@ def env(**kwargs: Any) -> ArxivExpansionEnv:
 def parallel_env(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form (both agents act in one ``step``)."""
     return TextParallelEnv(ArxivExpansionEnv(**kwargs))
-
-
-def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
-    """Native Parallel form of v1."""
-    return TextParallelEnv(ArxivExpansionEnvV1(**kwargs))

@@ -73,8 +73,11 @@ test; default 3, and the authors' 10 with ``reward_impl="authors"``), ``program_
 **Version history.** v0: initial version. The sandbox hardening of 2026-11 (minimal
 filesystem, seccomp, the ``program_timeout`` budget, control characters stripped) leaves
 the score of every program that finishes within the budget unchanged. v1: the authors'
-reward, prompts and feedback by default (all available on v0 as arguments). v2:
-``worked_example=True`` by default (issue 18; the observation changes, rewards do not).
+reward, prompts and feedback (``reward_impl="authors"``, ``prompt_style="authors"``,
+``feedback="level_feedback"``). v2: v1 with ``worked_example=True`` (issue 18; the
+observation changes, rewards do not). Versions are registry arguments
+(``envs_registry.yaml``): one class, whose defaults are v0's; each version's entry states
+the arguments that define it.
 """
 
 from __future__ import annotations
@@ -97,15 +100,9 @@ from llm_marl_envs.rewards.coding_sandbox import (
     score_paper,
 )
 
-__all__ = [
-    "CoopCodingEnv",
-    "CoopCodingEnvV1",
-    "CoopCodingEnvV2",
-    "env",
-    "parallel_env",
-    "parallel_env_v1",
-    "parallel_env_v2",
-]
+from llm_marl_envs.rewards.impls import DEFAULT_REWARD_IMPL, check_reward_impl
+
+__all__ = ["CoopCodingEnv", "env", "parallel_env"]
 
 HELPER, MAIN = "helper_0", "main_0"
 HELPER_INSTRUCTION = (
@@ -136,7 +133,6 @@ EXAMPLE_ANSWERS = {
     "main_0": "def count_evens(numbers):\n    return sum(1 for n in numbers if aux(n))\n",
 }
 MAX_FEEDBACK_ITEMS = 5
-REWARD_IMPLS = ("paper", "authors")
 PROMPT_STYLES = ("ours", "authors")
 FEEDBACK_STYLES = ("execution", *authors_feedback.FEEDBACK_MODES)
 
@@ -147,10 +143,6 @@ class CoopCodingEnv(SimultaneousTextEnv):
     metadata = {**SimultaneousTextEnv.metadata, "name": "CoopCoding-v0"}
     #: Scoring a round runs the tests in the sandbox: the rollout engine steps it in threads.
     heavy_step = True
-    #: This version's defaults for ``reward_impl``, ``prompt_style`` and ``feedback``.
-    DEFAULTS = {"reward_impl": "paper", "prompt_style": "ours", "feedback": "execution"}
-    #: This version's default for ``worked_example``.
-    WORKED_EXAMPLE = False
 
     def __init__(
         self,
@@ -160,9 +152,9 @@ class CoopCodingEnv(SimultaneousTextEnv):
         data_source: str | os.PathLike[str] = "auto",
         num_turns: int = 1,
         turn_weights: tuple[float, ...] | None = None,
-        reward_impl: str | None = None,
-        prompt_style: str | None = None,
-        feedback: str | None = None,
+        reward_impl: str = DEFAULT_REWARD_IMPL,
+        prompt_style: str = "ours",
+        feedback: str = "execution",
         feedback_tests: int | str | None = 1,
         feedback_original_prompt: bool = False,
         feedback_previous_response: bool = True,
@@ -172,16 +164,16 @@ class CoopCodingEnv(SimultaneousTextEnv):
         max_cycles: int | None = None,
         render_mode: str | None = None,
         max_action_length: int = 8192,
-        worked_example: bool | None = None,
+        worked_example: bool = False,
     ) -> None:
         if num_turns not in (1, 2):
             raise ValueError(f"num_turns must be 1 or 2, got {num_turns!r}")
         weights = tuple(turn_weights) if turn_weights is not None else (1.0,) * num_turns
         if len(weights) != num_turns:
             raise ValueError(f"turn_weights needs {num_turns} values, got {turn_weights!r}")
-        reward_impl = _choice("reward_impl", reward_impl, self.DEFAULTS, REWARD_IMPLS)
-        prompt_style = _choice("prompt_style", prompt_style, self.DEFAULTS, PROMPT_STYLES)
-        feedback = _choice("feedback", feedback, self.DEFAULTS, FEEDBACK_STYLES)
+        reward_impl = check_reward_impl("coding", reward_impl)
+        prompt_style = _choice("prompt_style", prompt_style, PROMPT_STYLES)
+        feedback = _choice("feedback", feedback, FEEDBACK_STYLES)
         if feedback == "execution" and reward_impl != "paper":
             raise ValueError(
                 "feedback='execution' reads the paper reward's analysis: use reward_impl='paper', "
@@ -209,9 +201,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.num_turns = num_turns
         self.turn_weights = weights
         self.reward_impl, self.prompt_style, self.feedback = reward_impl, prompt_style, feedback
-        self.worked_example = (
-            self.WORKED_EXAMPLE if worked_example is None else bool(worked_example)
-        )
+        self.worked_example = bool(worked_example)
         self.feedback_original_prompt = bool(feedback_original_prompt)
         self.feedback_previous_response = bool(feedback_previous_response)
         self.limits = sandbox_limits(reward_impl, test_timeout, program_timeout)
@@ -432,18 +422,15 @@ def _test_rows(result: Any) -> list[dict[str, Any]]:
     return [{k: t.to_dict()[k] for k in keys} for t in (result.tests if result else [])]
 
 
-def _choice(
-    name: str, value: str | None, defaults: dict[str, str], allowed: tuple[str, ...]
-) -> str:
-    """``value`` (or this version's default) if allowed, else a one-line ``ValueError``."""
-    chosen = defaults[name] if value is None else value
-    if chosen in authors_feedback.UNSUPPORTED_MODES:
+def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
+    """``value`` if allowed, else a one-line ``ValueError``."""
+    if value in authors_feedback.UNSUPPORTED_MODES:
         raise ValueError(
-            f"{name}={chosen!r} is not offered: {authors_feedback.UNSUPPORTED_MODES[chosen]}"
+            f"{name}={value!r} is not offered: {authors_feedback.UNSUPPORTED_MODES[value]}"
         )
-    if chosen not in allowed:
-        raise ValueError(f"{name} must be one of {list(allowed)}, got {chosen!r}")
-    return chosen
+    if value not in allowed:
+        raise ValueError(f"{name} must be one of {list(allowed)}, got {value!r}")
+    return value
 
 
 def _feedback(analysis: Any, result: Any, tests: tuple[str, ...]) -> str:
@@ -481,27 +468,3 @@ def env(**kwargs: Any) -> CoopCodingEnv:
 def parallel_env(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form (both agents act in one ``step``)."""
     return TextParallelEnv(CoopCodingEnv(**kwargs))
-
-
-class CoopCodingEnvV1(CoopCodingEnv):
-    """CoopCoding-v1: the authors' reward, first-turn prompts and feedback by default."""
-
-    metadata = {**CoopCodingEnv.metadata, "name": "CoopCoding-v1"}
-    DEFAULTS = {"reward_impl": "authors", "prompt_style": "authors", "feedback": "level_feedback"}
-
-
-def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
-    """Native Parallel form of v1."""
-    return TextParallelEnv(CoopCodingEnvV1(**kwargs))
-
-
-class CoopCodingEnvV2(CoopCodingEnvV1):
-    """CoopCoding-v2: v1 with one worked example exchange before each first-turn problem."""
-
-    metadata = {**CoopCodingEnvV1.metadata, "name": "CoopCoding-v2"}
-    WORKED_EXAMPLE = True
-
-
-def parallel_env_v2(**kwargs: Any) -> TextParallelEnv:
-    """Native Parallel form of v2."""
-    return TextParallelEnv(CoopCodingEnvV2(**kwargs))

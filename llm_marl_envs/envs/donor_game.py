@@ -90,13 +90,15 @@ write strategies from the survivors'). Scripted players are in
 (False), ``punishment_multiplier`` (2.0), ``max_cycles`` (rounds; default ``num_rounds``),
 ``render_mode`` ("human"/"ansi"), ``max_action_length`` (8,192).
 
-**Worked example** (``worked_example``; v1's default, off in v0): each decision's chat holds
+**Worked example** (``worked_example``; on in v1, off in v0): each decision's chat holds
 one example exchange first (a made-up round, then the reply ``Answer: 4``, or
 ``Answer: Donate, 4`` with punishment), also shown in the flat prompt. A small model then
 answers in the format (docs/benchmarks/prompt_formats.md).
 
-**Version history.** v0: initial version. v1: ``worked_example=True`` by default (the
-observation changes, the rules and rewards do not).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version. v1: ``worked_example=True`` (the observation changes, the rules and rewards
+do not).
 """
 
 from __future__ import annotations
@@ -116,7 +118,7 @@ from llm_marl_envs.games.donor_rules import (
 )
 from llm_marl_envs.rewards.donor import donation, game_summary
 
-__all__ = ["FORMAT_ERRORS", "DonorGameEnv", "DonorGameEnvV1", "env", "parse_donation"]
+__all__ = ["FORMAT_ERRORS", "DonorGameEnv", "env", "parse_donation"]
 
 OPTION_KEYS = ("reverse_pairings", "strategies")
 _num = format_units
@@ -140,8 +142,6 @@ class DonorGameEnv(TextAECEnv):
     """
 
     metadata = {**TextAECEnv.metadata, "name": "DonorGame-v0"}
-    #: This version's default for ``worked_example``.
-    WORKED_EXAMPLE = False
 
     def __init__(
         self,
@@ -156,11 +156,9 @@ class DonorGameEnv(TextAECEnv):
         max_cycles: int | None = None,
         render_mode: str | None = None,
         max_action_length: int = 8192,
-        worked_example: bool | None = None,
+        worked_example: bool = False,
     ) -> None:
-        self.worked_example = (
-            self.WORKED_EXAMPLE if worked_example is None else bool(worked_example)
-        )
+        self.worked_example = bool(worked_example)
         n = check_int("num_agents", num_agents, 2)
         if n % 2:
             raise ValueError(
@@ -460,10 +458,3 @@ class DonorGameEnv(TextAECEnv):
 def env(**kwargs: Any) -> DonorGameEnv:
     """PettingZoo-style constructor: ``donor_game.env(num_agents=12, punishment=True)``."""
     return DonorGameEnv(**kwargs)
-
-
-class DonorGameEnvV1(DonorGameEnv):
-    """DonorGame-v1: v0 with a worked example exchange before each decision."""
-
-    metadata = {**DonorGameEnv.metadata, "name": "DonorGame-v1"}
-    WORKED_EXAMPLE = True

@@ -36,7 +36,8 @@ arithmetic steps) — the learning signal a small model can pick up on a CPU. ``
 ``reward_mode``, ``max_action_length``, ``max_cycles`` (accepted; an episode is one cycle),
 ``render_mode`` ("human"/"ansi"). ``reset(options={"row_index": i})`` plays row ``i``.
 
-**Version history.** v0: initial version.
+**Version history.** v0: initial version. Versions are registry arguments
+(``envs_registry.yaml``); the class's defaults are v0's.
 """
 
 from __future__ import annotations

@@ -24,12 +24,12 @@ reward: the raw POSITIVE logit; loaded lazily on first use), or any callable
 ``infos[agent]["messages"]``: an instruction as the system message and the observation as the
 user message.
 
-**Worked examples** (``worked_example``; v1's default, off in v0). Each chat holds a short
+**Worked examples** (``worked_example``; on in v1, off in v0). Each chat holds a short
 instruction ("reply with the 3 to 12 words that come next") and two example exchanges in the
 agent's own format before the real opening (``Opening: "<query>"``, for the observer also
 ``Other writer: "<pioneer continuation>"``). The observation strings stay CORY's.
 
-**Echoes** (``reject_echo``; v1's default, off in v0). A continuation that repeats the whole
+**Echoes** (``reject_echo``; on in v1, off in v0). A continuation that repeats the whole
 query (its words, in order, anywhere in the answer) is a format failure ``"echo"`` scoring 0:
 in v0 repeating the opening, which the scorer reads as part of the review, could earn the
 query's own sentiment.
@@ -45,24 +45,25 @@ range, default ``(2, 7)``), ``min_review_chars``, ``reward_mode``, ``max_action_
 ``max_cycles`` (accepted; an episode is one cycle), ``render_mode``, ``worked_example``,
 ``reject_echo``. ``reset(options={"row_index": i})`` plays row ``i``.
 
-**Version history.** v0: initial version. v1: ``worked_example=True`` and
-``reject_echo=True`` by default (issue 18: the embedded 135M model echoed the opening or ran
-on for the whole token budget; with the examples it answers in a phrase and stops).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version. v1: ``worked_example=True`` and ``reject_echo=True`` (issue 18: the
+embedded 135M model echoed the opening or ran on for the whole token budget; with the
+examples it answers in a phrase and stops).
 """
 
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable
 from typing import Any
 
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.imdb import load_imdb
 from llm_marl_envs.envs.base.pioneer_observer import PioneerObserverEnv
-from llm_marl_envs.rewards.sentiment import join_continuation, resolve_scorer
+from llm_marl_envs.rewards.sentiment import is_echo, join_continuation, resolve_scorer
 
-__all__ = ["IMDBSentimentEnv", "IMDBSentimentEnvV1", "env", "is_echo"]
+__all__ = ["IMDBSentimentEnv", "env"]
 
 INSTRUCTION = (
     "You are writing a movie review. Continue the text you are given with a few words "
@@ -92,9 +93,6 @@ class IMDBSentimentEnv(PioneerObserverEnv):
     """IMDB positive-continuation task in the pioneer -> observer protocol."""
 
     metadata = {**PioneerObserverEnv.metadata, "name": "IMDBSentiment-v0"}
-    #: This version's defaults for ``worked_example`` and ``reject_echo``.
-    WORKED_EXAMPLE = False
-    REJECT_ECHO = False
 
     def __init__(
         self,
@@ -109,11 +107,11 @@ class IMDBSentimentEnv(PioneerObserverEnv):
         max_cycles: int = 1,
         render_mode: str | None = None,
         max_action_length: int = 8192,
-        worked_example: bool | None = None,
-        reject_echo: bool | None = None,
+        worked_example: bool = False,
+        reject_echo: bool = False,
     ) -> None:
-        self.worked_example = self.WORKED_EXAMPLE if worked_example is None else worked_example
-        self.reject_echo = self.REJECT_ECHO if reject_echo is None else bool(reject_echo)
+        self.worked_example = bool(worked_example)
+        self.reject_echo = bool(reject_echo)
         super().__init__(
             reward_mode=reward_mode,
             max_cycles=max_cycles,
@@ -128,6 +126,8 @@ class IMDBSentimentEnv(PioneerObserverEnv):
         self.query_length = (int(low), int(high))
         self.tokenizer = tokenizer
         self.scorer = resolve_scorer(scorer)
+        #: The scorer by name (``"vader"``, a classifier), None for a callable.
+        self.scorer_name = scorer if isinstance(scorer, str) else None
         self.data = load_imdb(split, data_source, min_review_chars)
         self.query = ""
 
@@ -168,31 +168,6 @@ class IMDBSentimentEnv(PioneerObserverEnv):
 
 def _messages(user_text: str) -> list[dict[str, str]]:
     return [{"role": "system", "content": INSTRUCTION}, {"role": "user", "content": user_text}]
-
-
-class IMDBSentimentEnvV1(IMDBSentimentEnv):
-    """IMDBSentiment-v1: worked examples in the chat prompts; echoes of the query fail."""
-
-    metadata = {**IMDBSentimentEnv.metadata, "name": "IMDBSentiment-v1"}
-    WORKED_EXAMPLE = True
-    REJECT_ECHO = True
-
-
-def _words(text: str) -> list[str]:
-    return re.findall(r"\w+", text.lower())
-
-
-def is_echo(query: str, continuation: str) -> bool:
-    """True when ``continuation`` repeats the whole ``query`` (its words in order, anywhere).
-
-    >>> is_echo("Teachers everywhere should show this", "The teachers everywhere should show this.")
-    True
-    >>> is_echo("This is the worst", "the worst.")
-    False
-    """
-    query_words, words = _words(query), _words(continuation)
-    n = len(query_words)
-    return n > 0 and any(words[i : i + n] == query_words for i in range(len(words) - n + 1))
 
 
 def _opening(query: str, other: str | None) -> str:

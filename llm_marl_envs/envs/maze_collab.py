@@ -61,13 +61,15 @@ episodes can be saved as pictures or video. ``render_transcript()`` gives every 
 (``"random"``, ``"gnome_0"`` or ``"gnome_1"``), ``reward_scale``, ``max_message_length``
 (default 300), ``max_action_length`` (default 2,048), ``max_cycles``, ``render_mode``.
 
-**Worked example** (``worked_example``; v1's default, off in v0): before the game each gnome's
+**Worked example** (``worked_example``; on in v1, off in v0): before the game each gnome's
 chat holds one example exchange (an example map, then the reply ``MOVE: right`` /
 ``SAY: ...``), and the flat prompt shows it as "Example: ... Reply: ...". A small model then
 answers in the format (docs/benchmarks/prompt_formats.md).
 
-**Version history.** v0: initial version. v1: ``worked_example=True`` by default (the
-observation changes, the rules and rewards do not).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version. v1: ``worked_example=True`` (the observation changes, the rules and rewards
+do not).
 """
 
 from __future__ import annotations
@@ -90,7 +92,7 @@ from llm_marl_envs.games.maze_layout import (
     neighbours,
 )
 
-__all__ = ["GNOMES", "MazeCollabEnv", "MazeCollabEnvV1", "env", "parse_move"]
+__all__ = ["GNOMES", "MazeCollabEnv", "env", "parse_move"]
 
 GNOMES = ("gnome_0", "gnome_1")
 VARIANTS = ("partial", "full")
@@ -196,8 +198,6 @@ class MazeCollabEnv(TextAECEnv):
         "render_modes": ["human", "ansi", "rgb_array"],
         "render_fps": 4,
     }
-    #: This version's default for ``worked_example``.
-    WORKED_EXAMPLE = False
 
     def __init__(
         self,
@@ -211,12 +211,10 @@ class MazeCollabEnv(TextAECEnv):
         max_cycles: int | None = None,
         render_mode: str | None = None,
         max_action_length: int = 2048,
-        worked_example: bool | None = None,
+        worked_example: bool = False,
     ) -> None:
         check_int("size", size, MIN_SIZE, MAX_SIZE)
-        self.worked_example = (
-            self.WORKED_EXAMPLE if worked_example is None else bool(worked_example)
-        )
+        self.worked_example = bool(worked_example)
         check_choice("variant", variant, VARIANTS)
         check_choice("treasure_holder", treasure_holder, ("random", *GNOMES))
         check_choice("reward_scale", reward_scale, REWARD_SCALES)
@@ -536,10 +534,3 @@ def _describe(agent: str, direction: str | None, invalid: bool) -> str:
 def env(**kwargs: Any) -> MazeCollabEnv:
     """AEC form (the game is turn-based, so there is no native Parallel form)."""
     return MazeCollabEnv(**kwargs)
-
-
-class MazeCollabEnvV1(MazeCollabEnv):
-    """MazeCollab-v1: v0 with a worked example exchange before the game."""
-
-    metadata = {**MazeCollabEnv.metadata, "name": "MazeCollab-v1"}
-    WORKED_EXAMPLE = True

@@ -10,9 +10,9 @@
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
 
 **Reward implementation** (``reward_impl``, in ``infos[agent]["reward_impl"]`` and every
-episode record): ``"authors"`` (v1's default: bit for bit the authors' released
+episode record): ``"authors"`` (v1's: bit for bit the authors' released
 ``tldr_combined_reward``, which produced the paper's TL;DR figures), ``"authors-2025"`` (the
-same for TL;DR) or ``"paper"`` (v0's default: the description below, written from the paper).
+same for TL;DR) or ``"paper"`` (v0's and the default: the description below, written from the paper).
 The authors' code differs from the description in four places: transition phrases are
 plain substrings of the lower-cased text ("so" inside "also" counts) and a phrase listed in
 two categories counts for both; 12 categories (T at most 0.95, so the maximum is 2.98); their
@@ -44,8 +44,10 @@ file in the Hub schema (``prompt``, ``completion``). ``split`` may be sliced lik
 ``max_cycles`` (accepted; an episode is one round), ``render_mode``. ``reset(options={"row_index": i})`` plays row ``i``.
 ``llm_marl_envs.make_parallel`` gives the Parallel form.
 
-**Version history.** v0: initial version (``reward_impl="paper"``). v1: default
-``reward_impl="authors"`` (scores comparable with the MAGRPO authors' code and figures).
+**Version history.** Versions are registry arguments (``envs_registry.yaml``): one class,
+whose defaults are v0's; each version's entry states the arguments that define it. v0:
+initial version (``reward_impl="paper"``). v1: ``reward_impl="authors"`` (scores comparable
+with the MAGRPO authors' code and figures).
 """
 
 from __future__ import annotations
@@ -55,15 +57,8 @@ from typing import Any
 from llm_marl_envs.core.simultaneous import TextParallelEnv
 from llm_marl_envs.data.tldr import load_tldr, post_text
 from llm_marl_envs.envs.base.writing import WritingEnv
-from llm_marl_envs.rewards.writing import TLDR
 
-__all__ = [
-    "TLDRSummarizationEnv",
-    "TLDRSummarizationEnvV1",
-    "env",
-    "parallel_env",
-    "parallel_env_v1",
-]
+__all__ = ["TLDRSummarizationEnv", "env", "parallel_env"]
 
 
 class TLDRSummarizationEnv(WritingEnv):
@@ -82,20 +77,12 @@ class TLDRSummarizationEnv(WritingEnv):
             "linked with transition words such as 'however', 'because' or 'as a result'."
         ),
     }
-    TABLE = TLDR
     TASK = "tldr"
     load_data = staticmethod(load_tldr)
     SOURCE_LABEL = "Post"
 
     def _source(self, row: dict[str, Any]) -> str:
         return post_text(row["prompt"])
-
-
-class TLDRSummarizationEnvV1(TLDRSummarizationEnv):
-    """TLDRSummarization-v1: scored by the authors' implementation by default."""
-
-    metadata = {**TLDRSummarizationEnv.metadata, "name": "TLDRSummarization-v1"}
-    DEFAULT_REWARD_IMPL = "authors"
 
 
 def env(**kwargs: Any) -> TLDRSummarizationEnv:
@@ -106,8 +93,3 @@ def env(**kwargs: Any) -> TLDRSummarizationEnv:
 def parallel_env(**kwargs: Any) -> TextParallelEnv:
     """Native Parallel form (both agents act in one ``step``)."""
     return TextParallelEnv(TLDRSummarizationEnv(**kwargs))
-
-
-def parallel_env_v1(**kwargs: Any) -> TextParallelEnv:
-    """Native Parallel form of v1."""
-    return TextParallelEnv(TLDRSummarizationEnvV1(**kwargs))

@@ -25,7 +25,7 @@ The dataset and the rewards must be built with the same ``env_kwargs``, ``partne
 
 >>> from llm_marl_envs.integrations.trl import env_dataset       # doctest: +SKIP
 >>> from llm_marl_envs.rewards import gsm8k_reward                # doctest: +SKIP
->>> dataset = env_dataset("llm_marl_envs/GSM8K-v0", "pioneer_0", 64)        # doctest: +SKIP
+>>> dataset = env_dataset("llm_marl_envs/GSM8K-v0", "observer_0", 64)       # doctest: +SKIP
 >>> GRPOTrainer(model, reward_funcs=gsm8k_reward, train_dataset=dataset)   # doctest: +SKIP
 """
 
@@ -44,7 +44,6 @@ from llm_marl_envs.policies.base import Policy, Prompt, as_policy
 from llm_marl_envs.policies.specs import PolicyFactory
 from llm_marl_envs.rewards.coding_sandbox import coop_coding_reward
 from llm_marl_envs.rewards.inputs import completion_text, message_text, per_row, prompt_text
-from llm_marl_envs.rewards.writing import TABLES
 from llm_marl_envs.rollout import LocalExecutor, rollout
 
 datasets = require("datasets", "integrations", "the TRL integration")
@@ -187,24 +186,41 @@ class _Episode:
 
 
 def _task_columns(env: Any, agent: str) -> dict[str, Any]:
-    """The columns the matching reward of :mod:`llm_marl_envs.rewards` reads."""
+    """The columns the matching reward of :mod:`llm_marl_envs.rewards` reads to pay what the
+    env pays: the task, and every env argument the reward depends on."""
     game = env.unwrapped
-    columns: dict[str, Any] = {}
-    if hasattr(game, "gold") and hasattr(game, "question"):  # GSM8K-v0
+    columns: dict[str, Any] = {"max_action_length": game.action_space(agent).max_length}
+    if game.reward_impl is not None:  # envs with more than one implementation
+        columns["reward_impl"] = game.reward_impl
+    if hasattr(game, "reward_mode"):  # CORY's pioneer -> observer envs
+        columns.update(_team_columns(game, agent))
+    if hasattr(game, "gold") and hasattr(game, "question"):  # GSM8K
         columns.update(question=game.question, answer=game.gold)
-    if hasattr(game, "query"):  # IMDBSentiment-v0
-        columns["query"] = game.query
-    if hasattr(game, "source_text") and hasattr(game, "TABLE"):  # the writing tasks
-        task = next(name for name, table in TABLES.items() if table == game.TABLE)
+    if hasattr(game, "query"):  # IMDBSentiment
+        columns.update(query=game.query, reject_echo=game.reject_echo)
+        if game.scorer_name is not None:
+            columns["scorer"] = game.scorer_name
+    if hasattr(game, "source_text"):  # the writing tasks
         position = ("first", "second")[list(game.possible_agents).index(agent)]
-        columns.update(source=game.source_text, task=task, learner=position)
+        columns.update(source=game.source_text, task=game.TASK, learner=position)
     problem = getattr(game, "problem", None)
-    if isinstance(problem, dict) and "entry_point" in problem:  # CoopCoding-v0
+    if isinstance(problem, dict) and "entry_point" in problem:  # CoopCoding
         columns.update(
             problem_prompt=problem["prompt"],
             test=problem["test"],
             entry_point=problem["entry_point"],
         )
+    return columns
+
+
+def _team_columns(game: Any, agent: str) -> dict[str, Any]:
+    """CORY's ``reward_mode``, and the partner's task reward where it is known when the learner
+    acts (the observer's rows: the pioneer has been scored; the pioneer's rows have none)."""
+    columns: dict[str, Any] = {"reward_mode": game.reward_mode}
+    for other in game.possible_agents:
+        paid = game.infos[other].get("reward_components", {}).get("task_reward")
+        if other != agent and paid is not None:
+            columns["partner_reward"] = paid
     return columns
 
 
@@ -242,10 +258,16 @@ def env_dataset(
     * ``prompt``: the learner's prompt, chat messages (``conversational=True``: the env's
       ``infos[agent]["messages"]``) or text (its observation);
     * ``seed``, ``agent``;
-    * what the matching reward reads: GSM8K ``question``, ``answer`` (the gold number); IMDB
-      ``query``; writing ``source``, ``task``, ``learner`` (``"first"``/``"second"``); coding
-      ``problem_prompt``, ``test``, ``entry_point``; and, in two-agent games,
-      ``partner_completion`` (the partner's text of the round, ``""`` if it has none yet).
+    * what the matching reward reads to pay what the env pays: ``max_action_length`` (longer
+      answers are format failures); ``reward_impl`` where the env offers more than one
+      (writing, coding); GSM8K ``question``, ``answer`` (the gold number); IMDB ``query``,
+      ``reject_echo``, ``scorer`` (when the env's is named); GSM8K and IMDB ``reward_mode``
+      and, on the observer's rows, ``partner_reward`` (the pioneer's task reward: the
+      collective reward is r1 + r2; on the pioneer's rows the reward functions refuse it, as
+      the observer has not answered yet: use :func:`env_reward`); writing ``source``,
+      ``task``, ``learner`` (``"first"``/``"second"``); coding ``problem_prompt``, ``test``,
+      ``entry_point``; and, in two-agent games, ``partner_completion`` (the partner's text of
+      the round, ``""`` if it has none yet).
 
     Args:
         env_id: A registered id.

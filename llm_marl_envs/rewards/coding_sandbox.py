@@ -26,6 +26,7 @@ from typing import Any
 from llm_marl_envs.core.text_env import clean_text
 from llm_marl_envs.rewards import coding, coding_authors
 from llm_marl_envs.rewards.inputs import completion_text, per_row
+from llm_marl_envs.rewards.impls import DEFAULT_REWARD_IMPL, check_reward_impl
 from llm_marl_envs.sandbox import ProgramResult, SandboxLimits, run_tests
 
 __all__ = [
@@ -49,10 +50,8 @@ _AUTHORS_LIMITS = {
 }
 
 
-def _check_impl(reward_impl: str) -> str:
-    if reward_impl not in TEST_TIMEOUT:
-        raise ValueError(f"reward_impl must be 'paper' or 'authors', got {reward_impl!r}")
-    return reward_impl
+def _check_impl(reward_impl: object) -> str:
+    return check_reward_impl("coding", reward_impl)
 
 
 def sandbox_limits(
@@ -179,8 +178,8 @@ def coop_coding_reward(
     entry_point: list[str] | str,
     partner_completion: list[Any],
     agent: list[str] | str = "main_0",
-    reward_impl: str = "paper",
-    max_length: int = 8192,
+    reward_impl: str | list[str] = DEFAULT_REWARD_IMPL,
+    max_action_length: int | list[int] = 8192,
     **kwargs: Any,
 ) -> list[float]:
     """The joint coding reward (``total``, at most 4.0) of each completion and its partner's.
@@ -198,14 +197,17 @@ def coop_coding_reward(
         partner_completion: The other agent's answers.
         agent: Which one the learner is: ``"main_0"`` (writes the entry point) or
             ``"helper_0"`` (writes ``aux``); a column or one value.
-        reward_impl: ``"paper"`` (CoopCoding-v0's) or ``"authors"`` (CoopCoding-v1's and v2's).
-        max_length: Longer answers are format failures (no code), as in the env.
+        reward_impl: ``"paper"`` (CoopCoding-v0's) or ``"authors"`` (CoopCoding-v1's and v2's);
+            a column or one value (``env_dataset`` writes the env's).
+        max_action_length: Longer answers are format failures (no code), as in the env; a
+            column or one value (``env_dataset`` writes the env's).
         **kwargs: Other dataset columns and TRL's own keywords, ignored.
     """
-    score = _SCORERS[_check_impl(reward_impl)]
     n = len(completions)
     rows = zip(
         completions,
+        per_row(reward_impl, n, "reward_impl"),
+        per_row(max_action_length, n, "max_action_length"),
         per_row(partner_completion, n, "partner_completion"),
         per_row(agent, n, "agent"),
         per_row(problem_prompt, n, "problem_prompt"),
@@ -214,7 +216,8 @@ def coop_coding_reward(
         strict=True,
     )
     rewards = []
-    for mine, other, role, prompt, test_source, entry in rows:
+    for mine, impl, max_length, other, role, prompt, test_source, entry in rows:
+        score = _SCORERS[_check_impl(impl)]
         if role in _HELPERS:
             aux, main = mine, other
         elif role in _MAINS:

@@ -20,7 +20,20 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-__all__ = ["completion_text", "message_text", "per_row", "prompt_text"]
+from llm_marl_envs.core.text_env import DEFAULT_MAX_ACTION_LENGTH, clean_text
+
+__all__ = [
+    "REWARD_MODES",
+    "answer_text",
+    "completion_text",
+    "message_text",
+    "per_row",
+    "prompt_text",
+    "team_rewards",
+]
+
+#: CORY's reward modes (Ma et al., NeurIPS 2024): both agents paid r1 + r2, or each its own.
+REWARD_MODES = ("collective", "individual")
 
 
 def message_text(message: Any) -> str:
@@ -83,3 +96,42 @@ def per_row(value: Any, n: int, name: str) -> list[Any]:
     if len(values) != n:
         raise ValueError(f"{name} has {len(values)} values for {n} completions")
     return values
+
+
+def answer_text(completion: Any, max_length: int = DEFAULT_MAX_ACTION_LENGTH) -> str | None:
+    """A completion as the environments read an action: control characters dropped; ``None``
+    for a format failure (nothing but whitespace, or over ``max_length`` characters)."""
+    text = completion_text(completion)
+    if len(text) > max_length:
+        return None
+    text = clean_text(text)
+    return text if text.strip() else None
+
+
+def team_rewards(
+    own: list[float], reward_mode: Any, partner_reward: Any, reward_name: str
+) -> list[float]:
+    """What CORY's environments pay each row: its own task reward (``"individual"``), or its
+    own plus its partner's (``"collective"``: the ``partner_reward`` column).
+
+    A collective row without its partner's reward (the pioneer's: the observer has not answered
+    when the pioneer's completion is scored) is refused: only a replay can pay it.
+    """
+    n = len(own)
+    modes = per_row(reward_mode, n, "reward_mode")
+    partners = per_row(partner_reward, n, "partner_reward")
+    paid = []
+    for reward, mode, partner in zip(own, modes, partners, strict=True):
+        if mode not in REWARD_MODES:
+            raise ValueError(f"reward_mode must be one of {list(REWARD_MODES)}, got {mode!r}")
+        if mode == "individual":
+            paid.append(reward)
+        elif partner is None:
+            raise ValueError(
+                f"{reward_name} cannot pay a collective reward without the partner's "
+                "(no partner_reward column: the partner answers after this agent); use "
+                "llm_marl_envs.integrations.trl.env_reward, or reward_mode='individual'"
+            )
+        else:
+            paid.append(float(partner) + reward)
+    return paid

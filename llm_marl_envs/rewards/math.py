@@ -21,7 +21,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from llm_marl_envs.rewards.inputs import completion_text
+from llm_marl_envs.core.text_env import DEFAULT_MAX_ACTION_LENGTH
+from llm_marl_envs.rewards.inputs import answer_text, per_row, team_rewards
 
 __all__ = ["answers_match", "extract_answer", "extract_gold_answer", "gsm8k_reward"]
 
@@ -75,12 +76,16 @@ def gsm8k_reward(
     answer: list[str] | None = None,
     *,
     gold: list[str] | None = None,
+    reward_mode: list[str] | str = "individual",
+    partner_reward: list[float] | float | None = None,
+    max_action_length: list[int] | int = DEFAULT_MAX_ACTION_LENGTH,
     **kwargs: Any,
 ) -> list[float]:
     """Exact-match reward, 1.0 when the completion's number equals the reference's.
 
     The TRL reward signature: ``GRPOTrainer`` passes ``prompts``, ``completions`` (strings, or
-    conversations whose last assistant message is scored) and every dataset column.
+    conversations whose last assistant message is scored) and every dataset column. On the
+    columns of ``llm_marl_envs.integrations.trl.env_dataset`` it pays what GSM8K-v0 pays.
 
     Args:
         completions: Model outputs.
@@ -88,14 +93,20 @@ def gsm8k_reward(
             or bare gold numbers.
         gold: The gold numbers (``env.gold``), if the dataset names the column so; used when
             ``answer`` is not given.
+        reward_mode: ``"individual"`` (default: the completion's own score) or
+            ``"collective"`` (plus ``partner_reward``, as the env pays in CORY's mode).
+        partner_reward: The partner's task reward (the observer's rows: the pioneer's r1).
+        max_action_length: Longer completions are format failures scoring 0, as in the env.
         **kwargs: ``prompts``, other dataset columns and TRL's own keywords, ignored.
     """
     references = answer if answer is not None else gold
     if references is None:
         raise TypeError("gsm8k_reward needs the gold answers: an 'answer' or 'gold' column")
-    rewards = []
-    for completion, reference in zip(completions, references, strict=True):
+    limits = per_row(max_action_length, len(completions), "max_action_length")
+    own = []
+    for completion, reference, limit in zip(completions, references, limits, strict=True):
         reference = str(reference)
         target = extract_gold_answer(reference) or extract_answer(reference)
-        rewards.append(float(answers_match(extract_answer(completion_text(completion)), target)))
-    return rewards
+        text = answer_text(completion, limit)
+        own.append(float(text is not None and answers_match(extract_answer(text), target)))
+    return team_rewards(own, reward_mode, partner_reward, "gsm8k_reward")

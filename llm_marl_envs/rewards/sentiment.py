@@ -15,17 +15,20 @@ ones are provided and both load lazily:
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable, Sequence
 from functools import lru_cache
 from typing import Any
 
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.rewards.inputs import completion_text, per_row, prompt_text
+from llm_marl_envs.core.text_env import DEFAULT_MAX_ACTION_LENGTH
+from llm_marl_envs.rewards.inputs import answer_text, per_row, prompt_text, team_rewards
 
 __all__ = [
     "Scorer",
     "TransformersSentimentScorer",
     "VaderScorer",
+    "is_echo",
     "resolve_scorer",
     "sentiment_reward",
 ]
@@ -131,37 +134,79 @@ def sentiment_reward(
     scorer: str | Scorer = "vader",
     *,
     query: list[str] | str | None = None,
+    reject_echo: list[bool] | bool = False,
+    reward_mode: list[str] | str = "individual",
+    partner_reward: list[float] | float | None = None,
+    max_action_length: list[int] | int = DEFAULT_MAX_ACTION_LENGTH,
     **kwargs: Any,
 ) -> list[float]:
     """Sentiment of ``query + completion`` for each completion (the TRL reward signature).
 
     ``GRPOTrainer`` passes ``prompts``, ``completions`` and every dataset column; both may be
     strings or chat messages (the last user message of a prompt, the last assistant message
-    of a completion is the text).
+    of a completion is the text). On the columns of
+    ``llm_marl_envs.integrations.trl.env_dataset`` it pays what IMDBSentiment pays.
 
     Args:
         completions: Continuations written by the model.
         prompts: The review openings they continue, scored together with the completion as in
             CORY (a conversation's last user message). ``None`` (and no ``query``) scores the
             completions alone.
-        scorer: See :func:`resolve_scorer`.
+        scorer: See :func:`resolve_scorer` (a column: the env's ``scorer`` by name).
         query: The review opening itself (the ``query`` column of
             ``llm_marl_envs.integrations.trl.env_dataset``); used instead of the prompts when
             given. IMDBSentiment's observer needs it: its prompt quotes the pioneer, but its
             reward scores the query + its own continuation.
+        reject_echo: A continuation that repeats the whole query scores 0 (:func:`is_echo`;
+            IMDBSentiment-v1), per row or for all.
+        reward_mode: ``"individual"`` (default: the completion's own score) or
+            ``"collective"`` (plus ``partner_reward``, as the env pays in CORY's mode).
+        partner_reward: The partner's task reward (the observer's rows: the pioneer's r1).
+        max_action_length: Longer completions are format failures scoring 0, as in the env;
+            so are empty ones.
         **kwargs: Other dataset columns and TRL's own keywords, ignored.
     """
-    score = resolve_scorer(scorer)
-    texts = [completion_text(c) for c in completions]
+    n = len(completions)
+    scorers = [scorer] * n if callable(scorer) else per_row(scorer, n, "scorer")
     if query is not None:
-        openings = per_row(query, len(texts), "query")
+        openings = [str(q) for q in per_row(query, n, "query")]
     elif prompts is not None:
         openings = [prompt_text(p) for p in prompts]
     else:
-        openings = None
-    if openings is not None:
-        texts = [join_continuation(str(q), c) for q, c in zip(openings, texts, strict=True)]
-    return [float(s) for s in score(texts)]
+        openings = [""] * n
+    rows = zip(
+        completions,
+        openings,
+        scorers,
+        per_row(reject_echo, n, "reject_echo"),
+        per_row(max_action_length, n, "max_action_length"),
+        strict=True,
+    )
+    own = []
+    for completion, opening, name, echo, limit in rows:
+        text = answer_text(completion, limit)
+        if text is None or (echo and is_echo(opening, text)):
+            own.append(0.0)
+        else:
+            own.append(float(resolve_scorer(name)([join_continuation(opening, text)])[0]))
+    return team_rewards(own, reward_mode, partner_reward, "sentiment_reward")
+
+
+def _words(text: str) -> list[str]:
+    return re.findall(r"\w+", text.lower())
+
+
+def is_echo(query: str, continuation: str) -> bool:
+    """True when ``continuation`` repeats the whole ``query`` (its words in order, anywhere).
+
+    >>> is_echo("Teachers everywhere should show this", "The teachers everywhere should show this.")
+    True
+    >>> is_echo("This is the worst", "the worst.")
+    False
+    """
+    query_words, words = _words(query), _words(continuation)
+    n = len(query_words)
+    return n > 0 and any(words[i : i + n] == query_words for i in range(len(words) - n + 1))
 
 
 def join_continuation(query: str, continuation: str) -> str:

@@ -22,10 +22,11 @@ pure. :func:`writing_reward` returns the named components; :func:`joint_reward` 
 batched form, ``f(completions_1, completions_2) -> list[float]`` or, as a TRL reward function,
 ``f(completions, partner_completion=..., learner=..., **columns) -> list[float]``.
 
-**Implementations** (``reward_impl``, see ``docs/magrpo_parity.md``):
+**Implementations** (``reward_impl``, named in :mod:`llm_marl_envs.rewards.impls`; see
+``docs/magrpo_parity.md``):
 
 * ``"paper"``: the description above, as written from the paper (TLDRSummarization-v0,
-  ArxivExpansion-v0);
+  ArxivExpansion-v0; the default);
 * ``"authors"``: bit for bit what the authors' released code computes today
   (``OpenMLRL/LLM_Collab_Writing``, ``rewards/*_rewards.py``): transition phrases matched as
   plain substrings, per category, from their 12 categories and their stopword list (see
@@ -37,7 +38,8 @@ batched form, ``f(completions_1, completions_2) -> list[float]`` or, as a TRL re
   [1.0, 1.3], ramps from 0.8 and to 1.5: the table of the paper and of its figures); for
   TL;DR the same as ``"authors"``.
 
-:func:`writing_components` picks the implementation by name.
+:func:`writing_scorer` picks the implementation of a task by name, once, for the
+environments, :func:`writing_components` and :func:`joint_reward`.
 
 >>> writing_reward("a b c", "d e f", TLDR)["total"]  # fewer than 8 words: no level passes
 0.0
@@ -47,10 +49,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
-from llm_marl_envs.rewards.inputs import completion_text, per_row
+from llm_marl_envs.rewards.impls import DEFAULT_REWARD_IMPL, check_reward_impl
+from llm_marl_envs.core.text_env import DEFAULT_MAX_ACTION_LENGTH
+from llm_marl_envs.rewards.inputs import answer_text, per_row
 from llm_marl_envs.rewards.writing_tables import (
     AUTHORS_STOPWORDS,
     AUTHORS_TRANSITIONS,
@@ -61,7 +67,6 @@ from llm_marl_envs.rewards.writing_tables import (
 __all__ = [
     "ARXIV",
     "AUTHORS_TABLES",
-    "REWARD_IMPLS",
     "TABLES",
     "TLDR",
     "AuthorsWritingTable",
@@ -71,6 +76,7 @@ __all__ = [
     "trapezoid",
     "writing_components",
     "writing_reward",
+    "writing_scorer",
 ]
 
 _WORD = re.compile(r"\b\w+\b")
@@ -222,8 +228,6 @@ AUTHORS_TABLES = {
     ("arxiv", "authors"): AUTHORS_ARXIV,
     ("arxiv", "authors-2025"): AUTHORS_ARXIV_2025,
 }
-#: The implementations every writing task offers.
-REWARD_IMPLS = ("paper", "authors", "authors-2025")
 
 
 def _authors_vocabulary(u: float, table: AuthorsWritingTable) -> float | None:
@@ -296,8 +300,30 @@ def authors_writing_reward(c1: str, c2: str, table: AuthorsWritingTable) -> dict
     return {**out, "total": total}
 
 
-def writing_components(c1: str, c2: str, task: str, reward_impl: str = "paper") -> dict[str, float]:
-    """The components of one pair under a named implementation (:data:`REWARD_IMPLS`).
+#: Reward tables by task name (the ``task`` column of the TRL datasets).
+TABLES = {"tldr": TLDR, "arxiv": ARXIV}
+_POSITIONS = ("first", "second")
+#: One writing task's scorer: ``f(c1, c2) -> components`` (``total`` among them).
+WritingScorer = Callable[[str, str], dict[str, float]]
+
+
+def writing_scorer(task: str, reward_impl: str = DEFAULT_REWARD_IMPL) -> WritingScorer:
+    """The scorer of ``task`` (``"tldr"`` or ``"arxiv"``) under a named implementation
+    (:data:`llm_marl_envs.rewards.impls.REWARD_IMPLS`): the one place the choice is made.
+
+    >>> writing_scorer("tldr", "authors")("a b c", "d e f")["total"]
+    0.0
+    """
+    task = _task_name(task)
+    if check_reward_impl(task, reward_impl) == "paper":
+        return partial(writing_reward, table=TABLES[task])
+    return partial(authors_writing_reward, table=AUTHORS_TABLES[(task, reward_impl)])
+
+
+def writing_components(
+    c1: str, c2: str, task: str, reward_impl: str = DEFAULT_REWARD_IMPL
+) -> dict[str, float]:
+    """The components of one pair under a named implementation (see :func:`writing_scorer`).
 
     Args:
         c1: Agent 1's text (TL;DR's concise summary, arXiv's background).
@@ -305,34 +331,28 @@ def writing_components(c1: str, c2: str, task: str, reward_impl: str = "paper") 
         task: ``"tldr"`` or ``"arxiv"``.
         reward_impl: ``"paper"``, ``"authors"`` or ``"authors-2025"``.
     """
-    check_reward_impl(reward_impl)
-    if reward_impl == "paper":
-        return writing_reward(c1, c2, _table(task))
-    return authors_writing_reward(c1, c2, AUTHORS_TABLES[(_task_name(task), reward_impl)])
-
-
-def check_reward_impl(reward_impl: object) -> str:
-    """``reward_impl`` if it names an implementation, else a one-line ``ValueError``."""
-    if reward_impl not in REWARD_IMPLS:
-        raise ValueError(f"reward_impl must be one of {list(REWARD_IMPLS)}, got {reward_impl!r}")
-    return str(reward_impl)
-
-
-#: Reward tables by task name (the ``task`` column of the TRL datasets).
-TABLES = {"tldr": TLDR, "arxiv": ARXIV}
-_POSITIONS = ("first", "second")
-
-
-def _table(table: WritingRewardTable | str) -> WritingRewardTable:
-    if isinstance(table, WritingRewardTable):
-        return table
-    return TABLES[_task_name(table)]
+    return writing_scorer(task, reward_impl)(c1, c2)
 
 
 def _task_name(task: object) -> str:
     if isinstance(task, str) and task.lower() in TABLES:
         return task.lower()
     raise ValueError(f"table must be a WritingRewardTable or one of {sorted(TABLES)}, got {task!r}")
+
+
+def _row_scorer(table: WritingRewardTable | str, reward_impl: str) -> WritingScorer:
+    """The scorer of one row: a task by name, or a custom table (the paper's reward only)."""
+    if not isinstance(table, WritingRewardTable):
+        return writing_scorer(table, reward_impl)
+    named = next((name for name, known in TABLES.items() if known is table), None)
+    if named is not None:
+        return writing_scorer(named, reward_impl)
+    if check_reward_impl("tldr", reward_impl) != "paper":
+        raise ValueError(
+            f"reward_impl={reward_impl!r} needs the task by name ('tldr' or 'arxiv'), "
+            "not a custom WritingRewardTable"
+        )
+    return partial(writing_reward, table=table)
 
 
 def joint_reward(
@@ -343,7 +363,8 @@ def joint_reward(
     partner_completion: list[Any] | None = None,
     learner: list[str] | str = "first",
     task: list[str] | str | None = None,
-    reward_impl: list[str] | str = "paper",
+    reward_impl: list[str] | str = DEFAULT_REWARD_IMPL,
+    max_action_length: list[int] | int = DEFAULT_MAX_ACTION_LENGTH,
     **kwargs: Any,
 ) -> list[float]:
     """Batched total reward; both the pairwise form and the TRL reward signature.
@@ -366,46 +387,49 @@ def joint_reward(
         reward_impl: ``"paper"`` (default), ``"authors"`` or ``"authors-2025"``, per row or
             for all (the dataset's ``reward_impl`` column); the authors' implementations
             need the task by name (``table`` as a string, or ``task``).
+        max_action_length: A text over this many characters, or an empty one, is a format
+            failure: the pair scores 0, as in the env.
         **kwargs: ``prompts``, other columns and TRL's own keywords, ignored.
     """
     n = len(completions)
-    impls = [check_reward_impl(i) for i in per_row(reward_impl, n, "reward_impl")]
+    impls = per_row(reward_impl, n, "reward_impl")
     if table is not None:
-        tables = [_table(table)] * n
+        tables = [table] * n
     elif task is not None:
-        tables = [_table(t) for t in per_row(task, n, "task")]
+        tables = per_row(task, n, "task")
     else:
         tables = [TLDR] * n
-    own = [completion_text(c) for c in completions]
+    pairs = _pairs(completions, completions_2, partner_completion, learner)
+    limits = per_row(max_action_length, n, "max_action_length")
+    totals = []
+    for (c1, c2), t, impl, limit in zip(pairs, tables, impls, limits, strict=True):
+        score = _row_scorer(t, impl)
+        texts = answer_text(c1, limit), answer_text(c2, limit)
+        totals.append(0.0 if None in texts else score(*texts)["total"])
+    return totals
+
+
+def _pairs(
+    completions: list[Any],
+    completions_2: list[Any] | None,
+    partner_completion: list[Any] | None,
+    learner: list[str] | str,
+) -> list[tuple[Any, Any]]:
+    """``(c1, c2)`` per row, from the pairwise form or from the learner's and its partner's."""
+    n = len(completions)
     if completions_2 is not None:
-        pairs = list(zip(own, [completion_text(c) for c in completions_2], strict=True))
-    elif partner_completion is not None:
-        partners = [
-            completion_text(c) for c in per_row(partner_completion, n, "partner_completion")
-        ]
-        positions = per_row(learner, n, "learner")
-        bad = sorted({str(p) for p in positions if p not in _POSITIONS})
-        if bad:
-            raise ValueError(f"learner must be 'first' or 'second', got {bad}")
-        pairs = [
-            (mine, other) if position == "first" else (other, mine)
-            for mine, other, position in zip(own, partners, positions, strict=True)
-        ]
-    else:
+        return list(zip(completions, completions_2, strict=True))
+    if partner_completion is None:
         raise TypeError(
             "joint_reward scores two writers: pass completions_2 (agent 2's texts), or, as a "
             "TRL reward, a partner_completion column with the other writer's texts"
         )
-    names = {id(t): name for name, t in TABLES.items()}
-    totals = []
-    for (c1, c2), t, impl in zip(pairs, tables, impls, strict=True):
-        if impl == "paper":
-            totals.append(writing_reward(c1, c2, t)["total"])
-        elif id(t) in names:
-            totals.append(writing_components(c1, c2, names[id(t)], impl)["total"])
-        else:
-            raise ValueError(
-                f"reward_impl={impl!r} needs the task by name ('tldr' or 'arxiv'), "
-                "not a custom WritingRewardTable"
-            )
-    return totals
+    partners = per_row(partner_completion, n, "partner_completion")
+    positions = per_row(learner, n, "learner")
+    bad = sorted({str(p) for p in positions if p not in _POSITIONS})
+    if bad:
+        raise ValueError(f"learner must be 'first' or 'second', got {bad}")
+    return [
+        (mine, other) if position == "first" else (other, mine)
+        for mine, other, position in zip(completions, partners, positions, strict=True)
+    ]

@@ -40,6 +40,7 @@ from pettingzoo import AECEnv, ParallelEnv
 from pettingzoo.utils.conversions import parallel_to_aec
 
 import llm_marl_envs
+from llm_marl_envs.core.text_env import TextAECEnv
 from llm_marl_envs.core.validation import check_int
 
 __all__ = [
@@ -298,12 +299,11 @@ def reset_env(env: AECEnv, seed: int, options: dict | None = None) -> EnvUpdate:
     episode's agents and data row (``start``) and counts the reset's time."""
     tick = time.perf_counter()
     env.reset(seed=seed, options=options)
-    start = EpisodeStart(
-        list(env.possible_agents),
-        getattr(env.unwrapped, "data_source", None),
-        getattr(env.unwrapped, "row_id", None),
-        getattr(env.unwrapped, "reward_impl", None),
-    )
+    game = env.unwrapped
+    start = EpisodeStart(list(env.possible_agents))
+    if isinstance(game, TextAECEnv):  # where the package's envs declare their data and reward
+        start.data_source, start.row_id = game.data_source, game.row_id
+        start.reward_impl = game.reward_impl
     seconds = time.perf_counter() - tick
     update = advance(env)
     update.start, update.seconds = start, update.seconds + seconds

@@ -127,7 +127,7 @@ def test_imdb_v1_an_echo_of_the_opening_is_a_format_failure():
     ],
 )
 def test_is_echo(query, text, echo):
-    from llm_marl_envs.envs.imdb_sentiment import is_echo
+    from llm_marl_envs.rewards.sentiment import is_echo
 
     assert is_echo(query, text) is echo
 

@@ -40,7 +40,7 @@ QWEN3_TEMPLATE = (Path(trl.__file__).parent / "chat_templates" / "qwen3.jinja").
 
 #: (env id, learner, env kwargs, the reward of llm_marl_envs.rewards that scores it)
 TASKS = [
-    ("llm_marl_envs/GSM8K-v0", "pioneer_0", BUNDLED, gsm8k_reward),
+    ("llm_marl_envs/GSM8K-v0", "observer_0", BUNDLED, gsm8k_reward),
     ("llm_marl_envs/IMDBSentiment-v0", "observer_0", BUNDLED, sentiment_reward),
     ("llm_marl_envs/TLDRSummarization-v0", "elaborator_0", BUNDLED, joint_reward),
     ("llm_marl_envs/ArxivExpansion-v0", "background_0", BUNDLED, joint_reward),
@@ -440,7 +440,7 @@ def test_docs_reward_funcs(config):
     from llm_marl_envs.rewards import gsm8k_reward
 
     dataset = env_dataset(
-        "llm_marl_envs/GSM8K-v0", "pioneer_0", 8, env_kwargs={"data_source": "bundled"}
+        "llm_marl_envs/GSM8K-v0", "observer_0", 8, env_kwargs={"data_source": "bundled"}
     )
     trainer = GRPOTrainer(
         model=model,

@@ -67,7 +67,9 @@ def test_coop_coding_reward_takes_completions_and_columns():
 
 
 def test_bad_arguments_are_one_line_errors():
-    with pytest.raises(ValueError, match="reward_impl must be 'paper' or 'authors', got 'x'"):
+    with pytest.raises(
+        ValueError, match=r"reward_impl must be one of \['paper', 'authors'\], got 'x'"
+    ):
         coop_coding_reward([AUX], partner_completion=[MAIN], reward_impl="x", **COLUMNS)
     with pytest.raises(ValueError, match="agent must be 'helper_0' or 'main_0'"):
         coop_coding_reward([AUX], partner_completion=[MAIN], agent="judge", **COLUMNS)

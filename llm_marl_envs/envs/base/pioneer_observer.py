@@ -19,10 +19,10 @@ from __future__ import annotations
 from typing import Any
 
 from llm_marl_envs.core.text_env import CleanAction, TextAECEnv
+from llm_marl_envs.rewards.inputs import REWARD_MODES
 
 __all__ = ["PioneerObserverEnv", "REWARD_MODES"]
 
-REWARD_MODES = ("collective", "individual")
 PIONEER, OBSERVER = "pioneer_0", "observer_0"
 
 

@@ -13,12 +13,8 @@ from typing import Any
 from llm_marl_envs.core.simultaneous import SimultaneousTextEnv
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.loading import TaskData
-from llm_marl_envs.rewards.writing import (
-    WritingRewardTable,
-    check_reward_impl,
-    writing_components,
-    writing_reward,
-)
+from llm_marl_envs.rewards.impls import DEFAULT_REWARD_IMPL
+from llm_marl_envs.rewards.writing import writing_scorer
 
 __all__ = ["WritingEnv"]
 
@@ -29,9 +25,8 @@ class WritingEnv(SimultaneousTextEnv):
     """Two writers, one source text, one joint reward (see the subclasses' doc pages).
 
     Class attributes set by subclasses: ``ROLES`` (``{agent: role}``, agent 1 first),
-    ``INSTRUCTIONS`` (``{agent: system instruction}``), ``TABLE`` (the paper's reward table),
-    ``TASK`` (``"tldr"`` or ``"arxiv"``: names the authors' tables), ``DEFAULT_REWARD_IMPL``
-    (each version's default), ``SOURCE_LABEL`` (how the source text is introduced in the
+    ``INSTRUCTIONS`` (``{agent: system instruction}``), ``TASK`` (``"tldr"`` or ``"arxiv"``:
+    names the reward's tables), ``SOURCE_LABEL`` (how the source text is introduced in the
     prompt) and ``load_data`` (the dataset loader).
 
     Args:
@@ -40,16 +35,14 @@ class WritingEnv(SimultaneousTextEnv):
         max_cycles: Accepted for API compatibility; an episode is one round.
         render_mode: ``None``, ``"human"`` or ``"ansi"``.
         max_action_length: Longest scored text in characters.
-        reward_impl: ``"paper"``, ``"authors"`` or ``"authors-2025"``
-            (:mod:`llm_marl_envs.rewards.writing`); ``None``: the version's default. Given in
-            ``infos[agent]["reward_impl"]`` and in episode records.
+        reward_impl: ``"paper"`` (v0's), ``"authors"`` or ``"authors-2025"``
+            (:mod:`llm_marl_envs.rewards.impls`); each version's registry entry names its
+            own. Given in ``infos[agent]["reward_impl"]`` and in episode records.
     """
 
     ROLES: dict[str, str] = {}
     INSTRUCTIONS: dict[str, str] = {}
-    TABLE: WritingRewardTable
     TASK = ""
-    DEFAULT_REWARD_IMPL = "paper"
     SOURCE_LABEL = "Text"
 
     @staticmethod
@@ -65,11 +58,10 @@ class WritingEnv(SimultaneousTextEnv):
         max_cycles: int = 1,
         render_mode: str | None = None,
         max_action_length: int = 8192,
-        reward_impl: str | None = None,
+        reward_impl: str = DEFAULT_REWARD_IMPL,
     ) -> None:
-        self.reward_impl = check_reward_impl(
-            self.DEFAULT_REWARD_IMPL if reward_impl is None else reward_impl
-        )
+        self._scorer = writing_scorer(self.TASK, reward_impl)  # refuses an unknown name
+        self.reward_impl = reward_impl
         super().__init__(
             list(self.ROLES),
             self.ROLES,
@@ -104,11 +96,7 @@ class WritingEnv(SimultaneousTextEnv):
         if any(a.failure for a in actions.values()):
             levels = dict.fromkeys(_LEVELS, 0.0)  # an empty or oversized text scores nothing
         else:
-            c1, c2 = actions[first].text, actions[second].text
-            if self.reward_impl == "paper":
-                levels = writing_reward(c1, c2, self.TABLE)
-            else:
-                levels = writing_components(c1, c2, self.TASK, self.reward_impl)
+            levels = self._scorer(actions[first].text, actions[second].text)
         total = levels["total"]
         for agent, action in actions.items():
             components = {
