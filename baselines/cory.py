@@ -59,7 +59,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import resource
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -85,11 +84,12 @@ from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
-# baselines/common.py (the skeleton shared with magrpo.py: command line, checkpoints, logs,
-# curves): on sys.path when this file runs as a script, not when it is imported by its path.
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common
+# baselines/common.py, the skeleton shared with magrpo.py (command line, checkpoints, logs,
+# curves): python puts this folder on sys.path when it runs this file as a script.
+if __package__:  # python -m llm_marl_envs.baselines.cory (an installed package)
+    from llm_marl_envs.baselines import common
+else:  # python baselines/cory.py
+    import common
 
 IMDB, GSM8K = "llm_marl_envs/IMDBSentiment-v0", "llm_marl_envs/GSM8K-v0"
 ROLES = ("pioneer_0", "observer_0")

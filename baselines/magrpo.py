@@ -100,11 +100,12 @@ from llm_marl_envs.playing import parse_env_args
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
-# baselines/common.py (the skeleton shared with cory.py: command line, checkpoints, logs,
-# curves): on sys.path when this file runs as a script, not when it is imported by its path.
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common
+# baselines/common.py, the skeleton shared with cory.py (command line, checkpoints, logs,
+# curves): python puts this folder on sys.path when it runs this file as a script.
+if __package__:  # python -m llm_marl_envs.baselines.magrpo (an installed package)
+    from llm_marl_envs.baselines import common
+else:  # python baselines/magrpo.py
+    import common
 
 #: Metrics that measure the machine, not the algorithm (they differ between identical runs).
 TIMING_KEYS = (
