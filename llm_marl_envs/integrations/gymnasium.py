@@ -23,10 +23,11 @@ imported when such an env is made), in Gymnasium's registry, for every environme
   is the first agent unless ``agent=`` says otherwise.
 
 ``gymnasium.make(id, **kwargs)`` passes ``partners=`` and ``agent=`` to the view and any other
-keyword (``data_source``, ``size``, ``render_mode``, ...) to the environment. Importing this
-module registers them too (idempotent), and
+keyword (``data_source``, ``size``, ``render_mode``, ...) to the environment. The registration
+lives in :mod:`llm_marl_envs.registry` alone (``gymnasium_id(env_id, agent)`` names the ids);
+importing this module imports the package, so
 ``gymnasium.make("llm_marl_envs.integrations.gymnasium:llm_marl_envs/GSM8K-pioneer_0-v0")``
-imports it itself, which helps in worker processes that never imported the package.
+registers the ids itself, which helps in worker processes that never imported the package.
 
 Seeds. Every episode has an *episode seed*, returned in ``info["episode_seed"]``:
 ``reset(seed=s)`` uses ``s``; ``reset()`` draws the next one from the environment's generator
@@ -55,16 +56,14 @@ import llm_marl_envs
 from llm_marl_envs.core.spaces import FreeText
 from llm_marl_envs.policies.base import CallablePolicy, Policy, Prompt
 from llm_marl_envs.policies.specs import PolicyFactory
-from llm_marl_envs.registry import GYMNASIUM_ENTRY_POINT, agent_names, gymnasium_id
 
-__all__ = ["PartnerSpec", "SingleAgentEnv", "gym_id", "register_envs"]
+__all__ = ["PartnerSpec", "SingleAgentEnv"]
 
 #: A partner: a policy spec (``"scripted"``, ``"random"``, ``"tiny"``, ``"hf:..."``,
 #: ``"openai:..."``, ``"human"``), a :class:`~llm_marl_envs.policies.Policy`, or a function
 #: ``(observation, info) -> str``.
 PartnerSpec = str | Policy | Callable[[str, dict], str]
 
-_ENTRY_POINT = GYMNASIUM_ENTRY_POINT
 _SEED_BOUND = 2**31  # episode seeds drawn by reset(): what every player's seed arithmetic fits
 
 
@@ -313,44 +312,3 @@ def _snapshot(info: dict[str, Any]) -> dict[str, Any]:
         if type(value) is dict or type(value) is list:
             copy[key] = value.copy()
     return copy
-
-
-# --------------------------------------------------------------------------- registration
-def _agents(env_id: str) -> list[str]:
-    """The agents of ``env_id`` (``[player_0, ..., player_11]`` expanded)."""
-    return agent_names(env_id)
-
-
-def gym_id(env_id: str, agent: str | None = None) -> str:
-    """The Gymnasium id of ``agent`` in ``env_id`` (``env_id`` itself when ``agent`` is None).
-
-    >>> gym_id("llm_marl_envs/GSM8K-v0", "pioneer_0")
-    'llm_marl_envs/GSM8K-pioneer_0-v0'
-    """
-    return gymnasium_id(env_id, agent)
-
-
-def register_envs() -> list[str]:
-    """Register every environment's single-agent ids in Gymnasium's registry (idempotent).
-
-    Returns the ids, in registry order: for each environment its own id, then one per agent.
-    """
-    ids = []
-    for env_id in llm_marl_envs.list_envs():
-        ids.append(_register(gym_id(env_id), env_id, None))
-        for agent in _agents(env_id):
-            ids.append(_register(gym_id(env_id, agent), env_id, agent))
-    return ids
-
-
-def _register(gid: str, env_id: str, agent: str | None) -> str:
-    kwargs: dict[str, Any] = {"env_id": env_id}
-    if agent is not None:
-        kwargs["agent"] = agent
-    known = gymnasium.registry.get(gid)
-    if known is None or known.entry_point != _ENTRY_POINT or known.kwargs != kwargs:
-        gymnasium.register(id=gid, entry_point=_ENTRY_POINT, kwargs=kwargs)
-    return gid
-
-
-REGISTERED_IDS: list[str] = register_envs()

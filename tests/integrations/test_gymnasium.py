@@ -13,14 +13,11 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 import llm_marl_envs
-from llm_marl_envs.integrations.gymnasium import (
-    REGISTERED_IDS,
-    SingleAgentEnv,
-    gym_id,
-    register_envs,
-)
+from llm_marl_envs.integrations.gymnasium import SingleAgentEnv
 from llm_marl_envs.policies import Completion, Policy
 from llm_marl_envs.policies.scripted import scripted_policy
+from llm_marl_envs.registry import GYMNASIUM_ENTRY_POINT, gymnasium_ids
+from llm_marl_envs.registry import gymnasium_id as gym_id
 
 ENV_IDS = llm_marl_envs.list_envs()
 MAZE = "llm_marl_envs/MazeCollab-v0"
@@ -48,13 +45,18 @@ def _play(env, seed, learner_of=None):
 
 
 # --------------------------------------------------------------------------- ids and check_env
+REGISTERED_IDS = [gid for gid, _ in gymnasium_ids()]
+
+
 def test_every_env_and_agent_has_an_id():
     expected = []
     for env_id in ENV_IDS:
         expected.append(env_id)
         expected += [gym_id(env_id, a) for a in llm_marl_envs.make(env_id).possible_agents]
     assert REGISTERED_IDS == expected
-    assert register_envs() == expected  # idempotent
+    for gid, kwargs in gymnasium_ids():  # registered by the registry, once
+        assert gymnasium.spec(gid).entry_point == GYMNASIUM_ENTRY_POINT
+        assert gymnasium.spec(gid).kwargs == kwargs
     assert "llm_marl_envs/DonorGame-player_11-v0" in gymnasium.registry
     assert gymnasium.spec("llm_marl_envs/GSM8K-observer_0-v0").kwargs == {
         "env_id": "llm_marl_envs/GSM8K-v0",
