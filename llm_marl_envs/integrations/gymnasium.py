@@ -32,9 +32,15 @@ registers the ids itself, which helps in worker processes that never imported th
 Seeds. Every episode has an *episode seed*, returned in ``info["episode_seed"]``:
 ``reset(seed=s)`` uses ``s``; ``reset()`` draws the next one from the environment's generator
 (so a seeded sequence of resets is reproducible, as Gymnasium's vector envs expect). The
-environment is reset with that seed and the partners are rebuilt or reseeded from it, so
+environment is reset with that seed and the partners are rebuilt or reseeded from it (or from
+``partner_seed``, when given: one seed for the partners of every episode), so
 ``reset(seed=info["episode_seed"])`` followed by the same learner actions replays the episode.
 The view's ``np_random`` is the wrapped environment's generator.
+
+Partners. ``partner_actions`` lists the ``(agent, action)`` of every partner turn of the
+episode so far, and :meth:`SingleAgentEnv.partner_policies` the policies that play them (the
+TRL adapter, :mod:`llm_marl_envs.integrations.trl`, builds its datasets, rewards and rollouts
+on this view).
 
 Rewards. ``step`` returns what ``env.last()`` reports for the learner at its next turn (or at
 the end): its rewards accumulated since its action, partners' turns included. Rewards the
@@ -54,7 +60,7 @@ import gymnasium
 
 import llm_marl_envs
 from llm_marl_envs.core.spaces import FreeText
-from llm_marl_envs.policies.base import CallablePolicy, Policy, Prompt
+from llm_marl_envs.policies.base import CallablePolicy, Policy, Prompt, as_policy
 from llm_marl_envs.policies.specs import PolicyFactory
 
 __all__ = ["PartnerSpec", "SingleAgentEnv"]
@@ -79,6 +85,8 @@ class SingleAgentEnv(gymnasium.Env):
             Default: ``"scripted"``. Specs and policies with a ``reseed(seed)`` method are
             rebuilt or reseeded from the episode seed at every reset; a plain function is
             called as it is.
+        partner_seed: The seed of the partners' policies in every episode (None: each
+            episode's seed).
         render_mode: ``None``, ``"human"`` or ``"ansi"`` (the environment's transcript).
         **env_kwargs: Passed to :func:`llm_marl_envs.make` (only with an id).
 
@@ -95,6 +103,7 @@ class SingleAgentEnv(gymnasium.Env):
         agent: str | None = None,
         partners: PartnerSpec | Mapping[str, PartnerSpec] | None = None,
         *,
+        partner_seed: int | None = None,
         render_mode: str | None = None,
         **env_kwargs: Any,
     ) -> None:
@@ -117,18 +126,24 @@ class SingleAgentEnv(gymnasium.Env):
             agent = self.possible_agents[0]
         if agent not in self.possible_agents:
             raise ValueError(
-                f"unknown learner {agent!r}: this environment's agents are {self.possible_agents}"
+                f"unknown learner {agent!r}: this environment has no agent of that name; "
+                f"its agents are {self.possible_agents}"
             )
         self.agent = agent
         self.render_mode = getattr(env, "render_mode", None)
         self.observation_space: FreeText = env.observation_space(agent)
         self.action_space: FreeText = env.action_space(agent)
         self.metadata = {**type(self).metadata, "name": str(env)}
-        self._factory = PolicyFactory(self.env_id or "", seed=0)
+        self.partner_seed = partner_seed
+        self._factory = PolicyFactory(self.env_id or "", seed=partner_seed or 0)
         self._partners = [
             _Partner(a, spec, self) for a, spec in _partner_specs(partners, agent, env).items()
         ]
         self._act: dict[str, Callable[[str, dict], str]] = {}
+        self._policies: dict[str, Policy] = {}
+        self.partner_actions: list[tuple[str, str]] = []
+        if partner_seed is not None:
+            self._start_partners(partner_seed)
         self._over = "no episode yet"  # why step() refuses, or None while the learner plays
         self._episode_seed: int | None = None
 
@@ -150,8 +165,8 @@ class SingleAgentEnv(gymnasium.Env):
         self._np_random = getattr(env, "np_random", None)
         self._np_random_seed = seed
         self._episode_seed = seed
-        for partner in self._partners:
-            partner.start(seed)
+        self._start_partners(seed if self.partner_seed is None else self.partner_seed)
+        self.partner_actions = []
         observation, reward, terminated, truncated, info = self._advance()
         if terminated or truncated:
             raise RuntimeError(
@@ -182,12 +197,23 @@ class SingleAgentEnv(gymnasium.Env):
         """The environment's rendering (``"ansi"``: the transcript so far)."""
         return self.aec_env.render()
 
+    def partner_policies(self) -> dict[str, Policy]:
+        """Each partner's policy for the current episode (with ``partner_seed``: for every
+        episode, from construction on)."""
+        if not self._policies:
+            raise RuntimeError("the partners have no policies before reset(): call reset() first")
+        return dict(self._policies)
+
     def close(self) -> None:
         """Close the environment and the model policies the view loaded."""
         self._factory.close()
         self.aec_env.close()
 
     # ------------------------------------------------------------------ internals
+    def _start_partners(self, seed: int) -> None:
+        for partner in self._partners:
+            partner.start(seed)
+
     def _advance(self) -> tuple:
         """Play partner turns (and finished agents' None steps) until the learner's turn.
 
@@ -201,7 +227,12 @@ class SingleAgentEnv(gymnasium.Env):
                 raise RuntimeError(f"the episode ended without {learner} in it")
             agent = env.agent_selection
             observation, _, terminated, truncated, info = env.last()
-            env.step(None if terminated or truncated else act[agent](observation, info))
+            if terminated or truncated:
+                env.step(None)
+            else:
+                action = act[agent](observation, info)
+                self.partner_actions.append((agent, action))
+                env.step(action)
         return (
             env.observe(learner),
             env._cumulative_rewards[learner],
@@ -239,26 +270,24 @@ class _Partner:
 
     def start(self, seed: int) -> None:
         """Make the partner's policy the one of episode ``seed`` and hand it to the view."""
-        if seed == self.seed and self.agent in self.view._act:
+        view = self.view
+        if seed == self.seed and self.agent in view._act:
             if isinstance(self.spec, str) and self.spec in ("scripted", "random"):
                 return  # a pure function of (seed, observation): the same one again
         self.seed = seed
-        view = self.view
-        if self.spec == "scripted":
-            from llm_marl_envs.policies.scripted import scripted_policy
-
-            view._act[self.agent] = scripted_policy(view.env_id, self.agent, seed)
-            return
-        if self.spec == "random":
-            policy = PolicyFactory(view.env_id, seed=seed)(
-                "random", self.agent, view.aec_env.action_space(self.agent)
-            )
-        else:
-            policy = self.policy
-            reseed = getattr(policy, "reseed", None)
-            if callable(reseed):
-                reseed(seed)
+        policy = self._policy(seed)
+        view._policies[self.agent] = as_policy(policy)
         view._act[self.agent] = _as_function(self.agent, policy)
+
+    def _policy(self, seed: int) -> Any:
+        view = self.view
+        if self.spec in ("scripted", "random"):
+            space = view.aec_env.action_space(self.agent)
+            return PolicyFactory(view.env_id, seed=seed)(self.spec, self.agent, space)
+        reseed = getattr(self.policy, "reseed", None)
+        if callable(reseed):
+            reseed(seed)
+        return self.policy
 
 
 def _as_function(agent: str, policy: Any) -> Callable[[str, dict], str]:
