@@ -14,7 +14,7 @@ from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 import llm_marl_envs
 from llm_marl_envs.integrations.gymnasium import SingleAgentEnv
-from llm_marl_envs.policies import Completion, Policy
+from llm_marl_envs.policies import Completion, Policy, Prompt
 from llm_marl_envs.policies.scripted import scripted_policy
 from llm_marl_envs.registry import GYMNASIUM_ENTRY_POINT, gymnasium_ids
 from llm_marl_envs.registry import gymnasium_id as gym_id
@@ -308,6 +308,29 @@ def test_scripted_and_random_partners_follow_the_episode_seed():
     for seed in (0, 1):
         assert _play(a, seed) == _play(b, seed)
     assert _play(a, 0) != _play(a, 1)
+
+
+def test_partner_seed_keeps_the_partners_of_every_episode_and_their_actions_are_listed():
+    """What the TRL adapter builds on: partners seeded once (``partner_seed``), their actions."""
+    imdb, probe = "llm_marl_envs/IMDBSentiment-v0", "A review that needs an ending:"
+    fixed = SingleAgentEnv(imdb, "observer_0", partner_seed=4, data_source="bundled")
+    per_episode = SingleAgentEnv(imdb, "observer_0", data_source="bundled")
+    with pytest.raises(RuntimeError, match="call reset"):
+        per_episode.partner_policies()
+
+    def answer(view) -> str:
+        [policy] = view.partner_policies().values()
+        return policy.generate([Prompt("pioneer_0", probe, [])])[0].text
+
+    assert answer(fixed) == scripted_policy(imdb, "pioneer_0", 4)(probe, {})  # from the start
+    for seed in (0, 1, 2):
+        for view, partner_seed in ((fixed, 4), (per_episode, seed)):
+            observation, _ = view.reset(seed=seed)
+            [(agent, action)] = view.partner_actions  # the pioneer wrote before the observer
+            assert agent == "pioneer_0" and action in observation
+            assert answer(view) == scripted_policy(imdb, "pioneer_0", partner_seed)(probe, {})
+        view.step("The end.")
+        assert view.partner_actions == [("pioneer_0", action)]  # a new list at each reset
 
 
 # --------------------------------------------------------------------------- docs example
