@@ -49,7 +49,8 @@ with weights or adapter, value head, optimizer and KL controller; ``state.json``
 iteration, roles, metrics, evaluations and args; ``manifest.json`` with every file's sha256).
 Every random stream (episode seeds, sampling, mini-batch order) is derived from (seed,
 iteration), so ``--resume`` replays a killed run exactly; checkpoints are written atomically and
-verified on resume, a bad one falls back to the previous one (``baselines/checkpoints.py``).
+verified on resume, a bad one falls back to the previous one
+(``llm_marl_envs.models.checkpoints``).
 The command line (tyro), the checkpoint and resume check, the logs and the curves are the
 skeleton shared with ``magrpo.py`` (``baselines/common.py``).
 """
@@ -482,7 +483,7 @@ def save_checkpoint(out: Path, args: Args, learners, iteration: int, **state) ->
 def load_checkpoint(out: Path, learners, args: Args) -> dict | None:
     """Restore the learners from the newest checkpoint that verifies (its args checked against
     ``args``); returns its state, or None (no good checkpoint: the run starts from scratch;
-    ``checkpoints.load_latest`` said why)."""
+    ``common.load_latest`` said why)."""
     found = common.load_checkpoint(out, args)
     if found is None:
         return None

@@ -49,8 +49,8 @@ holds per learner (``learner_0.pt``, ``learner_1.pt``) the trainable weights (fu
 adapter only) and the optimizer state; torch's global RNG state (``torch_rng.pt``; unused here,
 restored anyway); the next iteration, the policy seeds, the args and the metrics so far
 (``state.json``); and a sha256 of each file (``manifest.json``). It is written atomically and
-verified on resume (``baselines/checkpoints.py``): a bad checkpoint falls back to the previous
-one, no good one starts afresh. ``--resume`` continues exactly where a killed run stopped (same
+verified on resume (``llm_marl_envs.models.checkpoints``): a bad checkpoint falls back to the
+previous one, no good one starts afresh. ``--resume`` continues exactly where a killed run stopped (same
 metrics, timing aside). The command line (tyro), the checkpoint and resume check, the logs and the
 curves are the skeleton shared with ``cory.py`` (``baselines/common.py``).
 
@@ -308,7 +308,7 @@ def save_checkpoint(
 def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict], list[dict]]:
     """Restore the learners from the newest checkpoint that verifies (its args checked against
     ``args``); returns the next iteration, the metrics and the evaluations so far: ``(0, [],
-    [])`` when there is no good one (the run starts from scratch; ``checkpoints.load_latest``
+    [])`` when there is no good one (the run starts from scratch; ``common.load_latest``
     said why)."""
     found = common.load_checkpoint(out_dir, args)
     if found is None:
