@@ -50,9 +50,9 @@ adapter only) and the optimizer state; torch's global RNG state (``torch_rng.pt`
 restored anyway); the next iteration, the policy seeds, the args and the metrics so far
 (``state.json``); and a sha256 of each file (``manifest.json``). It is written atomically and
 verified on resume (``llm_marl_envs.models.checkpoints``): a bad checkpoint falls back to the
-previous one, no good one starts afresh. ``--resume`` continues exactly where a killed run stopped (same
-metrics, timing aside). The command line (tyro), the checkpoint and resume check, the logs and the
-curves are the skeleton shared with ``cory.py`` (``baselines/common.py``).
+previous one, no good one starts afresh. ``--resume`` continues exactly where a killed run
+stopped (same metrics, timing aside). The command line (tyro), the checkpoint and resume check,
+the logs and the curves are the skeleton shared with ``cory.py`` (``baselines/common.py``).
 
 Usage::
 
