@@ -119,11 +119,9 @@ def _check_prompt(given: Any, observation: Any, info: dict, seed: int) -> None:
         )
 
 
-def _learner_return(
-    view: SingleAgentEnv, action: str, continuation: Policy | None
-) -> tuple[float, Any, dict]:
+def _learner_return(view: SingleAgentEnv, action: str, continuation: Policy | None) -> float:
     """Play ``action`` as the learner's turn, then its later turns by ``continuation`` (None:
-    empty replies) until the end: its return from ``action`` on, and what it saw last."""
+    empty replies) until the end: the learner's return from ``action`` on."""
     total, done = 0.0, False
     while not done:
         observation, reward, terminated, truncated, info = view.step(action)
@@ -133,7 +131,7 @@ def _learner_return(
             action = (
                 "" if continuation is None else _ask(continuation, view.agent, observation, info)
             )
-    return total, observation, info
+    return total
 
 
 def _task_columns(env: Any, agent: str) -> dict[str, Any]:
@@ -342,7 +340,7 @@ def env_reward(
             if prompt is not None:
                 _check_prompt(prompt, observation, info, int(episode_seed))
             action = completion_text(completion)
-            rewards.append(_learner_return(view, action, state["continuation"])[0])
+            rewards.append(_learner_return(view, action, state["continuation"]))
         return rewards
 
     return env_reward
@@ -595,7 +593,7 @@ class _ToolEnvironment:
             self._live = False
             view, then = self._view, self._continuation
             action = "" if then is None else _ask(then, self._agent, *self._last)
-            self._total += _learner_return(view, action, then)[0]
+            self._total += _learner_return(view, action, then)
         return self._total
 
     def _act(self, action: str) -> str:
