@@ -9,8 +9,10 @@ JSONL logs and the curves.
   object ``'{"difficulty": 2}'``).
 * **Checkpoints.** :func:`save_checkpoint` writes ``<out-dir>/checkpoint/iteration-NNNNNN/``
   (``state.json`` with the next iteration, the args and the metrics so far, plus the trainer's
-  extras; one ``learner_<name>.pt`` per learner; ``manifest.json``), atomically and checksummed
-  by ``checkpoints.py``; :func:`load_checkpoint` returns the newest one that verifies, after
+  extras; one ``learner_<name>.pt`` per learner; ``manifest.json``), atomically and checksummed,
+  in the package's one checkpoint format (:mod:`llm_marl_envs.models.checkpoints`, which the
+  ``ckpt:`` policy reads too); :func:`load_checkpoint` returns the newest one that verifies
+  (a bad one costs one line on stderr and the previous one is tried), after
   :func:`check_resume` has compared its args with the run's.
 * **Resume check.** :data:`RESUMABLE_CHANGES` are the arguments a ``--resume`` may change; any
   other difference is refused with one line (a ``SystemExit``) naming each flag and both values.
@@ -26,16 +28,17 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import sys
 import warnings
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, TypeVar
 
-import checkpoints  # baselines/checkpoints.py: the trainers put this folder on sys.path
 import docstring_parser  # tyro's own reader of field docstrings (a dependency of tyro)
 import tyro
 
+from llm_marl_envs.models import checkpoints
 from llm_marl_envs.playing import parse_env_args
 
 T = TypeVar("T")
@@ -146,11 +149,47 @@ def save_checkpoint(
 def load_checkpoint(out_dir: Path, args: Any) -> tuple[dict, dict[str, Any]] | None:
     """The state and payloads of the newest checkpoint in ``<out_dir>/checkpoint`` that
     verifies, its args checked against ``args`` (:func:`check_resume`); None when there is no
-    good one (the run starts from scratch; ``checkpoints.load_latest`` said why)."""
-    found = checkpoints.load_latest(out_dir / "checkpoint")
+    good one (the run starts from scratch; :func:`load_latest` said why)."""
+    found = load_latest(out_dir / "checkpoint")
     if found is not None:
         check_resume(found[0]["args"], dataclasses.asdict(args))
     return found
+
+
+def note(message: str) -> None:
+    """One line on stderr (not ``warnings.warn``: its source line would make it two)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_latest(root: Path) -> tuple[dict, dict[str, Any]] | None:
+    """The state and payloads of the newest checkpoint under ``root`` that verifies, or None.
+
+    Every bad checkpoint costs one line on stderr (the file and why, and what happens next);
+    None comes with one line saying the run starts from scratch. Since every random stream of
+    the trainers is derived from (seed, iteration), a resumed run, from whichever checkpoint or
+    from scratch, logs the same metrics as an uninterrupted one."""
+    found = checkpoints.finished(root)
+    old = [p for p in (root / checkpoints.STATE, root / "state.pt") if p.is_file()]
+    if not found and old:  # the unverifiable layout of earlier versions: refuse to overwrite it
+        raise SystemExit(
+            f"--resume: {old[0]} was written by an earlier version of this trainer "
+            "(no checksums); resume it with that version, or move it away to start "
+            "afresh"
+        )
+    if not found:
+        note(f"--resume: no checkpoint in {root} yet; starting from scratch")
+        return None
+    for k, (_, folder) in enumerate(found):
+        try:
+            return checkpoints.load(folder, checkpoints.verify(folder))
+        except checkpoints.BadCheckpoint as error:
+            after = (
+                f"falling back to the previous checkpoint {found[k + 1][1].name}"
+                if k + 1 < len(found)
+                else "no good checkpoint left, starting from scratch"
+            )
+            note(f"--resume: {error}; {after}")
+    return None
 
 
 # --------------------------------------------------------------------------- logs and curves

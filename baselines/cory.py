@@ -49,7 +49,8 @@ with weights or adapter, value head, optimizer and KL controller; ``state.json``
 iteration, roles, metrics, evaluations and args; ``manifest.json`` with every file's sha256).
 Every random stream (episode seeds, sampling, mini-batch order) is derived from (seed,
 iteration), so ``--resume`` replays a killed run exactly; checkpoints are written atomically and
-verified on resume, a bad one falls back to the previous one (``baselines/checkpoints.py``).
+verified on resume, a bad one falls back to the previous one
+(``llm_marl_envs.models.checkpoints``).
 The command line (tyro), the checkpoint and resume check, the logs and the curves are the
 skeleton shared with ``magrpo.py`` (``baselines/common.py``).
 """
@@ -59,7 +60,6 @@ from __future__ import annotations
 import copy
 import dataclasses
 import resource
-import sys
 import time
 from contextlib import nullcontext
 from dataclasses import dataclass
@@ -85,11 +85,12 @@ from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
-# baselines/common.py (the skeleton shared with magrpo.py: command line, checkpoints, logs,
-# curves): on sys.path when this file runs as a script, not when it is imported by its path.
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common
+# baselines/common.py, the skeleton shared with magrpo.py (command line, checkpoints, logs,
+# curves): python puts this folder on sys.path when it runs this file as a script.
+if __package__:  # python -m llm_marl_envs.baselines.cory (an installed package)
+    from llm_marl_envs.baselines import common
+else:  # python baselines/cory.py
+    import common
 
 IMDB, GSM8K = "llm_marl_envs/IMDBSentiment-v0", "llm_marl_envs/GSM8K-v0"
 ROLES = ("pioneer_0", "observer_0")
@@ -482,7 +483,7 @@ def save_checkpoint(out: Path, args: Args, learners, iteration: int, **state) ->
 def load_checkpoint(out: Path, learners, args: Args) -> dict | None:
     """Restore the learners from the newest checkpoint that verifies (its args checked against
     ``args``); returns its state, or None (no good checkpoint: the run starts from scratch;
-    ``checkpoints.load_latest`` said why)."""
+    ``common.load_latest`` said why)."""
     found = common.load_checkpoint(out, args)
     if found is None:
         return None

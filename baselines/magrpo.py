@@ -49,10 +49,10 @@ holds per learner (``learner_0.pt``, ``learner_1.pt``) the trainable weights (fu
 adapter only) and the optimizer state; torch's global RNG state (``torch_rng.pt``; unused here,
 restored anyway); the next iteration, the policy seeds, the args and the metrics so far
 (``state.json``); and a sha256 of each file (``manifest.json``). It is written atomically and
-verified on resume (``baselines/checkpoints.py``): a bad checkpoint falls back to the previous
-one, no good one starts afresh. ``--resume`` continues exactly where a killed run stopped (same
-metrics, timing aside). The command line (tyro), the checkpoint and resume check, the logs and the
-curves are the skeleton shared with ``cory.py`` (``baselines/common.py``).
+verified on resume (``llm_marl_envs.models.checkpoints``): a bad checkpoint falls back to the
+previous one, no good one starts afresh. ``--resume`` continues exactly where a killed run
+stopped (same metrics, timing aside). The command line (tyro), the checkpoint and resume check,
+the logs and the curves are the skeleton shared with ``cory.py`` (``baselines/common.py``).
 
 Usage::
 
@@ -100,11 +100,12 @@ from llm_marl_envs.playing import parse_env_args
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
-# baselines/common.py (the skeleton shared with cory.py: command line, checkpoints, logs,
-# curves): on sys.path when this file runs as a script, not when it is imported by its path.
-if str(Path(__file__).resolve().parent) not in sys.path:
-    sys.path.insert(0, str(Path(__file__).resolve().parent))
-import common
+# baselines/common.py, the skeleton shared with cory.py (command line, checkpoints, logs,
+# curves): python puts this folder on sys.path when it runs this file as a script.
+if __package__:  # python -m llm_marl_envs.baselines.magrpo (an installed package)
+    from llm_marl_envs.baselines import common
+else:  # python baselines/magrpo.py
+    import common
 
 #: Metrics that measure the machine, not the algorithm (they differ between identical runs).
 TIMING_KEYS = (
@@ -307,7 +308,7 @@ def save_checkpoint(
 def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict], list[dict]]:
     """Restore the learners from the newest checkpoint that verifies (its args checked against
     ``args``); returns the next iteration, the metrics and the evaluations so far: ``(0, [],
-    [])`` when there is no good one (the run starts from scratch; ``checkpoints.load_latest``
+    [])`` when there is no good one (the run starts from scratch; ``common.load_latest``
     said why)."""
     found = common.load_checkpoint(out_dir, args)
     if found is None:

@@ -40,7 +40,8 @@ from pathlib import Path
 import gymnasium
 
 import llm_marl_envs
-from llm_marl_envs.integrations.gymnasium import SingleAgentEnv, gym_id
+from llm_marl_envs.integrations.gymnasium import SingleAgentEnv
+from llm_marl_envs.registry import gymnasium_id
 from llm_marl_envs.policies.scripted import scripted_policy
 from llm_marl_envs.policies.scripted.maze import random_gnome
 
@@ -161,7 +162,7 @@ def bench(env_id, learner, kwargs, episodes, repeats, make_player=None) -> dict:
     table_players = {a: replay.player(a) for a in agents}
     partners = {a: p for a, p in table_players.items() if a != learner}
     view = SingleAgentEnv(env_id, learner, partners, **kwargs)
-    made = gymnasium.make(gym_id(env_id, learner), partners=partners, **kwargs)
+    made = gymnasium.make(gymnasium_id(env_id, learner), partners=partners, **kwargs)
     live_view = SingleAgentEnv(env_id, learner, "scripted", **kwargs)
     steps = run_view(view, seeds, lambda s: table_players[learner], replay)
 

@@ -262,20 +262,31 @@ def gymnasium_id(env_id: str, agent: str | None = None) -> str:
     return f"{namespace}/{name}-{agent}-v{version}"
 
 
+def gymnasium_ids() -> list[tuple[str, dict[str, str]]]:
+    """Every single-agent view in Gymnasium's registry: ``(id, kwargs of the view)``, in
+    registry order, each environment's own id first, then one per agent.
+
+    >>> gymnasium_ids()[1][1]
+    {'env_id': 'llm_marl_envs/GSM8K-v0', 'agent': 'pioneer_0'}
+    """
+    return [
+        (gymnasium_id(env_id, agent), {"env_id": env_id, **({"agent": agent} if agent else {})})
+        for env_id in _SPECS
+        for agent in (None, *agent_names(env_id))
+    ]
+
+
 def _register_with_gymnasium() -> None:
     """``gymnasium.make("llm_marl_envs/<Env>-<agent>-v0")`` after ``import llm_marl_envs``.
 
-    Only names and a string entry point are registered here: the view's module
+    Only names and a string entry point are registered here, once: the view's module
     (``llm_marl_envs.integrations.gymnasium``) is imported when such an env is made.
     """
     import gymnasium
 
-    for env_id in _SPECS:
-        for agent in (None, *agent_names(env_id)):
-            gid = gymnasium_id(env_id, agent)
-            kwargs = {"env_id": env_id, **({"agent": agent} if agent else {})}
-            if gid not in gymnasium.registry:
-                gymnasium.register(id=gid, entry_point=GYMNASIUM_ENTRY_POINT, kwargs=kwargs)
+    for gid, kwargs in gymnasium_ids():
+        if gid not in gymnasium.registry:
+            gymnasium.register(id=gid, entry_point=GYMNASIUM_ENTRY_POINT, kwargs=kwargs)
 
 
 _register_with_gymnasium()

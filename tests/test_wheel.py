@@ -66,8 +66,9 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     assert b"Apache License" in zipfile.ZipFile(wheel).read(licence)
-    for trainer in ("cory", "magrpo", "compare", "common", "checkpoints"):
+    for trainer in ("cory", "magrpo", "compare", "common"):
         assert f"llm_marl_envs/baselines/{trainer}.py" in names
+    assert "llm_marl_envs/models/checkpoints.py" in names  # their checkpoint format
     # the benchmark's suites, site assets and shipped entries are package data
     for data in ("suites/lite.yaml", "suites/full.yaml", "site_assets/sort.js"):
         assert f"llm_marl_envs/bench/{data}" in names

@@ -23,17 +23,24 @@ imported when such an env is made), in Gymnasium's registry, for every environme
   is the first agent unless ``agent=`` says otherwise.
 
 ``gymnasium.make(id, **kwargs)`` passes ``partners=`` and ``agent=`` to the view and any other
-keyword (``data_source``, ``size``, ``render_mode``, ...) to the environment. Importing this
-module registers them too (idempotent), and
+keyword (``data_source``, ``size``, ``render_mode``, ...) to the environment. The registration
+lives in :mod:`llm_marl_envs.registry` alone (``gymnasium_id(env_id, agent)`` names the ids);
+importing this module imports the package, so
 ``gymnasium.make("llm_marl_envs.integrations.gymnasium:llm_marl_envs/GSM8K-pioneer_0-v0")``
-imports it itself, which helps in worker processes that never imported the package.
+registers the ids itself, which helps in worker processes that never imported the package.
 
 Seeds. Every episode has an *episode seed*, returned in ``info["episode_seed"]``:
 ``reset(seed=s)`` uses ``s``; ``reset()`` draws the next one from the environment's generator
 (so a seeded sequence of resets is reproducible, as Gymnasium's vector envs expect). The
-environment is reset with that seed and the partners are rebuilt or reseeded from it, so
+environment is reset with that seed and the partners are rebuilt or reseeded from it (or from
+``partner_seed``, when given: one seed for the partners of every episode), so
 ``reset(seed=info["episode_seed"])`` followed by the same learner actions replays the episode.
 The view's ``np_random`` is the wrapped environment's generator.
+
+Partners. ``partner_actions`` lists the ``(agent, action)`` of every partner turn of the
+episode so far, and :meth:`SingleAgentEnv.partner_policies` the policies that play them (the
+TRL adapter, :mod:`llm_marl_envs.integrations.trl`, builds its datasets, rewards and rollouts
+on this view).
 
 Rewards. ``step`` returns what ``env.last()`` reports for the learner at its next turn (or at
 the end): its rewards accumulated since its action, partners' turns included. Rewards the
@@ -53,18 +60,16 @@ import gymnasium
 
 import llm_marl_envs
 from llm_marl_envs.core.spaces import FreeText
-from llm_marl_envs.policies.base import CallablePolicy, Policy, Prompt
+from llm_marl_envs.policies.base import CallablePolicy, Policy, Prompt, as_policy
 from llm_marl_envs.policies.specs import PolicyFactory
-from llm_marl_envs.registry import GYMNASIUM_ENTRY_POINT, agent_names, gymnasium_id
 
-__all__ = ["PartnerSpec", "SingleAgentEnv", "gym_id", "register_envs"]
+__all__ = ["PartnerSpec", "SingleAgentEnv"]
 
 #: A partner: a policy spec (``"scripted"``, ``"random"``, ``"tiny"``, ``"hf:..."``,
 #: ``"openai:..."``, ``"human"``), a :class:`~llm_marl_envs.policies.Policy`, or a function
 #: ``(observation, info) -> str``.
 PartnerSpec = str | Policy | Callable[[str, dict], str]
 
-_ENTRY_POINT = GYMNASIUM_ENTRY_POINT
 _SEED_BOUND = 2**31  # episode seeds drawn by reset(): what every player's seed arithmetic fits
 
 
@@ -80,6 +85,8 @@ class SingleAgentEnv(gymnasium.Env):
             Default: ``"scripted"``. Specs and policies with a ``reseed(seed)`` method are
             rebuilt or reseeded from the episode seed at every reset; a plain function is
             called as it is.
+        partner_seed: The seed of the partners' policies in every episode (None: each
+            episode's seed).
         render_mode: ``None``, ``"human"`` or ``"ansi"`` (the environment's transcript).
         **env_kwargs: Passed to :func:`llm_marl_envs.make` (only with an id).
 
@@ -96,6 +103,7 @@ class SingleAgentEnv(gymnasium.Env):
         agent: str | None = None,
         partners: PartnerSpec | Mapping[str, PartnerSpec] | None = None,
         *,
+        partner_seed: int | None = None,
         render_mode: str | None = None,
         **env_kwargs: Any,
     ) -> None:
@@ -118,18 +126,24 @@ class SingleAgentEnv(gymnasium.Env):
             agent = self.possible_agents[0]
         if agent not in self.possible_agents:
             raise ValueError(
-                f"unknown learner {agent!r}: this environment's agents are {self.possible_agents}"
+                f"unknown learner {agent!r}: this environment has no agent of that name; "
+                f"its agents are {self.possible_agents}"
             )
         self.agent = agent
         self.render_mode = getattr(env, "render_mode", None)
         self.observation_space: FreeText = env.observation_space(agent)
         self.action_space: FreeText = env.action_space(agent)
         self.metadata = {**type(self).metadata, "name": str(env)}
-        self._factory = PolicyFactory(self.env_id or "", seed=0)
+        self.partner_seed = partner_seed
+        self._factory = PolicyFactory(self.env_id or "", seed=partner_seed or 0)
         self._partners = [
             _Partner(a, spec, self) for a, spec in _partner_specs(partners, agent, env).items()
         ]
         self._act: dict[str, Callable[[str, dict], str]] = {}
+        self._policies: dict[str, Policy] = {}
+        self.partner_actions: list[tuple[str, str]] = []
+        if partner_seed is not None:
+            self._start_partners(partner_seed)
         self._over = "no episode yet"  # why step() refuses, or None while the learner plays
         self._episode_seed: int | None = None
 
@@ -151,8 +165,8 @@ class SingleAgentEnv(gymnasium.Env):
         self._np_random = getattr(env, "np_random", None)
         self._np_random_seed = seed
         self._episode_seed = seed
-        for partner in self._partners:
-            partner.start(seed)
+        self._start_partners(seed if self.partner_seed is None else self.partner_seed)
+        self.partner_actions = []
         observation, reward, terminated, truncated, info = self._advance()
         if terminated or truncated:
             raise RuntimeError(
@@ -183,12 +197,23 @@ class SingleAgentEnv(gymnasium.Env):
         """The environment's rendering (``"ansi"``: the transcript so far)."""
         return self.aec_env.render()
 
+    def partner_policies(self) -> dict[str, Policy]:
+        """Each partner's policy for the current episode (with ``partner_seed``: for every
+        episode, from construction on)."""
+        if not self._policies:
+            raise RuntimeError("the partners have no policies before reset(): call reset() first")
+        return dict(self._policies)
+
     def close(self) -> None:
         """Close the environment and the model policies the view loaded."""
         self._factory.close()
         self.aec_env.close()
 
     # ------------------------------------------------------------------ internals
+    def _start_partners(self, seed: int) -> None:
+        for partner in self._partners:
+            partner.start(seed)
+
     def _advance(self) -> tuple:
         """Play partner turns (and finished agents' None steps) until the learner's turn.
 
@@ -202,7 +227,12 @@ class SingleAgentEnv(gymnasium.Env):
                 raise RuntimeError(f"the episode ended without {learner} in it")
             agent = env.agent_selection
             observation, _, terminated, truncated, info = env.last()
-            env.step(None if terminated or truncated else act[agent](observation, info))
+            if terminated or truncated:
+                env.step(None)
+            else:
+                action = act[agent](observation, info)
+                self.partner_actions.append((agent, action))
+                env.step(action)
         return (
             env.observe(learner),
             env._cumulative_rewards[learner],
@@ -240,26 +270,24 @@ class _Partner:
 
     def start(self, seed: int) -> None:
         """Make the partner's policy the one of episode ``seed`` and hand it to the view."""
-        if seed == self.seed and self.agent in self.view._act:
+        view = self.view
+        if seed == self.seed and self.agent in view._act:
             if isinstance(self.spec, str) and self.spec in ("scripted", "random"):
                 return  # a pure function of (seed, observation): the same one again
         self.seed = seed
-        view = self.view
-        if self.spec == "scripted":
-            from llm_marl_envs.policies.scripted import scripted_policy
-
-            view._act[self.agent] = scripted_policy(view.env_id, self.agent, seed)
-            return
-        if self.spec == "random":
-            policy = PolicyFactory(view.env_id, seed=seed)(
-                "random", self.agent, view.aec_env.action_space(self.agent)
-            )
-        else:
-            policy = self.policy
-            reseed = getattr(policy, "reseed", None)
-            if callable(reseed):
-                reseed(seed)
+        policy = self._policy(seed)
+        view._policies[self.agent] = as_policy(policy)
         view._act[self.agent] = _as_function(self.agent, policy)
+
+    def _policy(self, seed: int) -> Any:
+        view = self.view
+        if self.spec in ("scripted", "random"):
+            space = view.aec_env.action_space(self.agent)
+            return PolicyFactory(view.env_id, seed=seed)(self.spec, self.agent, space)
+        reseed = getattr(self.policy, "reseed", None)
+        if callable(reseed):
+            reseed(seed)
+        return self.policy
 
 
 def _as_function(agent: str, policy: Any) -> Callable[[str, dict], str]:
@@ -313,44 +341,3 @@ def _snapshot(info: dict[str, Any]) -> dict[str, Any]:
         if type(value) is dict or type(value) is list:
             copy[key] = value.copy()
     return copy
-
-
-# --------------------------------------------------------------------------- registration
-def _agents(env_id: str) -> list[str]:
-    """The agents of ``env_id`` (``[player_0, ..., player_11]`` expanded)."""
-    return agent_names(env_id)
-
-
-def gym_id(env_id: str, agent: str | None = None) -> str:
-    """The Gymnasium id of ``agent`` in ``env_id`` (``env_id`` itself when ``agent`` is None).
-
-    >>> gym_id("llm_marl_envs/GSM8K-v0", "pioneer_0")
-    'llm_marl_envs/GSM8K-pioneer_0-v0'
-    """
-    return gymnasium_id(env_id, agent)
-
-
-def register_envs() -> list[str]:
-    """Register every environment's single-agent ids in Gymnasium's registry (idempotent).
-
-    Returns the ids, in registry order: for each environment its own id, then one per agent.
-    """
-    ids = []
-    for env_id in llm_marl_envs.list_envs():
-        ids.append(_register(gym_id(env_id), env_id, None))
-        for agent in _agents(env_id):
-            ids.append(_register(gym_id(env_id, agent), env_id, agent))
-    return ids
-
-
-def _register(gid: str, env_id: str, agent: str | None) -> str:
-    kwargs: dict[str, Any] = {"env_id": env_id}
-    if agent is not None:
-        kwargs["agent"] = agent
-    known = gymnasium.registry.get(gid)
-    if known is None or known.entry_point != _ENTRY_POINT or known.kwargs != kwargs:
-        gymnasium.register(id=gid, entry_point=_ENTRY_POINT, kwargs=kwargs)
-    return gid
-
-
-REGISTERED_IDS: list[str] = register_envs()

@@ -2,7 +2,11 @@
 
 One agent of a multi-agent environment is the *learner* (the model TRL trains); the other
 agents are *partners*, played by policies (``"scripted"`` by default: the environment's
-built-in players, deterministic for a seed). Four ways in, from the simplest:
+built-in players, deterministic for a seed), with ``partner_seed`` in every episode. Every
+episode here is seen through the Gymnasium view,
+:class:`~llm_marl_envs.integrations.gymnasium.SingleAgentEnv`: reset with a seed, the partners
+play until the learner's turn, the learner acts, the partners play again, and so on; the
+learner's return is what the view's steps pay it. Four ways in, from the simplest:
 
 * **reward_funcs**: :func:`env_dataset` builds a ``datasets.Dataset`` of the learner's first
   prompts (text or chat messages), each with its episode ``seed`` and the columns its reward
@@ -34,17 +38,17 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Mapping
 from typing import Any
 
-import llm_marl_envs
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.core.simultaneous import SimultaneousTextEnv
-from llm_marl_envs.policies.base import Policy, Prompt, as_policy
+from llm_marl_envs.integrations.gymnasium import SingleAgentEnv
+from llm_marl_envs.policies.base import Completion, Policy, Prompt, as_policy
 from llm_marl_envs.policies.specs import PolicyFactory
 from llm_marl_envs.rewards.coding_sandbox import coop_coding_reward
 from llm_marl_envs.rewards.inputs import completion_text, message_text, per_row, prompt_text
-from llm_marl_envs.rollout import LocalExecutor, rollout
+from llm_marl_envs.rollout import rollout
 
 datasets = require("datasets", "integrations", "the TRL integration")
 require("trl", "integrations", "the TRL integration")
@@ -66,44 +70,25 @@ Partners = PartnerSpec | Mapping[str, PartnerSpec]
 
 
 # --------------------------------------------------------------------------- shared pieces
-def _make(env_id: str, env_kwargs: Mapping[str, Any] | None) -> Any:
-    return llm_marl_envs.make(env_id, **dict(env_kwargs or {}))
-
-
-def _partner_policies(
-    env: Any,
+def _view(
     env_id: str,
     agent: str,
-    partners: Partners,
+    partners: Partners | Mapping[str, Policy],
     partner_seed: int,
-    learner: Policy | None = None,
-) -> dict[str, Policy]:
-    """A policy for every agent but the learner (``"learner"`` maps to ``learner``)."""
-    agents = list(env.possible_agents)
-    if agent not in agents:
-        raise ValueError(f"{env_id} has no agent {agent!r}; its agents are {agents}")
-    others = [a for a in agents if a != agent]
-    if isinstance(partners, Mapping):
-        unknown = [a for a in partners if a not in others]
-        if unknown:
-            raise ValueError(f"partners names {unknown}, which are not partners of {agent!r}")
-        specs = {a: partners.get(a, "scripted") for a in others}
-    else:
-        specs = dict.fromkeys(others, partners)
-    factory = PolicyFactory(env_id, seed=partner_seed)
-    out: dict[str, Policy] = {}
-    for other, spec in specs.items():
-        if spec == "learner":
-            if learner is None:
-                raise ValueError(
-                    "the 'learner' partner (self-play) exists in env_rollout_func only"
-                )
-            out[other] = learner
-        elif isinstance(spec, str):
-            out[other] = factory(spec, other, env.action_space(other))
-        else:
-            out[other] = as_policy(spec)
-    return out
+    env_kwargs: Mapping[str, Any] | None,
+) -> SingleAgentEnv:
+    """The learner's view of ``env_id``, its partners seeded with ``partner_seed`` in every
+    episode (a row's replay then meets the partners that built it)."""
+    if _self_play(partners):
+        raise ValueError("the 'learner' partner (self-play) exists in env_rollout_func only")
+    return SingleAgentEnv(
+        env_id, agent, partners, partner_seed=partner_seed, **dict(env_kwargs or {})
+    )
+
+
+def _self_play(partners: Partners) -> bool:
+    specs = partners.values() if isinstance(partners, Mapping) else [partners]
+    return any(isinstance(spec, str) and spec == "learner" for spec in specs)
 
 
 def _ask(policy: Policy, agent: str, observation: Any, info: dict) -> str:
@@ -132,57 +117,19 @@ def _check_prompt(given: Any, observation: Any, info: dict, seed: int) -> None:
         )
 
 
-class _Episode:
-    """One episode seen from the learner: partners play their turns in between its own."""
-
-    def __init__(self, env: Any, agent: str, partners: Mapping[str, Policy]) -> None:
-        self.env, self.agent, self.partners = env, agent, partners
-        self.observation: Any = None
-        self.info: dict = {}
-        self.live = False
-
-    def start(self, seed: int) -> bool:
-        """Reset with ``seed``; True when the learner has a turn (``observation``, ``info``)."""
-        self.env.reset(seed=int(seed))
-        self.acted, self.total = False, 0.0
-        self.first: dict[str, str] = {}  # each partner's first action
-        return self._advance()
-
-    def act(self, text: str) -> bool:
-        """Play the learner's turn; True when it has another one."""
-        if not self.live:
-            raise RuntimeError("the learner has no turn to play: the episode is over")
-        self.env.step(text)
-        self.acted = True
-        return self._advance()
-
-    def finish(self, continuation: Policy | None) -> None:
-        """Play the learner's remaining turns with ``continuation`` (None: empty replies)."""
-        while self.live:
-            text = "" if continuation is None else self.text_of(continuation)
-            self.act(text)
-
-    def text_of(self, policy: Policy) -> str:
-        return _ask(policy, self.agent, self.observation, self.info)
-
-    def _advance(self) -> bool:
-        env = self.env
-        while env.agents:
-            current = env.agent_selection
-            observation, reward, terminated, truncated, info = env.last()
-            if current == self.agent and self.acted:
-                self.total += float(reward)  # what the learner got since its last action
-            if terminated or truncated:
-                env.step(None)
-            elif current == self.agent:
-                self.observation, self.info, self.live = observation, info, True
-                return True
-            else:
-                text = _ask(self.partners[current], current, observation, info)
-                self.first.setdefault(current, text)
-                env.step(text)
-        self.observation, self.info, self.live = None, {}, False
-        return False
+def _learner_return(view: SingleAgentEnv, action: str, continuation: Policy | None) -> float:
+    """Play ``action`` as the learner's turn, then its later turns by ``continuation`` (None:
+    empty replies) until the end: the learner's return from ``action`` on."""
+    total, done = 0.0, False
+    while not done:
+        observation, reward, terminated, truncated, info = view.step(action)
+        total += reward
+        done = terminated or truncated
+        if not done:
+            action = (
+                "" if continuation is None else _ask(continuation, view.agent, observation, info)
+            )
+    return total
 
 
 def _task_columns(env: Any, agent: str) -> dict[str, Any]:
@@ -224,17 +171,18 @@ def _team_columns(game: Any, agent: str) -> dict[str, Any]:
     return columns
 
 
-def _partner_column(episode: _Episode) -> dict[str, str]:
+def _partner_column(view: SingleAgentEnv) -> dict[str, str]:
     """Two-agent games: the partner's text of this round (simultaneous games: what it will
     play; turn-based: what it played before the learner's first turn, or "")."""
-    env = episode.env
-    others = [a for a in env.possible_agents if a != episode.agent]
+    env = view.aec_env
+    others = [a for a in view.possible_agents if a != view.agent]
     if len(others) != 1:
         return {}
     partner = others[0]
-    text = episode.first.get(partner)
+    text = next((action for agent, action in view.partner_actions if agent == partner), None)
     if text is None and isinstance(env.unwrapped, SimultaneousTextEnv) and partner in env.agents:
-        text = _ask(episode.partners[partner], partner, env.observe(partner), env.infos[partner])
+        policy = view.partner_policies()[partner]
+        text = _ask(policy, partner, env.observe(partner), env.infos[partner])
     return {"partner_completion": text or ""}
 
 
@@ -279,24 +227,21 @@ def env_dataset(
         env_kwargs: Constructor arguments of the env.
         partner_seed: Seed of the partner policies.
     """
-    env = _make(env_id, env_kwargs)
-    episode = _Episode(env, agent, _partner_policies(env, env_id, agent, partners, partner_seed))
+    view = _view(env_id, agent, partners, partner_seed, env_kwargs)
     rows = []
     for episode_seed in range(seed, seed + n):
-        if not episode.start(episode_seed):
-            raise ValueError(f"{agent} never acts in the episode of seed {episode_seed}")
-        observation, info = episode.observation, episode.info
+        observation, info = view.reset(seed=episode_seed)
         prompt = _messages(observation, info) if conversational else str(observation)
         rows.append(
             {
                 "prompt": prompt,
                 "seed": episode_seed,
                 "agent": agent,
-                **_task_columns(env, agent),
-                **_partner_column(episode),
+                **_task_columns(view.aec_env, agent),
+                **_partner_column(view),
             }
         )
-    env.close()
+    view.close()
     return datasets.Dataset.from_list(rows)
 
 
@@ -329,55 +274,62 @@ def env_reward(
     """
     state: dict[str, Any] = {}
 
-    def setup() -> _Episode:
-        if "episode" not in state:
-            env = _make(env_id, env_kwargs)
-            policies = _partner_policies(env, env_id, agent, partners, partner_seed)
-            state["episode"] = _Episode(env, agent, policies)
-            state["continuation"] = _continuation(env, env_id, agent, continuation, partner_seed)
-        return state["episode"]
+    def setup() -> SingleAgentEnv:
+        if "view" not in state:
+            view = _view(env_id, agent, partners, partner_seed, env_kwargs)
+            state["view"] = view
+            state["continuation"] = _continuation(view, continuation, partner_seed)
+        return state["view"]
 
     def env_reward(completions: list[Any], seed: Any = None, **kwargs: Any) -> list[float]:
         if seed is None:
             raise TypeError("env_reward needs the dataset's 'seed' column (see env_dataset)")
-        episode = setup()
+        view = setup()
         seeds = per_row(seed, len(completions), "seed")
         prompts = kwargs.get("prompts")
         prompts = [None] * len(completions) if prompts is None else list(prompts)
         rewards = []
         for completion, episode_seed, prompt in zip(completions, seeds, prompts, strict=True):
-            if not episode.start(int(episode_seed)):
-                raise ValueError(f"{agent} never acts in the episode of seed {episode_seed}")
+            observation, info = view.reset(seed=int(episode_seed))
             if prompt is not None:
-                _check_prompt(prompt, episode.observation, episode.info, int(episode_seed))
-            episode.act(completion_text(completion))
-            episode.finish(state["continuation"])
-            rewards.append(episode.total)
+                _check_prompt(prompt, observation, info, int(episode_seed))
+            action = completion_text(completion)
+            rewards.append(_learner_return(view, action, state["continuation"]))
         return rewards
 
     return env_reward
 
 
 def _continuation(
-    env: Any, env_id: str, agent: str, spec: PartnerSpec | None, partner_seed: int
+    view: SingleAgentEnv, spec: PartnerSpec | None, partner_seed: int
 ) -> Policy | None:
     if spec is None:
         return None
     if isinstance(spec, str):
-        return PolicyFactory(env_id, seed=partner_seed)(spec, agent, env.action_space(agent))
+        factory = PolicyFactory(view.env_id, seed=partner_seed)
+        return factory(spec, view.agent, view.action_space)
     return as_policy(spec)
 
 
 # --------------------------------------------------------------------------- 3. rollout_func
-class _GroupSeeds(LocalExecutor):
-    """The local executor, resetting group ``g`` with ``seeds[g]`` (the rows' seeds)."""
+class _TrainedModel(Policy):
+    """Holds a partner's seat for the trained model (the ``"learner"`` partner: self-play);
+    each call of the rollout function puts that call's model there."""
 
-    def __init__(self, seeds: Sequence[int], env_workers: int | None = None) -> None:
-        super().__init__(env_workers)
-        self.group_seeds = list(seeds)
+    name = "learner"
 
-    def reset(self, slots, seeds, groups):  # noqa: D102 - see LocalExecutor
-        return super().reset(slots, [self.group_seeds[g] for g in groups], groups)
+    def generate(self, prompts: list[Prompt]) -> list[Completion]:
+        raise RuntimeError("the 'learner' partner plays only inside env_rollout_func")
+
+
+_TRAINED_MODEL = _TrainedModel()
+
+
+def _seat_for_the_model(partners: Partners) -> Partners:
+    """``partners`` with each ``"learner"`` spec replaced by the trained model's seat."""
+    if isinstance(partners, Mapping):
+        return {a: _seat_for_the_model(spec) for a, spec in partners.items()}
+    return _TRAINED_MODEL if isinstance(partners, str) and partners == "learner" else partners
 
 
 def _seed_index(dataset: Any) -> dict[str, int]:
@@ -475,29 +427,21 @@ def env_rollout_func(
             name="trl-learner",
         )
         if "partners" not in state:
-            env = _make(env_id, env_kwargs)
-            state["partners"] = {
-                a: p
-                for a, p in _partner_policies(
-                    env, env_id, agent, partners, partner_seed, learner
-                ).items()
-                if p is not learner
-            }
-            state["self_play"] = [
-                a for a in env.possible_agents if a != agent and a not in state["partners"]
-            ]
-            env.close()
-        policies = {agent: learner, **state["partners"]}
-        policies.update(dict.fromkeys(state["self_play"], learner))
+            view = _view(env_id, agent, _seat_for_the_model(partners), partner_seed, env_kwargs)
+            state["partners"] = view.partner_policies()
+            view.aec_env.close()  # the partners' policies stay in use
+        policies = {agent: learner}
+        for other, policy in state["partners"].items():
+            policies[other] = learner if policy is _TRAINED_MODEL else policy
         result = rollout(
             env_id,
             policies,
-            episodes=len(prompts),
             batch_size=len(prompts),
             group_size=size,
             env_kwargs=env_kwargs,
             progress=False,
-            executor=_GroupSeeds(seeds, env_workers),
+            seeds=seeds,
+            env_workers=env_workers,
         )
         return _trl_batch(result.episodes, prompts, seeds, size, agent)
 
@@ -565,25 +509,17 @@ class _ToolEnvironment:
     _env_id: str = ""
     _agent: str = ""
     _env_kwargs: dict[str, Any] = {}
-    _partners: Partners = "scripted"
+    _partners: dict[str, Policy] = {}  # one set of policies per class: TRL makes many instances
     _partner_seed: int = 0
-    _continuation: PartnerSpec | None = None
+    _continuation: Policy | None = None
     _seeds: Any = None
-    _shared: dict[str, Any] = {}
 
     def __init__(self) -> None:
-        env = _make(self._env_id, self._env_kwargs)
-        shared = self._shared  # one set of policies per class: TRL makes many instances
-        if not shared:
-            shared["partners"] = _partner_policies(
-                env, self._env_id, self._agent, self._partners, self._partner_seed
-            )
-            shared["continuation"] = _continuation(
-                env, self._env_id, self._agent, self._continuation, self._partner_seed
-            )
-        self._episode = _Episode(env, self._agent, shared["partners"])
-        self._then = shared["continuation"]
-        self._started = False
+        self._view = _view(
+            self._env_id, self._agent, self._partners, self._partner_seed, self._env_kwargs
+        )
+        self._started = self._live = False
+        self._total = 0.0
 
     def reset(self, **kwargs: Any) -> str | None:
         """Start the row's episode (its ``seed`` column, else the next seed of the factory).
@@ -593,35 +529,38 @@ class _ToolEnvironment:
         """
         seed = kwargs.get("seed")
         seed = next(self._seeds) if seed is None else int(seed)
-        episode = self._episode
-        if not episode.start(seed):
-            raise ValueError(f"{self._agent} never acts in the episode of seed {seed}")
-        self._started = True
+        observation, info = self._view.reset(seed=seed)
+        self._started = self._live = True
+        self._total, self._last = 0.0, (observation, info)
         prompt = kwargs.get("prompt")
         if prompt is not None and prompt_text(prompt) in (
-            str(episode.observation),
-            prompt_text(_messages(episode.observation, episode.info)),
+            str(observation),
+            prompt_text(_messages(observation, info)),
         ):
             return None
-        return str(episode.observation)
+        return str(observation)
 
     def get_reward(self) -> float:
         """The learner's return from its first action; turns it did not play are played by
         the continuation (default: empty replies, i.e. format failures)."""
-        if not self._started:
-            return 0.0
-        self._episode.finish(self._then)
-        return self._episode.total
+        if self._live:
+            self._live = False
+            view, then = self._view, self._continuation
+            action = "" if then is None else _ask(then, self._agent, *self._last)
+            self._total += _learner_return(view, action, then)
+        return self._total
 
     def _act(self, action: str) -> str:
-        episode = self._episode
-        if not self._started or not episode.live:
+        if not self._live:
             return "The game is over; no more moves." if self._started else "No game is running."
-        if episode.act(action):
-            messages = episode.info.get("messages") or []
-            users = [m for m in messages if m.get("role") == "user"]
-            return message_text(users[-1]) if users else str(episode.observation)
-        return f"The game is over. Your total reward: {episode.total:g}."
+        observation, reward, terminated, truncated, info = self._view.step(action)
+        self._total += reward
+        if terminated or truncated:
+            self._live = False
+            return f"The game is over. Your total reward: {self._total:g}."
+        self._last = (observation, info)
+        users = [m for m in info.get("messages") or [] if m.get("role") == "user"]
+        return message_text(users[-1]) if users else str(observation)
 
 
 class _MazeTools(_ToolEnvironment):
@@ -653,7 +592,7 @@ class _DonorTools(_ToolEnvironment):
             value = float(amount)
         except (TypeError, ValueError):
             return f"amount must be a number, got {amount!r}"
-        punishment = getattr(self._episode.env.unwrapped, "punishment", False)
+        punishment = getattr(self._view.aec_env.unwrapped, "punishment", False)
         return self._act(f"Answer: Donate, {value!r}" if punishment else f"Answer: {value!r}")
 
 
@@ -722,11 +661,11 @@ def tool_environment(
             calling tools): a spec or policy, or None for empty replies (format failures).
         seed: First episode seed when rows carry none.
     """
-    probe = _make(env_id, env_kwargs)
-    name = str(probe.metadata.get("name", "Env")).split("-v")[0].replace("-", "")
-    game = probe.unwrapped
-    _partner_policies(probe, env_id, agent, partners, partner_seed)  # checks the arguments
-    probe.close()
+    probe = _view(env_id, agent, partners, partner_seed, env_kwargs)
+    game = probe.aec_env.unwrapped
+    name = str(probe.aec_env.metadata.get("name", "Env")).split("-v")[0].replace("-", "")
+    policies, then = probe.partner_policies(), _continuation(probe, continuation, partner_seed)
+    probe.aec_env.close()  # the partners' policies stay in use
     if name == "MazeCollab":
         base: type = _MazeTools
     elif name == "DonorGame":
@@ -742,10 +681,9 @@ def tool_environment(
             "_env_id": env_id,
             "_agent": agent,
             "_env_kwargs": dict(env_kwargs or {}),
-            "_partners": partners,
+            "_partners": policies,
             "_partner_seed": partner_seed,
-            "_continuation": continuation,
+            "_continuation": then,
             "_seeds": itertools.count(seed),
-            "_shared": {},
         },
     )

@@ -1,10 +1,11 @@
 """Policies from the reference trainers' checkpoints: ``ckpt:RUN_DIR[#LEARNER]``.
 
-``baselines/cory.py`` and ``baselines/magrpo.py`` write ``<run dir>/checkpoint/iteration-N/``:
-``state.json`` (the run's arguments among others), one ``learner_<label>.pt`` per trained
-model (CORY: ``A`` and ``B``; MAGRPO: ``0``, ``1``, ...; GRPO and PPO: one) holding its
-trainable weights (the whole model, or a LoRA adapter), and ``manifest.json`` with each file's
-sha256. :func:`checkpoint_policy` loads the newest checkpoint whose files match their sha256,
+``baselines/cory.py`` and ``baselines/magrpo.py`` write ``<run dir>/checkpoint/iteration-N/``
+in the package's checkpoint format (:mod:`llm_marl_envs.models.checkpoints`): ``state.json``
+(the run's arguments among others), one ``learner_<label>.pt`` per trained model (CORY: ``A``
+and ``B``; MAGRPO: ``0``, ``1``, ...; GRPO and PPO: one) holding its trainable weights (the
+whole model, or a LoRA adapter), and ``manifest.json`` with each file's size and sha256.
+:func:`checkpoint_policy` loads the newest checkpoint that verifies (format, sizes, sha256),
 rebuilds the base model the run started from (``args.model``; a LoRA adapter of the run's rank
 and alpha when it trained one), puts the learner's weights in, and returns an
 :class:`~llm_marl_envs.policies.hf.HFPolicy`: a trained model in any seat of ``llm-marl eval``
@@ -16,10 +17,10 @@ the pioneer first; MAGRPO's learners list their agents).
 
 from __future__ import annotations
 
-import hashlib
-import json
 from pathlib import Path
 from typing import Any
+
+from llm_marl_envs.models import checkpoints
 
 __all__ = ["CheckpointError", "checkpoint_policy", "newest_checkpoint"]
 
@@ -28,43 +29,31 @@ class CheckpointError(ValueError):
     """A ``ckpt:`` spec that names no usable checkpoint (the message says what is wrong)."""
 
 
-def _verified(folder: Path) -> bool:
-    manifest = folder / "manifest.json"
-    if not manifest.is_file():
-        return False
-    try:
-        files = json.loads(manifest.read_text())["files"]
-    except (ValueError, KeyError):
-        return False
-    for name, entry in files.items():
-        path = folder / name
-        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != entry["sha256"]:
-            return False
-    return True
-
-
 def newest_checkpoint(run_dir: str | Path) -> Path:
-    """The newest ``iteration-N`` folder of a run (or of a ``checkpoint/`` folder) whose files
-    match their sha256; a :class:`CheckpointError` when there is none."""
+    """The newest ``iteration-N`` folder of a run (or of a ``checkpoint/`` folder) that
+    verifies (:func:`llm_marl_envs.models.checkpoints.verify`: format, sizes, sha256); a
+    :class:`CheckpointError` naming the newest one's bad file when none does."""
     root = Path(run_dir)
     if (root / "checkpoint").is_dir():
         root = root / "checkpoint"
-    if (root / "state.json").is_file():  # an iteration folder itself
+    if (root / checkpoints.STATE).is_file():  # an iteration folder itself
         candidates = [root]
     else:
-        candidates = sorted(
-            (p for p in root.glob("iteration-*") if p.is_dir() and p.suffix != ".tmp"),
-            reverse=True,
-        )
+        candidates = [folder for _, folder in checkpoints.finished(root)]
     if not candidates:
         raise CheckpointError(
             f"ckpt: {run_dir} holds no checkpoint (expected a trainer's run folder with "
             "checkpoint/iteration-N/, from baselines/cory.py or baselines/magrpo.py)"
         )
+    errors = []
     for folder in candidates:
-        if _verified(folder):
+        try:
+            checkpoints.verify(folder)
+        except checkpoints.BadCheckpoint as error:
+            errors.append(error)
+        else:
             return folder
-    raise CheckpointError(f"ckpt: no checkpoint in {run_dir} matches its manifest's sha256")
+    raise CheckpointError(f"ckpt: no checkpoint in {run_dir} verifies (newest: {errors[0]})")
 
 
 def checkpoint_policy(spec: str, **generation: Any):
@@ -88,8 +77,11 @@ def checkpoint_policy(spec: str, **generation: Any):
         raise CheckpointError(
             f"ckpt:{path} has no learner {learner!r}; its learners: {', '.join(learners)}"
         )
-    args = json.loads((folder / "state.json").read_text())["args"]
-    payload = torch.load(folder / f"learner_{learner}.pt", weights_only=True)
+    try:
+        state, payloads = checkpoints.load(folder, [f"learner_{learner}"])
+    except checkpoints.BadCheckpoint as error:
+        raise CheckpointError(f"ckpt:{spec}: {error}") from None
+    args, payload = state["args"], payloads[f"learner_{learner}"]
     weights = payload.get("weights", payload.get("params"))
     if not isinstance(weights, dict):
         raise CheckpointError(f"ckpt:{spec}: learner_{learner}.pt holds no weights")

@@ -13,6 +13,13 @@ from types import SimpleNamespace
 
 import pytest
 
+# The trainers import their shared skeleton as ``common``, as ``python baselines/cory.py`` lets
+# them (Python puts a script's folder first on sys.path); the tests load them by path, so they
+# put that folder there the same way.
+BASELINES = str(Path(__file__).resolve().parents[2] / "baselines")
+if BASELINES not in sys.path:
+    sys.path.insert(0, BASELINES)
+
 
 @pytest.fixture(autouse=True, scope="module")
 def one_thread():
@@ -32,9 +39,10 @@ def one_thread():
 # Runs a trainer script (argv[2:]) as __main__ and kills its own process with SIGKILL right
 # after the n-th os.fsync (argv[1]): the trainers fsync only inside a checkpoint write, so this
 # lands a kill -9 at a chosen step of one, with no test hook in the trainers. runpy does not
-# put the script's folder on sys.path, so it also checks how the trainers find checkpoints.py.
+# put the script's folder on sys.path: the child puts it there, as ``python script.py`` does.
 KILL_AT_FSYNC = """
 import os, runpy, signal, sys
+sys.path.insert(0, os.path.dirname(os.path.abspath(sys.argv[2])))
 target, calls, fsync = int(sys.argv[1]), [0], os.fsync
 def fsync_then_maybe_die(fd):
     fsync(fd)

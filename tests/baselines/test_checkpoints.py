@@ -1,4 +1,6 @@
-"""baselines/checkpoints.py: atomic writes, checksums, the fallback and the kept checkpoints.
+"""The checkpoint format (llm_marl_envs.models.checkpoints) as the trainers resume from it
+(common.load_latest) and as ``ckpt:`` reads it: atomic writes, checksums, the fallback and the
+kept checkpoints.
 
 The trainer tests (test_cory.py, test_magrpo.py) inject the same faults into real runs and kill
 real trainer processes; these check every fault and message on small payloads, in milliseconds.
@@ -7,21 +9,20 @@ real trainer processes; these check every fault and message on small payloads, i
 from __future__ import annotations
 
 import hashlib
-import importlib.util
 import json
 import random
-import sys
+import re
 from pathlib import Path
 
 import pytest
 
 torch = pytest.importorskip("torch")
+pytest.importorskip("tyro")
 
-SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "checkpoints.py"
-_spec = importlib.util.spec_from_file_location("checkpoints_baseline", SCRIPT)
-checkpoints = importlib.util.module_from_spec(_spec)
-sys.modules[_spec.name] = checkpoints
-_spec.loader.exec_module(checkpoints)
+import common  # noqa: E402 - baselines/common.py (conftest.py puts baselines/ on sys.path)
+
+from llm_marl_envs.models import checkpoints  # noqa: E402
+from llm_marl_envs.policies.checkpoint import CheckpointError, newest_checkpoint  # noqa: E402
 
 
 def save(root: Path, iteration: int) -> Path:
@@ -59,7 +60,7 @@ def test_save_keeps_the_newest_two_with_checksums_and_clears_leftovers(tmp_path)
     (root / "iteration-000009").mkdir()
     save(root, 4)
     assert folders(root) == ["iteration-000003", "iteration-000004"]
-    state, payloads = checkpoints.load_latest(root)
+    state, payloads = common.load_latest(root)
     assert state["iteration"] == 4 and len(state["metrics"]) == 4
     torch.testing.assert_close(payloads["learner_A"]["weights"], torch.arange(2_000.0) * 4)
     # A checkpoint written again (after a resume fell back past a bad one) replaces the old folder.
@@ -73,6 +74,20 @@ def rewrite(folder: Path, name: str, data: bytes) -> None:
     manifest = json.loads((folder / "manifest.json").read_text())
     manifest["files"][name] = {"bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
     (folder / "manifest.json").write_text(json.dumps(manifest))
+
+
+def edit_manifest(path: Path, **changes) -> None:
+    manifest = json.loads(path.read_text())
+    manifest.update(changes)
+    path.write_text(json.dumps(manifest))
+
+
+def misstate_size(path: Path) -> None:
+    """The manifest's size of ``path`` is wrong, its sha256 right."""
+    manifest_path = path.parent / "manifest.json"
+    manifest = json.loads(manifest_path.read_text())
+    manifest["files"][path.name]["bytes"] += 1
+    manifest_path.write_text(json.dumps(manifest))
 
 
 def flip(path: Path) -> None:
@@ -105,7 +120,14 @@ FAULTS = {  # name: (file, damage, the words of the message)
     "manifest missing": ("manifest.json", Path.unlink, "is missing"),
     "manifest empty": ("manifest.json", cut(0), "is empty"),
     "manifest cut": ("manifest.json", cut(50), "is unreadable"),
+    "manifest of another format": (
+        "manifest.json",
+        lambda p: edit_manifest(p, format=2),
+        "is unreadable (format 2; this version reads 1)",
+    ),
+    "size misstated": ("learner_A.pt", misstate_size, "is truncated"),
 }
+LOAD_FAULTS = ("weights unreadable", "state unreadable")  # they pass verify(), fail to load
 
 
 @pytest.mark.parametrize("fault", FAULTS)
@@ -116,7 +138,7 @@ def test_a_bad_checkpoint_is_named_in_one_line_and_the_previous_one_used(tmp_pat
     bad = save(root, 2) / name
     damage(bad)
     capsys.readouterr()
-    state, _ = checkpoints.load_latest(root)
+    state, _ = common.load_latest(root)
     assert state["iteration"] == 1
     lines = messages(capsys)
     assert len(lines) == 1, lines
@@ -126,12 +148,12 @@ def test_a_bad_checkpoint_is_named_in_one_line_and_the_previous_one_used(tmp_pat
 
 def test_no_good_checkpoint_means_a_fresh_start_with_one_line(tmp_path, capsys):
     root = tmp_path / "checkpoint"
-    assert checkpoints.load_latest(root) is None  # killed before the first checkpoint
+    assert common.load_latest(root) is None  # killed before the first checkpoint
     assert messages(capsys) == [f"--resume: no checkpoint in {root} yet; starting from scratch"]
     save(root, 1)
     flip(save(root, 2) / "learner_A.pt")
     (root / "iteration-000001" / "state.json").unlink()
-    assert checkpoints.load_latest(root) is None
+    assert common.load_latest(root) is None
     lines = messages(capsys)
     assert len(lines) == 2 and "iteration-000002/learner_A.pt fails its checksum" in lines[0]
     assert lines[1].endswith(
@@ -145,4 +167,27 @@ def test_old_layouts_are_refused_in_one_line(tmp_path):
     root.mkdir()
     (root / "state.pt").write_bytes(b"written by an earlier magrpo.py")
     with pytest.raises(SystemExit, match="earlier version .* move it away"):
-        checkpoints.load_latest(root)
+        common.load_latest(root)
+
+
+@pytest.mark.parametrize("fault", [f for f in FAULTS if f not in LOAD_FAULTS])
+def test_ckpt_verifies_as_the_resume_does(tmp_path, fault):
+    """The ``ckpt:`` policy skips every checkpoint a resume skips (format, sizes, sha256: not
+    the sha256 alone), and says why when none is left."""
+    root = tmp_path / "run" / "checkpoint"
+    save(root, 1)
+    name, damage, words = FAULTS[fault]
+    damage(save(root, 2) / name)
+    assert newest_checkpoint(tmp_path / "run") == root / "iteration-000001"
+    damage(root / "iteration-000001" / name)
+    with pytest.raises(CheckpointError, match=f"no checkpoint in .* verifies .*{re.escape(words)}"):
+        newest_checkpoint(tmp_path / "run")
+
+
+def test_load_reads_only_the_payloads_asked_for(tmp_path):
+    folder = save(tmp_path / "checkpoint", 3)
+    assert checkpoints.verify(folder) == ["learner_A"]
+    state, payloads = checkpoints.load(folder, [])
+    assert state["iteration"] == 3 and payloads == {}
+    _, payloads = checkpoints.load(folder)
+    torch.testing.assert_close(payloads["learner_A"]["weights"], torch.arange(2_000.0) * 3)

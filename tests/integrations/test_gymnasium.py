@@ -13,14 +13,11 @@ from gymnasium.utils.env_checker import check_env
 from gymnasium.vector import AsyncVectorEnv, SyncVectorEnv
 
 import llm_marl_envs
-from llm_marl_envs.integrations.gymnasium import (
-    REGISTERED_IDS,
-    SingleAgentEnv,
-    gym_id,
-    register_envs,
-)
-from llm_marl_envs.policies import Completion, Policy
+from llm_marl_envs.integrations.gymnasium import SingleAgentEnv
+from llm_marl_envs.policies import Completion, Policy, Prompt
 from llm_marl_envs.policies.scripted import scripted_policy
+from llm_marl_envs.registry import GYMNASIUM_ENTRY_POINT, gymnasium_ids
+from llm_marl_envs.registry import gymnasium_id as gym_id
 
 ENV_IDS = llm_marl_envs.list_envs()
 MAZE = "llm_marl_envs/MazeCollab-v0"
@@ -48,13 +45,18 @@ def _play(env, seed, learner_of=None):
 
 
 # --------------------------------------------------------------------------- ids and check_env
+REGISTERED_IDS = [gid for gid, _ in gymnasium_ids()]
+
+
 def test_every_env_and_agent_has_an_id():
     expected = []
     for env_id in ENV_IDS:
         expected.append(env_id)
         expected += [gym_id(env_id, a) for a in llm_marl_envs.make(env_id).possible_agents]
     assert REGISTERED_IDS == expected
-    assert register_envs() == expected  # idempotent
+    for gid, kwargs in gymnasium_ids():  # registered by the registry, once
+        assert gymnasium.spec(gid).entry_point == GYMNASIUM_ENTRY_POINT
+        assert gymnasium.spec(gid).kwargs == kwargs
     assert "llm_marl_envs/DonorGame-player_11-v0" in gymnasium.registry
     assert gymnasium.spec("llm_marl_envs/GSM8K-observer_0-v0").kwargs == {
         "env_id": "llm_marl_envs/GSM8K-v0",
@@ -306,6 +308,29 @@ def test_scripted_and_random_partners_follow_the_episode_seed():
     for seed in (0, 1):
         assert _play(a, seed) == _play(b, seed)
     assert _play(a, 0) != _play(a, 1)
+
+
+def test_partner_seed_keeps_the_partners_of_every_episode_and_their_actions_are_listed():
+    """What the TRL adapter builds on: partners seeded once (``partner_seed``), their actions."""
+    imdb, probe = "llm_marl_envs/IMDBSentiment-v0", "A review that needs an ending:"
+    fixed = SingleAgentEnv(imdb, "observer_0", partner_seed=4, data_source="bundled")
+    per_episode = SingleAgentEnv(imdb, "observer_0", data_source="bundled")
+    with pytest.raises(RuntimeError, match="call reset"):
+        per_episode.partner_policies()
+
+    def answer(view) -> str:
+        [policy] = view.partner_policies().values()
+        return policy.generate([Prompt("pioneer_0", probe, [])])[0].text
+
+    assert answer(fixed) == scripted_policy(imdb, "pioneer_0", 4)(probe, {})  # from the start
+    for seed in (0, 1, 2):
+        for view, partner_seed in ((fixed, 4), (per_episode, seed)):
+            observation, _ = view.reset(seed=seed)
+            [(agent, action)] = view.partner_actions  # the pioneer wrote before the observer
+            assert agent == "pioneer_0" and action in observation
+            assert answer(view) == scripted_policy(imdb, "pioneer_0", partner_seed)(probe, {})
+        view.step("The end.")
+        assert view.partner_actions == [("pioneer_0", action)]  # a new list at each reset
 
 
 # --------------------------------------------------------------------------- docs example

@@ -22,6 +22,8 @@ SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "magrpo.py"
 
 def magrpo():
     if "magrpo_baseline" not in sys.modules:  # tyro reads Args' docstrings through sys.modules
+        if str(SCRIPT.parent) not in sys.path:  # its `import common`, as `python magrpo.py` has
+            sys.path.insert(0, str(SCRIPT.parent))
         spec = importlib.util.spec_from_file_location("magrpo_baseline", SCRIPT)
         sys.modules[spec.name] = importlib.util.module_from_spec(spec)
         spec.loader.exec_module(sys.modules[spec.name])
@@ -104,7 +106,9 @@ def test_bad_specs_say_what_is_wrong(run, tmp_path):
     data = json.loads(manifest.read_text())
     data["files"]["learner_0.pt"]["sha256"] = "0" * 64
     manifest.write_text(json.dumps(data))
-    with pytest.raises(CheckpointError, match="matches its manifest's sha256"):
+    with pytest.raises(
+        CheckpointError, match="no checkpoint in .* verifies .*learner_0.pt fails its checksum"
+    ):
         checkpoint_policy(f"{broken}#0")
     factory = PolicyFactory("llm_marl_envs/TLDRSummarization-v0")
     with pytest.raises(CheckpointError, match="name one"):

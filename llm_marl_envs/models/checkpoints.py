@@ -1,13 +1,15 @@
-"""Checkpoints that a kill -9, a full disk or a flipped bit cannot turn into a wrong run.
+"""Checkpoints of trained models: one format, written by the reference trainers, read by ``ckpt:``.
 
-Shared by ``cory.py`` and ``magrpo.py`` (through ``common.py``, which also checks a resumed
-run's arguments); one layout for both::
+``baselines/cory.py`` and ``baselines/magrpo.py`` write their runs' checkpoints with
+:func:`save` (through ``baselines/common.py``, which adds the ``--resume`` checks), and the
+``ckpt:RUN_DIR#LEARNER`` policy (:mod:`llm_marl_envs.policies.checkpoint`) reads them with
+:func:`verify` and :func:`load`. One layout::
 
     <out-dir>/checkpoint/
         iteration-000004/        the newest checkpoint (the iteration the run continues with)
             state.json           JSON: next iteration, metrics so far, args (and trainer extras)
             learner_<name>.pt    torch: one file per learner (weights, optimizer state, ...)
-            manifest.json        size and sha256 of every file above, written last
+            manifest.json        format, size and sha256 of every file above, written last
         iteration-000002/        the previous one, the fallback
 
 **Atomic.** A checkpoint is written into ``iteration-NNNNNN.tmp/`` (every file fsynced, then the
@@ -19,15 +21,13 @@ checkpoint folder is complete or absent, whatever moment a process is killed at.
 can only be checkpoints that a resume found bad (it continues from the newest good one), and
 they are removed as soon as the run has written a checkpoint of its own.
 
-**Verified.** :func:`load_latest` checks every file against the manifest (present, size,
-sha256) and loads it; a bad checkpoint gets one line on stderr naming the file and why
-(missing, empty, truncated, checksum mismatch, unreadable) and the previous one is tried; with no
-good checkpoint the caller starts from scratch (one line says so). Since every random stream of
-the trainers is derived from (seed, iteration), a resumed run, from whichever checkpoint or from
-scratch, logs the same metrics as an uninterrupted one.
+**Verified.** :func:`verify` checks the manifest (readable, of this :data:`FORMAT`, naming
+``state.json``) and every file against it (present, size, sha256); :func:`load` reads the
+files; both raise :class:`BadCheckpoint` with one line naming the file and why (missing, empty,
+truncated, too long, checksum mismatch, unreadable).
 
 No test hooks live here: the tests kill real trainer processes inside :func:`save` by wrapping
-``os.fsync`` from outside.
+``os.fsync`` from outside. torch is imported only to write or read a payload.
 """
 
 from __future__ import annotations
@@ -37,11 +37,11 @@ import json
 import os
 import re
 import shutil
-import sys
+from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-import torch
+__all__ = ["FORMAT", "BadCheckpoint", "finished", "load", "save", "verify"]
 
 FORMAT = 1  # manifest["format"]; a checkpoint of another format is "unreadable", not guessed at
 KEEP = 2  # checkpoints kept: the newest and one to fall back to
@@ -52,11 +52,6 @@ _CHUNK = 1 << 20
 
 class BadCheckpoint(Exception):
     """One file of a checkpoint failed verification; ``str()`` names the file and why."""
-
-
-def note(message: str) -> None:
-    """One line on stderr (not ``warnings.warn``: its source line would make it two)."""
-    print(message, file=sys.stderr, flush=True)
 
 
 # --------------------------------------------------------------------------- writing
@@ -75,6 +70,8 @@ def _write(path: Path, payload: Any) -> None:
         if isinstance(payload, bytes):
             handle.write(payload)
         else:
+            import torch
+
             torch.save(payload, handle)
         handle.flush()
         os.fsync(handle.fileno())
@@ -141,10 +138,8 @@ def save(root: Path, iteration: int, state: dict, payloads: dict[str, Any]) -> P
 
 
 # --------------------------------------------------------------------------- reading
-def verify(folder: Path) -> tuple[dict, dict[str, Any]]:
-    """The state and payloads of one checkpoint, every file checked against the manifest.
-
-    Raises :class:`BadCheckpoint` naming the first bad file and why."""
+def _manifest_files(folder: Path) -> dict[str, dict]:
+    """The manifest's ``files`` (name: bytes and sha256), its format and entries checked."""
     path = folder / MANIFEST
     if not path.is_file():
         raise BadCheckpoint(f"{path} is missing")
@@ -161,63 +156,61 @@ def verify(folder: Path) -> tuple[dict, dict[str, Any]]:
         raise BadCheckpoint(f"{path} is unreadable (format {fmt!r}; this version reads {FORMAT})")
     if STATE not in files:
         raise BadCheckpoint(f"{folder / STATE} is missing (not in the manifest)")
+    return files
+
+
+def _check_file(path: Path, entry: dict) -> None:
+    if not path.is_file():
+        raise BadCheckpoint(f"{path} is missing")
+    size, expected = path.stat().st_size, entry["bytes"]
+    if size != expected:
+        if size == 0:
+            why = "empty"
+        elif size < expected:
+            why = f"truncated ({size} of {expected} bytes)"
+        else:
+            why = f"too long ({size}, not {expected} bytes)"
+        raise BadCheckpoint(f"{path} is {why}")
+    if _sha256(path) != entry["sha256"]:
+        raise BadCheckpoint(
+            f"{path} fails its checksum (sha256 mismatch: the bytes changed after it was written)"
+        )
+
+
+def verify(folder: Path) -> list[str]:
+    """Check one checkpoint: its manifest and every file it names (present, size, sha256).
+
+    Returns the names of its payloads (``learner_A``, ...); raises :class:`BadCheckpoint`
+    naming the first bad file and why."""
+    files = _manifest_files(folder)
     for name, entry in files.items():
-        path = folder / name
-        if not path.is_file():
-            raise BadCheckpoint(f"{path} is missing")
-        size = path.stat().st_size
-        if size != entry["bytes"]:
-            why = (
-                "empty"
-                if size == 0
-                else f"truncated ({size} of {entry['bytes']} bytes)"
-                if size < entry["bytes"]
-                else f"too long ({size}, not {entry['bytes']} bytes)"
-            )
-            raise BadCheckpoint(f"{path} is {why}")
-        if _sha256(path) != entry["sha256"]:
-            raise BadCheckpoint(
-                f"{path} fails its checksum (sha256 mismatch: the bytes changed "
-                "after it was written)"
-            )
-    payloads = {}
-    for name in files:
-        path = folder / name
-        try:
-            if name == STATE:
-                state = json.loads(path.read_bytes())
-            else:
-                payloads[name.removesuffix(".pt")] = torch.load(path, weights_only=True)
-        except Exception as error:  # noqa: BLE001 - any failure to load means "unreadable"
-            first = re.split(r"(?<=\.)\s|\n", str(error).strip())[0][:100]  # its first sentence
-            raise BadCheckpoint(f"{path} is unreadable ({type(error).__name__}: {first})") from None
+        _check_file(folder / name, entry)
+    return _payload_names(files)
+
+
+def _payload_names(files: dict[str, dict]) -> list[str]:
+    return [name.removesuffix(".pt") for name in files if name != STATE]
+
+
+def load(folder: Path, names: Iterable[str] | None = None) -> tuple[dict, dict[str, Any]]:
+    """The state and the payloads ``names`` (default: all) of a checkpoint :func:`verify`
+    accepted. Raises :class:`BadCheckpoint` for a file that does not load."""
+    if names is None:
+        names = _payload_names(_manifest_files(folder))
+    state = _read(folder / STATE, lambda path: json.loads(path.read_bytes()))
+    payloads = {name: _read(folder / f"{name}.pt", _torch_load) for name in names}
     return state, payloads
 
 
-def load_latest(root: Path) -> tuple[dict, dict[str, Any]] | None:
-    """The state and payloads of the newest checkpoint under ``root`` that verifies, or None.
+def _torch_load(path: Path) -> Any:
+    import torch
 
-    Every bad checkpoint costs one line on stderr (the file and why, and what happens next);
-    None comes with one line saying the run starts from scratch."""
-    found = finished(root)
-    old = [p for p in (root / STATE, root / "state.pt") if p.is_file()]
-    if not found and old:  # the unverifiable layout of earlier versions: refuse to overwrite it
-        raise SystemExit(
-            f"--resume: {old[0]} was written by an earlier version of this trainer "
-            "(no checksums); resume it with that version, or move it away to start "
-            "afresh"
-        )
-    if not found:
-        note(f"--resume: no checkpoint in {root} yet; starting from scratch")
-        return None
-    for k, (_, folder) in enumerate(found):
-        try:
-            return verify(folder)
-        except BadCheckpoint as error:
-            after = (
-                f"falling back to the previous checkpoint {found[k + 1][1].name}"
-                if k + 1 < len(found)
-                else "no good checkpoint left, starting from scratch"
-            )
-            note(f"--resume: {error}; {after}")
-    return None
+    return torch.load(path, weights_only=True)
+
+
+def _read(path: Path, reader: Any) -> Any:
+    try:
+        return reader(path)
+    except Exception as error:  # noqa: BLE001 - any failure to load means "unreadable"
+        first = re.split(r"(?<=\.)\s|\n", str(error).strip())[0][:100]  # its first sentence
+        raise BadCheckpoint(f"{path} is unreadable ({type(error).__name__}: {first})") from None
