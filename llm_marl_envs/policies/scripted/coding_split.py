@@ -1,21 +1,24 @@
 """How the scripted coding oracle writes a helper ``aux`` and a main function (pure, no I/O).
 
-Two ways, tried in this order by :mod:`llm_marl_envs.policies.scripted.coding`:
+Tried in this order by :mod:`llm_marl_envs.policies.scripted.coding`; each returns
+``(aux_code, main_code)``, or ``None`` where it cannot:
 
-* :func:`split_solution`: a reference solution cut in two. Where the solution calls another
-  function of the prompt (HumanEval/10's ``is_palindrome``, /32's ``poly``, /38's
-  ``encode_cyclic``), that function becomes ``aux`` (the authors' program holds only ``aux``
-  and main, so it could not live anywhere else); otherwise one sub-expression of the solution
-  is extracted into ``aux`` (the "extract function" refactoring: its local names become
-  ``aux``'s parameters), the largest one that leaves main more than a thin wrapper by the
-  authors' check (:func:`~llm_marl_envs.rewards.coding_feedback.is_thin_wrapper`). A body that
-  is a single ``return E`` is first written ``result = E`` / ``return result``, so that ``E``
-  keeps part of the work in main.
-* :func:`answer_table`: where no solution exists, the answers that the problem's own asserts
-  expect (privileged: the tests are hidden from real players). ``aux`` finds which asserted
-  call it is given, main returns that call's expected answer.
-
-Both return ``(aux_code, main_code)``, or ``None`` where they cannot.
+* :func:`split_solution`: a reference solution cut in two. The one other function the solution
+  needs becomes ``aux`` (a function of the prompt, like HumanEval/10's ``is_palindrome``, or
+  one defined inside the solution, like /39's ``is_prime``: the authors' program holds only
+  ``aux`` and main, and their line-based extraction cuts a main short after an inner ``def``).
+  Otherwise one sub-expression moves into ``aux`` (the "extract function" refactoring: the
+  local names it reads become ``aux``'s parameters), the largest that leaves main more than a
+  thin wrapper by the authors' check
+  (:func:`~llm_marl_envs.rewards.coding_feedback.is_thin_wrapper`). A main that would be one
+  ``return E`` computes ``E`` on a line of its own: ``part = aux(...)`` first where that part
+  is always evaluated first, else ``result = E`` / ``return result``. Every pair is checked to
+  survive the authors' extraction whole.
+* :func:`whole_solution`: the whole solution as ``aux``, main returning its result (a thin
+  wrapper: no cooperation bonus beyond calling ``aux``).
+* :func:`answer_table`: the answers that the problem's own asserts expect (privileged: the
+  tests are hidden from real players). ``aux`` finds which asserted call it is given, main
+  returns that call's expected answer.
 """
 
 from __future__ import annotations
@@ -33,7 +36,6 @@ from llm_marl_envs.rewards.coding_feedback import (
 
 __all__ = ["answer_table", "split_solution", "whole_solution"]
 
-_SCOPED = (ast.ListComp, ast.SetComp, ast.GeneratorExp, ast.DictComp, ast.Lambda)
 _REFUSED = (ast.NamedExpr, ast.Yield, ast.YieldFrom, ast.Await, ast.JoinedStr, ast.Starred)
 _DYNAMIC = frozenset({"super", "locals", "vars", "globals", "eval", "exec"})
 
@@ -52,7 +54,7 @@ def split_solution(source: str, entry_point: str) -> Pair | None:
     used = _loaded_names(entry) & _module_names(module, entry_point)
     inner = [n for n in entry.body if isinstance(n, ast.FunctionDef)]
     helpers = [functions.get(name) for name in used] + inner
-    if len(helpers) > 1 or None in helpers:
+    if len(helpers) > 1 or None in helpers or (inner and _closes_over(inner[0], entry)):
         return None  # more than one function or name to bring along, or not a function
     if not helpers:
         pairs = _extracted(entry)
@@ -112,6 +114,18 @@ def _extracted(entry: ast.FunctionDef) -> Iterator[Pair]:
         elif single:
             main = _on_its_own_line(main)
         yield _function("aux", params, node), ast.unparse(main)
+
+
+def _closes_over(inner: ast.FunctionDef, entry: ast.FunctionDef) -> bool:
+    """``inner`` reads a local name of ``entry`` (besides imports, which ``aux`` repeats)."""
+    imported = {
+        (a.asname or a.name).split(".")[0]
+        for n in entry.body
+        if isinstance(n, (ast.Import, ast.ImportFrom))
+        for a in n.names
+    }
+    outside = _loaded_names(inner) - _bound_names(inner)
+    return bool(outside & (_bound_names(entry) - imported))
 
 
 def _playable(aux: str, main: str, entry_point: str) -> bool:
