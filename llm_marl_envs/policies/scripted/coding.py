@@ -23,7 +23,8 @@ perfect team would, a helper ``aux`` and a main function that calls it and uses 
   problem's own asserts (the tests real players never see): ``aux`` finds which asserted call
   it is given, main returns that call's expected answer.
 
-Both agents write the same answers in every round. Measured with the authors' reward in the
+Both agents write the same answers in every round; the oracle draws nothing, so every seed
+plays alike. Measured with the authors' reward in the
 sandbox (``tests/policies/test_scripted_coding.py``): the team scores the maximum the
 canonical solution allows on 160 of the 164 HumanEval problems (97.6%; 4.0 on 152) and 4.0 on
 all 82 CoopHumanEval problems, alike on v1 and v2, in one turn and in two.
