@@ -6,6 +6,10 @@ expected hashes in ``version_transcripts.json`` were computed on the tree before
 
     PYTHONPATH=<old tree> python tests/envs/version_transcripts.py > tests/envs/version_transcripts.json
 
+CoopCoding-v1's and -v2's hashes were renewed once since, when their scripted players became
+an oracle of the authors' format (a change of the players, not of the envs): the new players'
+actions, replayed in the old tree's envs, gave the same hashes as in the new tree.
+
 Each seed plays three episodes: every agent scripted, every agent random (short random
 words: format failures, gates that fail), and, for envs with a Parallel form, the Parallel
 form with scripted players. Every step's rendered ``ansi`` transcript, rewards and infos go
