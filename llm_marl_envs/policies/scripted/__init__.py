@@ -16,9 +16,10 @@ they see, not from a generator that runs on across episodes: replaying an episod
 replays the episode, whatever the same player object played before (GRPO groups built by
 replaying a seed are then exact).
 
-One module per task family: :mod:`.cory`, :mod:`.writing`, :mod:`.coding`, and the games'
-reference players :mod:`.maze` (oracle and random pairs) and :mod:`.donor` (reciprocators,
-defectors, strategies from text).
+One module per task family: :mod:`.gsm8k`, :mod:`.imdb_sentiment`, :mod:`.writing` (TL;DR
+and arXiv), :mod:`.coding` (with :mod:`.coding_split`, the authors' format's oracle), and the
+games' reference players :mod:`.maze` (oracle and random pairs) and :mod:`.donor`
+(reciprocators, defectors, strategies from text).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
-"""Scripted players of the CORY tasks (GSM8K-v0, IMDBSentiment-v0).
+"""Scripted players of GSM8K (CORY's pioneer -> observer math task).
 
-Not meant to be good: they make the tasks playable without a model, offline, in
-microseconds, with a deterministic transcript for a given seed.
+Not meant to be good: they make the task playable without a model, offline, in microseconds,
+with a deterministic transcript for a given seed.
 """
 
 from __future__ import annotations
@@ -10,19 +10,11 @@ import re
 from typing import Any
 
 from llm_marl_envs.policies.base import PolicyFn
-from llm_marl_envs.policies.scripted import turn_draw
 from llm_marl_envs.rewards.math import extract_answer
 
-__all__ = ["gsm8k", "imdb_sentiment"]
+__all__ = ["gsm8k"]
 
 _NUMBER = re.compile(r"\d+(?:\.\d+)?")
-_POSITIVE_PHRASES = (
-    "is a wonderful, heartfelt film that I loved",
-    "turned out to be a delightful surprise with a brilliant cast",
-    "is beautifully shot and genuinely moving",
-    "made me laugh and smile from start to finish",
-    "is one of the best films I have seen this year",
-)
 
 
 def _gsm8k_pioneer(observation: str, info: dict[str, Any]) -> str:
@@ -44,18 +36,6 @@ def _gsm8k_observer(observation: str, info: dict[str, Any]) -> str:
     return f"The reference looks right to me. The answer is {answer}."
 
 
-def _sentiment_writer(seed: int) -> PolicyFn:
-    def policy(observation: str, info: dict[str, Any]) -> str:
-        return _POSITIVE_PHRASES[turn_draw(seed, observation, len(_POSITIVE_PHRASES))]
-
-    return policy
-
-
 def gsm8k(agent: str, seed: int = 0) -> PolicyFn:
     """The pioneer adds up the question's numbers; the observer trusts the reference."""
     return _gsm8k_pioneer if agent.startswith("pioneer") else _gsm8k_observer
-
-
-def imdb_sentiment(agent: str, seed: int = 0) -> PolicyFn:
-    """A stock positive phrase, drawn from the seed and the review it continues."""
-    return _sentiment_writer(seed + (0 if agent.startswith("pioneer") else 1))
