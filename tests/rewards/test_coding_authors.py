@@ -93,6 +93,7 @@ def test_cases_cover_the_variants(expected, cases):
     assert len(totals) > 20  # many distinct scores, not one repeated value
 
 
+@pytest.mark.shared_data  # CoopHumanEval cases: over 400 gated answers with them
 def test_static_gates_match_the_authors_code(expected, cases):
     checked = 0
     for case in cases:
