@@ -94,6 +94,7 @@ def test_cases_cover_the_variants(expected, cases):
 
 
 @pytest.mark.shared_data  # CoopHumanEval cases: over 400 gated answers with them
+@pytest.mark.slow
 def test_static_gates_match_the_authors_code(expected, cases):
     checked = 0
     for case in cases:
@@ -107,6 +108,7 @@ def test_static_gates_match_the_authors_code(expected, cases):
     assert checked > 400
 
 
+@pytest.mark.slow
 def test_sandboxed_reward_matches_the_authors_code(expected, cases):
     selected = [c for i, c in enumerate(cases) if i % EVERY == 0 or c["id"].endswith("/endless")]
     mismatches = []
