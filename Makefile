@@ -5,6 +5,7 @@
 #   make test   set up (chromium too, for the leaderboard's browser test), then lint (ruff check,
 #               ruff format --check) and run the test suite, which also runs the docstring
 #               examples and builds the docs site strictly (CI)
+#   make test-quick  set up, then run the tests not marked slow (the inner loop, under 2 min)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/)
 #   make docs   set up, then build the documentation site into site/ (offline, warnings are errors)
 #   make clean        remove .venv and build outputs (keeps the converted model cache)
@@ -16,7 +17,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo play test bench docs clean clean-cache
+.PHONY: setup demo play test test-quick bench docs clean clean-cache
 
 setup: $(STAMP)
 
@@ -39,6 +40,9 @@ test: $(STAMP)
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(OFFLINE) $(BIN)/python -m pytest
+
+test-quick: $(STAMP)
+	$(OFFLINE) $(BIN)/python -m pytest -m "not slow"
 
 bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/env_overhead.py

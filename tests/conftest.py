@@ -1,4 +1,15 @@
-"""Shared test set-up: offline mode, the real-data folder, and an env factory."""
+"""Shared test set-up: offline mode, the markers' rules, the real-data folder, the Ray session.
+
+Markers (declared in pyproject.toml):
+
+* ``slow``: heavy tests (sandbox attacks, Ray, kill -9 resumes, the browser, the docs build,
+  real models, wheels, trainer runs); ``pytest -m "not slow"`` (``make test-quick``) leaves
+  them out, ``make test`` runs everything.
+* ``shared_data``: the test reads the real data slices in ``../shared/data``, which only this
+  project's CI has. Every test that takes the ``shared_data`` fixture carries it. Where the
+  folder is absent such a test skips with the reason; with ``LLM_MARL_REQUIRE_SHARED_DATA=1``
+  (set by ``.ci/run``) it fails instead, so CI cannot pass without running them.
+"""
 
 from __future__ import annotations
 
@@ -13,13 +24,32 @@ for _flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
 
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
+REQUIRE_SHARED_DATA = "LLM_MARL_REQUIRE_SHARED_DATA"
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Every test that takes the ``shared_data`` fixture carries the ``shared_data`` marker."""
+    for item in items:
+        if "shared_data" in getattr(item, "fixturenames", ()):
+            item.add_marker(pytest.mark.shared_data)
+
+
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    """A ``shared_data`` test without the folder skips, or fails where CI requires the data."""
+    if item.get_closest_marker("shared_data") is None or SHARED_DATA.is_dir():
+        return
+    if os.environ.get(REQUIRE_SHARED_DATA) == "1":
+        pytest.fail(
+            f"{REQUIRE_SHARED_DATA}=1 but {SHARED_DATA} is absent: put the real data slices "
+            "there, or unset the variable to skip the real-data tests",
+            pytrace=False,
+        )
+    pytest.skip(f"real-data test: needs {SHARED_DATA}, which is absent on this machine")
 
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
-    """The real data slices in ../shared/data (CI always has them)."""
-    if not SHARED_DATA.is_dir():
-        pytest.skip(f"real-data tests need {SHARED_DATA}, which is absent on this machine")
+    """The real data slices in ../shared/data (the ``shared_data`` marker's rule checks them)."""
     return SHARED_DATA
 
 

@@ -182,6 +182,7 @@ def fake_openai():
 
 
 @pytest.mark.parametrize("fault", ["hang", "trickle"])
+@pytest.mark.slow
 def test_rollout_timeout_and_retries_bound_a_stuck_server(tmp_path, capsys, fake_openai, fault):
     server = fake_openai(lambda n: "ok" if n <= 4 else fault)
     out = tmp_path / "stuck.jsonl"

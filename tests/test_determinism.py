@@ -37,6 +37,7 @@ def _transcripts(hash_seed: str) -> dict:
     return json.loads(proc.stdout)
 
 
+@pytest.mark.slow
 def test_same_seed_same_transcripts_in_separate_processes():
     first, second = _transcripts("1"), _transcripts("2")
     assert first == second

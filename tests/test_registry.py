@@ -95,6 +95,7 @@ def test_kwargs_override_registry_defaults():
         ("pyarrow", "from llm_marl_envs.data import read_table; read_table('x.parquet')", "data"),
     ],
 )
+@pytest.mark.slow
 def test_missing_optional_dependency_names_the_extra(block, code, extra):
     script = (
         f"import sys; sys.modules[{block!r}] = None\n"

@@ -47,6 +47,7 @@ def test_cli_generation_uses_the_env_budget_unless_given():
     assert _generation(_args(None)) == {}  # the demo sets it per environment
 
 
+@pytest.mark.slow
 def test_rollout_policy_gets_the_env_budget():
     result = run_rollout(
         "llm_marl_envs/IMDBSentiment-v1",
@@ -60,6 +61,7 @@ def test_rollout_policy_gets_the_env_budget():
     assert max(lengths) <= 32 and min(lengths) >= 1
 
 
+@pytest.mark.slow
 def test_demo_gives_each_env_its_budget_with_one_shared_model():
     lines: list[str] = []
     results = run_demo(

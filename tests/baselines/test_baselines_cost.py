@@ -58,6 +58,7 @@ def test_report_states_each_target(tmp_path, seconds, rss, verdict):
     assert "| cory-lora-shared | `--algo cory --lora --shared-base` |" in text
 
 
+@pytest.mark.slow
 def test_one_configuration_runs_the_real_trainer():
     result = bench.run_config(
         "cory-lora-shared",

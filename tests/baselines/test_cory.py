@@ -147,6 +147,7 @@ def test_command_line_parsing_and_defaults(tmp_path):
         cory.resolve(cory.parse_args(["--checkpoint-every", "-1"]))
 
 
+@pytest.mark.slow
 def test_checkpoint_every_0_saves_only_at_the_end(tmp_path):
     out = tmp_path / "end-only"
     metrics = cory.main(
@@ -157,6 +158,7 @@ def test_checkpoint_every_0_saves_only_at_the_end(tmp_path):
 
 
 # --------------------------------------------------------------------------- whole runs
+@pytest.mark.slow
 def test_cory_run_losses_kl_roles_and_outputs(full_run):
     out, metrics, roles = full_run
     assert [m["iteration"] for m in metrics] == [0, 1, 2, 3]
@@ -196,6 +198,7 @@ def test_cory_run_losses_kl_roles_and_outputs(full_run):
     }
 
 
+@pytest.mark.slow
 def test_fixed_evaluation_set(full_run, tmp_path):
     out, metrics, _ = full_run
     evals = [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
@@ -220,6 +223,7 @@ def test_fixed_evaluation_set(full_run, tmp_path):
     assert not (tmp_path / "off" / "eval.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
     _, uninterrupted, _ = full_run
     first = cory.main(small_run(tmp_path, "--iterations", "2"))
@@ -237,6 +241,7 @@ def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
         cory.main(small_run(tmp_path, "--iterations", "5", "--resume", "--lr", "2e-3"))
 
 
+@pytest.mark.slow
 def test_single_agent_ppo_baseline(tmp_path):
     metrics = cory.main(small_run(tmp_path, "--algo", "ppo", "--iterations", "2"))
     assert [m["pioneer_model"] for m in metrics] == ["A", "A"]
@@ -247,6 +252,7 @@ def test_single_agent_ppo_baseline(tmp_path):
     assert metrics[0]["kl_pioneer"] == pytest.approx(0.0, abs=1e-6)
 
 
+@pytest.mark.slow
 def test_lora_adapters_share_one_base_model(tmp_path):
     argv = small_run(tmp_path, "--iterations", "2", "--lora", "--shared-base")
     metrics, roles = cory.train(cory.parse_args(argv))
@@ -297,6 +303,7 @@ def assert_same_as_uninterrupted(out: Path, resumed: list[dict], full_run) -> No
     assert (out / "eval.jsonl").read_text() == (full_out / "eval.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_truncated_checkpoint_file_is_named_and_the_previous_checkpoint_used(
     full_run, tmp_path, capsys
 ):
@@ -315,6 +322,7 @@ def test_truncated_checkpoint_file_is_named_and_the_previous_checkpoint_used(
     assert bad.stat().st_size == manifest["files"]["learner_A.pt"]["bytes"]
 
 
+@pytest.mark.slow
 def test_flipped_bytes_in_saved_weights_fail_the_checksum(full_run, tmp_path, capsys):
     out = tmp_path / "run"
     stopped = cory.main(small_run(out, "--iterations", "2", "--checkpoint-every", "1"))
@@ -353,6 +361,7 @@ def killed_twice(request, tmp_path_factory, kill9, background):
     yield out, argv, background.submit(kill9.twice, SCRIPT, argv, out, fsync, rng.uniform(0.0, 1.0))
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_then_resume_is_exact(full_run, killed_twice):
     """A real trainer process killed twice (inside a checkpoint write, then at a random moment
     of its resumed run), then resumed: the same metrics and evaluations as without the kills."""
@@ -362,6 +371,7 @@ def test_kill_9_at_random_points_then_resume_is_exact(full_run, killed_twice):
     assert_same_as_uninterrupted(out, resumed, full_run)
 
 
+@pytest.mark.slow
 def test_the_plan_is_printed_before_the_first_slow_step(tmp_path, capsys):
     default = cory.plan(cory.resolve(cory.parse_args([])))
     assert "loading the models" in default and "64 fixed episodes" in default

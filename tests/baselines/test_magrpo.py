@@ -121,6 +121,7 @@ def test_env_kwargs_and_args_parsing():
 # --- training runs ---------------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_training_writes_finite_metrics_and_outputs(full_run):
     out, metrics = full_run
     assert [m["iteration"] for m in metrics] == [0, 1, 2, 3]
@@ -152,6 +153,7 @@ def test_training_writes_finite_metrics_and_outputs(full_run):
     }
 
 
+@pytest.mark.slow
 def test_training_changes_the_parameters(full_run):
     from llm_marl_envs.models import load_model
 
@@ -169,6 +171,7 @@ def test_training_changes_the_parameters(full_run):
     assert not torch.equal(first, second)
 
 
+@pytest.mark.slow
 def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
     _, reference = full_run
     out = tmp_path / "resumed"
@@ -188,6 +191,7 @@ def read_evals(out: Path) -> list[dict]:
     return [json.loads(line) for line in (out / "eval.jsonl").read_text().splitlines()]
 
 
+@pytest.mark.slow
 def test_fixed_evaluation_set(full_run, tmp_path):
     out, metrics = full_run
     evals = read_evals(out)
@@ -213,6 +217,7 @@ def test_fixed_evaluation_set(full_run, tmp_path):
     assert not (tmp_path / "off" / "eval.jsonl").read_text()
 
 
+@pytest.mark.slow
 def test_resume_refuses_changed_arguments(full_run):
     out, _ = full_run
     with pytest.raises(SystemExit) as refused:  # one line, no traceback
@@ -223,6 +228,7 @@ def test_resume_refuses_changed_arguments(full_run):
     )
 
 
+@pytest.mark.slow
 def test_grpo_one_shared_model_plays_both_agents(tmp_path):
     metrics = magrpo.main(
         [*TINY, "--algo", "grpo", "--iterations", "1", "--out-dir", str(tmp_path)]
@@ -254,6 +260,7 @@ def resume_lines(stderr: str) -> list[str]:
     return [line for line in stderr.splitlines() if "--resume:" in line]
 
 
+@pytest.mark.slow
 def test_killed_before_the_first_checkpoint_resumes_from_scratch(full_run, tmp_path, capsys):
     _, reference = full_run
     out = tmp_path / "run"
@@ -271,6 +278,7 @@ def test_killed_before_the_first_checkpoint_resumes_from_scratch(full_run, tmp_p
     assert sorted(p.name for p in (out / "checkpoint").iterdir()) == ["iteration-000002"]
 
 
+@pytest.mark.slow
 def test_empty_or_truncated_checkpoint_files_fall_back_or_start_afresh(full_run, tmp_path, capsys):
     _, reference = full_run
     out = tmp_path / "run"
@@ -306,6 +314,7 @@ def test_empty_or_truncated_checkpoint_files_fall_back_or_start_afresh(full_run,
     assert algorithmic(read_metrics(out)) == algorithmic(reference)
 
 
+@pytest.mark.slow
 def test_flipped_bytes_in_saved_weights_fail_the_checksum(full_run, tmp_path, capsys):
     _, reference = full_run
     out = tmp_path / "run"
@@ -347,6 +356,7 @@ def killed_twice(request, tmp_path_factory, kill9, background):
     yield out, argv, background.submit(kill9.twice, SCRIPT, argv, out, fsync, rng.uniform(0.0, 0.6))
 
 
+@pytest.mark.slow
 def test_kill_9_at_random_points_then_resume_is_exact(full_run, killed_twice):
     """A real trainer process killed twice (inside a checkpoint write, then at a random moment
     of its resumed run), then resumed: the same metrics as without the kills."""

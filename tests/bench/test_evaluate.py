@@ -112,6 +112,7 @@ def test_deterministic_given_the_records(scripted, tmp_path):
     assert again["overall"] == results["overall"]
 
 
+@pytest.mark.slow
 def test_an_interrupted_evaluation_resumes_without_replaying(tmp_path, monkeypatch):
     """A Ctrl-C in the middle of a task keeps the finished episodes; the same call resumes,
     plays only the rest, and the result has each episode once."""
@@ -225,6 +226,7 @@ def test_cli_eval_mistakes_are_one_line(argv, words, capsys):
     assert err.startswith("llm-marl: error:") and words in err and "\n" not in err
 
 
+@pytest.mark.slow
 def test_kill_9_mid_task_then_resume_keeps_every_finished_episode(tmp_path):
     """A real ``llm-marl eval`` process killed with SIGKILL in the middle of a task: the
     resumed evaluation keeps the episodes it had finished (as they were) and plays the rest."""

@@ -170,6 +170,7 @@ def test_cli_add_and_verify(evaluated, tmp_path, capsys):
     assert "added entry scripted" in printed and "scripted: verified: 3 of 3" in printed
 
 
+@pytest.mark.slow
 def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch, capsys):
     """The entries that ship with the package match this package's lite suite, are verified,
     and make a real site on day one (with their cross-play)."""

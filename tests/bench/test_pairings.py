@@ -46,6 +46,7 @@ def table(tmp_path_factory):
     return out, result, said
 
 
+@pytest.mark.slow
 def test_every_condition_is_played_in_its_own_folder(table):
     out, result, said = table
     assert json.loads((out / "crossplay.json").read_text()) == result

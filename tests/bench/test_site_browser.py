@@ -23,6 +23,8 @@ from llm_marl_envs.bench.leaderboard import build_board
 from llm_marl_envs.bench.site import build_site, file_id
 from llm_marl_envs.cli import main as llm_marl
 
+pytestmark = pytest.mark.slow  # a headless chromium
+
 if os.environ.get("LLM_MARL_SKIP_BROWSER") == "1":
     pytest.skip("LLM_MARL_SKIP_BROWSER=1: the browser tests are skipped", allow_module_level=True)
 

@@ -68,6 +68,7 @@ def test_joint_reward_from_real_test_runs(helper, main, total, passed):
         "def has_close_elements(numbers, threshold):\n    return None\n",
     ],
 )
+@pytest.mark.slow
 def test_hostile_code_scores_no_test_and_the_env_keeps_working(hostile):
     env = _env(test_timeout=0.5)
     info = _round(env, AUX, hostile)
@@ -110,6 +111,7 @@ def test_control_characters_from_the_program_stay_out_of_infos_and_prompts():
     assert not any(ch in prompt for ch in "\x1b\x07\r\u202e")
 
 
+@pytest.mark.slow
 def test_a_slow_program_is_cut_at_its_time_budget():
     slow = (
         "import time\ndef has_close_elements(numbers, threshold):\n"

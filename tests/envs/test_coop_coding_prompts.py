@@ -316,6 +316,7 @@ def test_outcomes_from_sandbox_reads_a_program_result():
     assert got[0] == CaseOutcome(True) and got[1].error_type == "SyntaxError"
 
 
+@pytest.mark.slow
 def test_the_sandbox_recipe_gives_their_runner_outcomes(runs):
     """Running the selected tests in our sandbox and reading the result with
     ``outcomes_from_sandbox`` gives what their in-process runner recorded (a sample of the

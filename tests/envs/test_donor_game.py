@@ -1,4 +1,5 @@
-"""DonorGame-v0: schedule, known outcomes, traces, parsing, punishment, infos, policies."""
+"""DonorGame-v0: known outcomes, roles, traces, punishment, infos, policies (the rules alone,
+schedule and parsing: tests/games/test_donor_rules.py)."""
 
 from __future__ import annotations
 
@@ -93,32 +94,6 @@ def test_rewards_sum_to_final_minus_endowment():
     totals = _play(env, _mixed_policies(env), seed=3)
     for agent, total in totals.items():
         assert total == pytest.approx(env.resources[agent] - 7.0)
-
-
-# ------------------------------------------------------------------ schedule
-@pytest.mark.parametrize("num_agents", [2, 4, 12, 20])
-@pytest.mark.parametrize("seed", [0, 1, 7])
-def test_schedule_properties(num_agents, seed):
-    env = DonorGameEnv(num_agents=num_agents, num_rounds=num_agents)
-    env.reset(seed=seed)
-    schedule = env.schedule
-    assert len(schedule) == num_agents
-    seen_pairs = set()
-    for r, pairs in enumerate(schedule):
-        members = [a for pair in pairs for a in pair]
-        assert sorted(members) == sorted(env.possible_agents)  # each agent in exactly one pair
-        donors = [d for d, _ in pairs]
-        assert donors == sorted(donors, key=lambda a: int(a.split("_")[1]))  # seat order
-        for pair in pairs:
-            assert pair not in seen_pairs
-            seen_pairs.add(pair)
-        if r:
-            previous_recipients = {rec for _, rec in schedule[r - 1]}
-            assert set(donors) == previous_recipients  # roles alternate
-    # with N rounds every donor gives exactly once to each player of the other half
-    for agent in env.possible_agents:
-        recipients = [rec for pairs in schedule for d, rec in pairs if d == agent]
-        assert len(recipients) == len(set(recipients)) == num_agents // 2
 
 
 def test_default_rounds_and_roles_in_infos():
@@ -224,63 +199,6 @@ def test_strategy_reaches_the_prompt():
 def test_bad_options(options, error):
     with pytest.raises(error, match="options"):
         DonorGameEnv().reset(seed=0, options=options)
-
-
-# ------------------------------------------------------------------ parsing
-@pytest.mark.parametrize(
-    ("text", "punishment", "expected"),
-    [
-        ("Answer: 3", False, ("donate", 3.0, None)),
-        ("answer: 3\nOn reflection... ANSWER: 5", False, ("donate", 5.0, None)),
-        ("Answer: 2 first, then Answer: nothing", False, ("donate", 2.0, None)),
-        ("**Answer:** 6", False, ("donate", 6.0, None)),
-        ("4.5", False, ("donate", 4.5, None)),
-        ("  $1,000  ", False, ("donate", 1000.0, None)),
-        ("Answer: $1,234.5 units", False, ("donate", 1234.5, None)),
-        ("Answer: 2e3", False, ("donate", 2000.0, None)),
-        ("Answer: -4", False, ("donate", -4.0, None)),
-        ("-4", False, ("donate", -4.0, None)),
-        ("Donate, 2", True, ("donate", 2.0, None)),
-        ("I think... punish, 2", True, ("punish", 2.0, None)),
-        ("Answer: Punish, 2.5", True, ("punish", 2.5, None)),
-        ("Answer: donate 7", True, ("donate", 7.0, None)),
-        ("Answer: Donate, 7", False, ("donate", 7.0, None)),
-        ("Punish, 2", False, ("donate", None, "punish_not_allowed")),
-        ("Answer: Punish, 2", False, ("donate", None, "punish_not_allowed")),
-        ("I give nothing", False, ("donate", None, "no_amount")),
-        ("I give 5 units", False, ("donate", None, "no_amount")),
-        ("Answer: half", False, ("donate", None, "no_amount")),
-        ("", False, ("donate", None, "no_amount")),
-        ("Answer: inf", False, ("donate", None, "non_finite")),
-        ("Answer: NaN", False, ("donate", None, "non_finite")),
-        ("infinity", False, ("donate", None, "non_finite")),
-        ("Answer: information", False, ("donate", None, "no_amount")),
-        ("Je donne — Answer: 5 😀 日本語", False, ("donate", 5.0, None)),
-        ("Answer: \u22123", False, ("donate", -3.0, None)),
-    ],
-)
-def test_parse_donation(text, punishment, expected):
-    assert parse_donation(text, punishment) == expected
-
-
-@pytest.mark.parametrize(
-    "text",
-    [
-        "Answer:" + " " * 8000 + "x",
-        "Answer: punish" + " " * 4000 + "," + " " * 4000,
-        "Answer: -" + " " * 4000 + "$" + " " * 4000 + "x",
-        "donate" + " " * 8000 + ",",
-        "- " * 4000,
-    ],
-)
-def test_parse_adversarial_whitespace_finishes(text):
-    """Whitespace runs cannot trade characters (a regex with adjacent ``\\s*`` would hang)."""
-    assert parse_donation(text, punishment=True) == ("donate", None, "no_amount")
-
-
-def test_parse_huge_digit_string_is_finite():
-    kind, amount, error = parse_donation("Answer: " + "9" * 400)
-    assert (kind, error) == ("donate", None) and math.isfinite(amount) and amount > 1e300
 
 
 def _first_step(env, text, **reset):

@@ -136,6 +136,7 @@ def test_our_lines_are_at_most_three_and_match_the_table():
             assert counted.get(anchor) == int(count), (anchor, counted)
 
 
+@pytest.mark.slow
 def test_the_vllm_recipe_runs_against_the_stand_in(vllm_stand_in, tmp_path):
     [recipe] = [
         code for heading, language, code in BLOCKS if heading == "vLLM" and language == "bash"

@@ -159,6 +159,7 @@ def test_gem_make_builds_registered_envs():
     check_gem_episode(env, seed=2)
 
 
+@pytest.mark.slow
 def test_importing_the_adapter_leaves_the_root_logger_alone():
     code = (
         "import logging, llm_marl_envs.integrations.gem; "

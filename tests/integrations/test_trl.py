@@ -109,6 +109,7 @@ def assert_reached_trainer(trainer, spy, steps=2):
 # --------------------------------------------------------------------------- reward_funcs
 @pytest.mark.parametrize("conversational", [False, True], ids=["text", "chat"])
 @pytest.mark.parametrize(("env_id", "agent", "env_kwargs", "reward"), TASKS, ids=TASK_IDS)
+@pytest.mark.slow
 def test_reward_funcs_train_with_env_datasets(
     env_id, agent, env_kwargs, reward, conversational, config
 ):
@@ -209,6 +210,7 @@ def test_env_dataset_rows():
 
 
 # --------------------------------------------------------------------------- env_reward
+@pytest.mark.slow
 def test_env_reward_trains_on_replayed_episodes(config):
     model, tokenizer = tiny_model()
     dataset = env_dataset("llm_marl_envs/MazeCollab-v0", "gnome_0", 4, env_kwargs=MAZE)
@@ -251,6 +253,7 @@ def test_env_reward_replays_the_whole_episode():
 
 
 # --------------------------------------------------------------------------- rollout_func
+@pytest.mark.slow
 def test_rollout_func_plays_whole_episodes_in_groups(config):
     model, tokenizer = tiny_model()
     dataset = env_dataset("llm_marl_envs/MazeCollab-v0", "gnome_1", 4, env_kwargs=MAZE)
@@ -291,6 +294,7 @@ def test_rollout_func_plays_whole_episodes_in_groups(config):
         rollout_func([[{"role": "user", "content": "not a row"}]] * 2, trainer)
 
 
+@pytest.mark.slow
 def test_rollout_func_self_play(config):
     model, tokenizer = tiny_model()
     gsm8k = "llm_marl_envs/GSM8K-v0"
@@ -348,6 +352,7 @@ DONOR_CALL = '<tool_call>\n{"name": "donate", "arguments": {"amount": 3}}\n</too
     ],
     ids=["maze-dataset", "donor-no-dataset"],
 )
+@pytest.mark.slow
 def test_environment_factory_plays_tool_calls(
     env_id, agent, env_kwargs, call, tool, with_dataset, config
 ):
@@ -430,6 +435,7 @@ def test_tool_environment_in_trl_tool_loop_terms():
 
 
 # --------------------------------------------------------------------------- docs examples
+@pytest.mark.slow
 def test_docs_reward_funcs(config):
     model, tokenizer = tiny_model()
     config = config()
@@ -454,6 +460,7 @@ def test_docs_reward_funcs(config):
     assert len(logged(trainer, "gsm8k_reward")) == 2
 
 
+@pytest.mark.slow
 def test_docs_env_reward(config):
     model, tokenizer = tiny_model()
     config = config()
@@ -480,6 +487,7 @@ def test_docs_env_reward(config):
     assert len(logged(trainer, "env_reward")) == 2
 
 
+@pytest.mark.slow
 def test_docs_rollout_func(config):
     model, tokenizer = tiny_model()
     config = config()
@@ -507,6 +515,7 @@ def test_docs_rollout_func(config):
     assert len(logged(trainer, "episode_reward")) == 2
 
 
+@pytest.mark.slow
 def test_docs_environment_factory(config):
     model, tokenizer = tiny_model()
     tokenizer.chat_template = QWEN3_TEMPLATE  # a tool-calling model's own template

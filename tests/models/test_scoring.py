@@ -11,6 +11,7 @@ from llm_marl_envs.policies import Prompt  # noqa: E402
 from llm_marl_envs.policies.hf import HFPolicy  # noqa: E402
 
 
+@pytest.mark.slow
 def test_matches_generation_logprobs_and_has_gradients():
     policy = HFPolicy.from_spec("tiny", max_new_tokens=10, seed=0, dtype="float64")
     prompts = [
@@ -64,6 +65,7 @@ def _tiny_llama():
 
 
 @pytest.mark.parametrize("arch", ["gpt2", "llama"])
+@pytest.mark.slow
 def test_batched_scoring_equals_each_row_alone(arch):
     """Padding (prompts left, completions right) and the completion-only LM head change nothing:
     every row's log-probs, hidden states and logits equal an unpadded full-sequence pass."""

@@ -11,6 +11,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 pytest.importorskip("tyro")
+pytestmark = pytest.mark.slow  # trains a model to have a checkpoint
 
 from llm_marl_envs.bench.evaluate import Team, evaluate  # noqa: E402
 from llm_marl_envs.bench.suite import parse_suite  # noqa: E402

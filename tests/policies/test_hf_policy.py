@@ -48,6 +48,7 @@ def test_is_a_policy_and_answers_in_order(tiny):
     assert policy.generate([]) == []
 
 
+@pytest.mark.slow
 def test_batched_equals_one_by_one(tiny):
     policy = HFPolicy(*tiny, max_new_tokens=24)
     prompts = _prompts()
@@ -58,6 +59,7 @@ def test_batched_equals_one_by_one(tiny):
     assert len({len(c.prompt_ids) for c in batched}) == 8  # really different lengths
 
 
+@pytest.mark.slow
 def test_micro_batches_match_one_batch(tiny):
     prompts = _prompts()
     whole = HFPolicy(*tiny, max_new_tokens=16).generate(prompts)
@@ -65,6 +67,7 @@ def test_micro_batches_match_one_batch(tiny):
     assert _same(whole, micro)
 
 
+@pytest.mark.slow
 def test_min_new_tokens_masks_eos_until_then():
     model, tokenizer = tiny_model(seed=2)
     policy = HFPolicy(model, tokenizer, max_new_tokens=8)
@@ -121,6 +124,7 @@ def test_greedy_logprobs_match_a_forward_pass(dtype, atol):
         )
 
 
+@pytest.mark.slow
 def test_sampling_is_seeded_and_leaves_global_rng_alone(tiny):
     prompts = _prompts()
     before = torch.random.get_rng_state()
@@ -249,6 +253,7 @@ def _trainable(model) -> int:
 
 
 @pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing:FutureWarning")
+@pytest.mark.slow
 def test_add_lora_trains_only_the_adapter_and_still_generates():
     pytest.importorskip("peft")
     model, tokenizer = tiny_model()
@@ -264,6 +269,7 @@ def test_add_lora_trains_only_the_adapter_and_still_generates():
 
 
 @pytest.mark.filterwarnings("ignore:.*is_gradient_checkpointing:FutureWarning")
+@pytest.mark.slow
 def test_saved_adapter_reloads_to_the_same_outputs(tmp_path):
     pytest.importorskip("peft")
     model, tokenizer = tiny_model()
@@ -288,6 +294,7 @@ def test_saved_adapter_reloads_to_the_same_outputs(tmp_path):
 # --- in an environment ------------------------------------------------------------------
 
 
+@pytest.mark.slow
 def test_plays_a_gsm8k_episode(tiny):
     policy = HFPolicy(*tiny, max_new_tokens=16)
     env = llm_marl_envs.make("llm_marl_envs/GSM8K-v0", data_source="bundled")
@@ -307,6 +314,7 @@ def test_plays_a_gsm8k_episode(tiny):
     env.close()
 
 
+@pytest.mark.slow
 def test_tokenizer_padding_side_is_left_alone():
     model, tokenizer = tiny_model()
     tokenizer.padding_side = "right"

@@ -177,6 +177,7 @@ def hang(conn: socket.socket, stop: threading.Event) -> None:
 
 # ---------------------------------------------------------------------- the deadline
 @pytest.mark.parametrize("phase", ["headers", "body"])
+@pytest.mark.slow
 def test_a_trickling_server_fails_at_the_deadline(socket_server, make_client, phase):
     # One byte every 0.1 s: every socket read succeeds well within any per-read timeout, so
     # before the total deadline this hung until the server gave up.
@@ -198,6 +199,7 @@ def test_a_trickling_server_fails_at_the_deadline(socket_server, make_client, ph
     assert 1.9 < elapsed < 3.5  # two attempts of 1 s, plus a 0.01 s back-off
 
 
+@pytest.mark.slow
 def test_a_hanging_server_fails_after_timeout_times_attempts(socket_server, make_client):
     url = socket_server(hang)
     client = make_client(url, timeout=0.5, max_retries=2)
@@ -211,6 +213,7 @@ def test_a_hanging_server_fails_after_timeout_times_attempts(socket_server, make
     assert len(socket_server.connections) == 3
 
 
+@pytest.mark.slow
 def test_a_slow_answer_warns_once_per_prompt(socket_server, make_client):
     def slow(conn: socket.socket, stop: threading.Event) -> None:
         read_request(conn)

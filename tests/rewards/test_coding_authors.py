@@ -87,6 +87,8 @@ def test_cases_cover_the_variants(expected, cases):
     assert len(totals) > 20  # many distinct scores, not one repeated value
 
 
+@pytest.mark.shared_data  # CoopHumanEval cases: over 400 gated answers with them
+@pytest.mark.slow
 def test_static_gates_match_the_authors_code(expected, cases):
     checked = 0
     for case in cases:
@@ -100,6 +102,7 @@ def test_static_gates_match_the_authors_code(expected, cases):
     assert checked > 400
 
 
+@pytest.mark.slow
 def test_sandboxed_reward_matches_the_authors_code(expected, cases):
     selected = [c for i, c in enumerate(cases) if i % EVERY == 0 or c["id"].endswith("/endless")]
     mismatches = []

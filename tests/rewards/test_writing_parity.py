@@ -51,6 +51,7 @@ def _stop_level(parts: dict[str, float]) -> str:
 
 @pytest.mark.parametrize("task", ["tldr", "arxiv"])
 @pytest.mark.parametrize("impl", ["authors", "authors-2025"])
+@pytest.mark.slow
 def test_generated_pairs_match_the_authors_code_exactly(expected, generated, task, impl):
     data = expected["sets"][f"{task}/{impl}"]
     items = generated[task]
@@ -80,6 +81,7 @@ def test_edge_pairs_match_the_authors_code_exactly(expected, task, impl):
     assert ours == expected["sets"][f"{task}/{impl}"]["edge_totals"]
 
 
+@pytest.mark.slow
 def test_batched_and_trl_forms_use_the_same_implementation(expected, generated):
     items = generated["arxiv"][:300]
     want = [float.fromhex(h) for h in expected["sets"]["arxiv/authors"]["totals"][:300]]

@@ -15,6 +15,7 @@ from llm_marl_envs.policies.server import serve_policy
 from llm_marl_envs.rollout import RolloutError, read_jsonl, rollout
 
 torch = pytest.importorskip("torch")
+pytestmark = pytest.mark.slow  # model rollouts, over a second each
 
 SMALL = {  # short episodes: every env, a few turns
     "llm_marl_envs/GSM8K-v0": {"data_source": "bundled"},
@@ -161,7 +162,6 @@ def test_demo_runs_every_env_with_the_tiny_model(capsys):
     assert "Summary: tiny policy" in out and "MazeCollab-v1" in out and "DonorGame-v1" in out
 
 
-@pytest.mark.slow
 def test_the_embedded_model_plays_an_episode():
     policy = HFPolicy.from_spec("default", max_new_tokens=24)
     result = rollout(

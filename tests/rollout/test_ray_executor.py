@@ -24,7 +24,7 @@ MAZE = "llm_marl_envs/MazeCollab-v0"
 CODING = "llm_marl_envs/CoopCoding-v0"
 DATA = {"data_source": "bundled"}
 
-pytestmark = pytest.mark.usefixtures("ray_session")
+pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_session")]
 
 
 @pytest.fixture(autouse=True, scope="module")

@@ -134,6 +134,7 @@ CHILD = textwrap.dedent("""
 """)
 
 
+@pytest.mark.slow
 def test_a_writer_killed_mid_write_leaves_the_earlier_records_readable(tmp_path):
     chars = 2_000_000  # a 4 MB line, so a write takes long enough to be caught in the middle
     line_length = len(

@@ -23,6 +23,7 @@ def job(problem: dict, body: str, tests: list[str] | None = None) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_all_canonical_solutions_pass_whole_check(problems):
     results = run_many([job(p, p["canonical_solution"]) for p in problems.values()])
     failed = {
@@ -33,6 +34,7 @@ def test_all_canonical_solutions_pass_whole_check(problems):
     assert len(results) == 164 and not failed
 
 
+@pytest.mark.slow
 def test_all_canonical_solutions_pass_every_assert(problems):
     jobs = [job(p, p["canonical_solution"], split_asserts(p["test"])) for p in problems.values()]
     results = run_many(jobs)

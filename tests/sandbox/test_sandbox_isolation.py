@@ -34,6 +34,7 @@ from llm_marl_envs.sandbox import (
 
 REPO = Path(__file__).resolve().parents[2]
 SHARED_DATA = REPO.parent / "shared" / "data"
+pytestmark = pytest.mark.slow  # attacks on the isolation, each up to its time budget
 
 
 def _guarantee(caps: dict, name: str) -> None:

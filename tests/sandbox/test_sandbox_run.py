@@ -228,6 +228,7 @@ print(json.dumps({"caps": caps, "good": good.tests_passed, "loop": loop.timeouts
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="needs root to start a non-root interpreter")
+@pytest.mark.slow
 def test_non_root_fallback_runs_and_warns():
     def become_nobody() -> None:
         # The interpreter may live under a private home (/root/.pyenv): expose it first, as
@@ -267,6 +268,7 @@ def test_fast_limits_fixture_is_sane():
     assert FAST.timeout == 1.0
 
 
+@pytest.mark.slow
 def test_a_fork_server_killed_from_outside_is_replaced():
     with SandboxPool(1) as own:
         check_still_works(own)
@@ -287,6 +289,7 @@ pool.run("def f(x):\\n    while True: pass\\n", ["candidate(1)"], "f",
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="identifies the sandbox by its uid (root only)")
+@pytest.mark.slow
 def test_killing_the_parent_leaves_no_process_behind():
     parent = subprocess.Popen(
         [sys.executable, "-c", PARENT],

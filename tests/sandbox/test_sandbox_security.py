@@ -18,6 +18,7 @@ from sandbox_helpers import assert_no_leftovers, check_still_works
 from llm_marl_envs.sandbox import SandboxLimits, SandboxPool, default_hidden_paths
 
 REPO = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.slow  # hostile programs, each up to its time budget
 QUICK = SandboxLimits(timeout=1.0)
 TEST = ["assert candidate(1) == 'expected-7f3a'", "assert candidate(2) == 'expected-7f3a'"]
 
