@@ -210,8 +210,9 @@ class PolicyFactory:
     @property
     def generation(self) -> GenerationConfig:
         """The settings of this factory's model policies: a ``max_new_tokens`` of None is the
-        environment's token budget (:func:`~llm_marl_envs.registry.token_budget`)."""
-        if self._generation.max_new_tokens is None:
+        environment's token budget (:func:`~llm_marl_envs.registry.token_budget`; the
+        backend's default for a factory without an ``env_id``)."""
+        if self._generation.max_new_tokens is None and self.env_id:
             from llm_marl_envs.registry import token_budget
 
             self._generation = self._generation.replace(max_new_tokens=token_budget(self.env_id))
