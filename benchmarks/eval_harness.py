@@ -26,10 +26,12 @@ import platform
 import shutil
 import tempfile
 import time
+from contextlib import closing
 from pathlib import Path
 
-from llm_marl_envs.bench.evaluate import Team, _Policies, _task_seed, evaluate
+from llm_marl_envs.bench.evaluate import Team, _task_seed, evaluate, task_policies
 from llm_marl_envs.bench.suite import load_suite
+from llm_marl_envs.policies import ModelCache
 from llm_marl_envs.rollout import rollout
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -55,9 +57,10 @@ def bare(suite, index: int, spec: str, scratch: Path) -> float:
     import llm_marl_envs
 
     tick = time.perf_counter()  # from loading the model, as evaluate() does
-    pool = _Policies(suite.raw.get("seed", 0), {})
-    agents = llm_marl_envs.make(task.env, **task.kwargs).possible_agents
-    policies = pool.for_task(task, Team((spec,)).assign(agents), _task_seed(0, index))
+    models = ModelCache()
+    with closing(llm_marl_envs.make(task.env, **task.kwargs)) as env:
+        seats = Team((spec,)).assign(env.possible_agents)
+        policies = task_policies(models, task, env, seats, _task_seed(0, index))
     plan = task.episode_plan()
     rollout(
         task.env,
@@ -70,7 +73,7 @@ def bare(suite, index: int, spec: str, scratch: Path) -> float:
         progress=False,
     )
     seconds = time.perf_counter() - tick
-    pool.close()
+    models.close()
     return seconds
 
 

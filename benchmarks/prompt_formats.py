@@ -30,6 +30,7 @@ import time
 from pathlib import Path
 
 from llm_marl_envs.playing import DEMO_ENV_KWARGS
+from llm_marl_envs.policies import GenerationConfig
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.registry import latest_envs, token_budget
 from llm_marl_envs.rollout import rollout
@@ -61,11 +62,11 @@ NOTES = """\
 
 
 def measure(episodes: int, env_ids: list[str], max_new_tokens: int | None) -> list[dict]:
-    policy = HFPolicy.from_spec("default")  # greedy
+    model = HFPolicy.from_spec("default")  # greedy
     rows = []
     for env_id in env_ids:
         budget = max_new_tokens or token_budget(env_id)
-        policy.max_new_tokens = budget
+        policy = model.with_generation(GenerationConfig(max_new_tokens=budget))
         start = time.perf_counter()
         kwargs = DEMO_ENV_KWARGS.get(env_id, {})
         try:

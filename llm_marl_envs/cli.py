@@ -61,9 +61,9 @@ from llm_marl_envs.playing import (
     run_rollout,
     summary_table,
 )
-from llm_marl_envs.policies.base import Policy
+from llm_marl_envs.policies import GenerationConfig, ModelCache
 from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
-from llm_marl_envs.policies.specs import POLICY_SPECS, PolicyFactory
+from llm_marl_envs.policies.specs import POLICY_SPECS
 from llm_marl_envs.registry import (
     UnknownEnvironmentError,
     latest_envs,
@@ -127,22 +127,17 @@ def env_pages() -> dict[str, str]:
     return pages
 
 
-def _generation(args: argparse.Namespace, env_id: str | None = None) -> dict:
-    """Model sampling options from the command line (temperature 0 = greedy).
-
-    Without ``--max-new-tokens`` the budget is ``env_id``'s registry budget; with no
-    ``env_id`` (the demo, which plays several) it is left out and set per environment.
-    """
-    options = {}
-    if args.max_new_tokens is not None:
-        options["max_new_tokens"] = args.max_new_tokens
-    elif env_id is not None:
-        options["max_new_tokens"] = token_budget(env_id)
-    if args.dtype:
-        options["dtype"] = args.dtype
-    if args.temperature > 0:
-        options.update(do_sample=True, temperature=args.temperature, top_p=args.top_p)
-    return options
+def _generation(args: argparse.Namespace) -> GenerationConfig:
+    """Model settings from the command line (temperature 0 = greedy). Without
+    ``--max-new-tokens`` the budget is each environment's (the policy factory sets it)."""
+    sampling = args.temperature > 0
+    return GenerationConfig(
+        max_new_tokens=args.max_new_tokens,
+        do_sample=sampling,
+        temperature=args.temperature if sampling else 1.0,
+        top_p=args.top_p if sampling else 1.0,
+        dtype=args.dtype,
+    )
 
 
 def _add_model_options(parser: argparse.ArgumentParser) -> None:
@@ -191,21 +186,6 @@ def _size(text: str) -> int:
     if value < 1:
         raise argparse.ArgumentTypeError(f"must be at least 1 byte, got {text}")
     return value
-
-
-class _RolloutPolicyFactory(PolicyFactory):
-    """The policy factory, plus the rollout command's server options for ``openai:`` policies."""
-
-    def __init__(self, env_id: str, seed: int, server_options: dict, **generation) -> None:
-        super().__init__(env_id, seed, **generation)
-        self.server_options = server_options
-
-    def _model_policy(self, spec: str) -> Policy:
-        policy = super()._model_policy(spec)
-        if spec.startswith("openai:"):  # values were checked by argparse; read per request
-            for name, value in self.server_options.items():
-                setattr(policy, name, value)
-        return policy
 
 
 def _add_env_options(parser: argparse.ArgumentParser) -> None:
@@ -410,7 +390,7 @@ def _main(argv: list[str] | None) -> int:
                 agent_policies=agent_policies,
                 seed=args.seed,
                 env_kwargs=env_kwargs,
-                generation=_generation(args, args.env_id),
+                generation=_generation(args),
             )
         except EOFError:
             print("\nplay ended: end of input (Ctrl-D); the game was not finished")
@@ -429,13 +409,12 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
     them is printed; a Ctrl-C never ends in a traceback.
     """
     where = executor_options(args)
-    server_options = {
-        "timeout": args.timeout,
-        "max_retries": args.retries,
-        "max_response_bytes": args.max_response_bytes,
-    }
-    factory = _RolloutPolicyFactory(
-        args.env_id, args.seed, server_options, **_generation(args, args.env_id)
+    models = ModelCache(
+        server_options={
+            "timeout": args.timeout,
+            "max_retries": args.retries,
+            "max_response_bytes": args.max_response_bytes,
+        }
     )
     printed: list[str] = []
 
@@ -455,9 +434,10 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
             env_kwargs=env_kwargs,
             out=args.out,
             include_tokens=args.include_tokens,
+            generation=_generation(args),
             show=args.show,
             progress=False if args.no_progress else None,
-            factory=factory,
+            models=models,
             write=write,
             max_record_bytes=args.max_record_bytes,
             **where,
@@ -485,7 +465,7 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
         return 130
     finally:
         try:
-            factory.close()  # aborts requests still in flight, so Ctrl-C exits at once
+            models.close()  # aborts requests still in flight, so Ctrl-C exits at once
         except KeyboardInterrupt:
             pass
     return 0

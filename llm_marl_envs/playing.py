@@ -11,14 +11,20 @@ import math
 import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from typing import Any
 
 import yaml
 
 from llm_marl_envs.core.optional import MissingDependencyError
-from llm_marl_envs.policies.base import Policy, Prompt
-from llm_marl_envs.policies.specs import PolicyFactory
-from llm_marl_envs.registry import make, spec, token_budget
+from llm_marl_envs.policies import (
+    GenerationConfig,
+    ModelCache,
+    PolicyFactory,
+    Prompt,
+    build_policies,
+)
+from llm_marl_envs.registry import make, spec
 from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord
 
@@ -119,25 +125,6 @@ def _split_top_level(text: str) -> list[str]:
         current.append(char)
     parts.append("".join(current).strip())
     return [part for part in parts if part]
-
-
-def build_policies(
-    factory: PolicyFactory,
-    env_id: str,
-    default: str,
-    per_agent: Mapping[str, str],
-    env_kwargs: Mapping[str, Any],
-) -> dict[str, Policy]:
-    env = make(env_id, **env_kwargs)
-    unknown = sorted(set(per_agent) - set(env.possible_agents))
-    if unknown:
-        raise ValueError(
-            f"{env_id} has no agent(s) {unknown}; its agents are {env.possible_agents}"
-        )
-    return {
-        agent: factory(per_agent.get(agent, default), agent, env.action_space(agent))
-        for agent in env.possible_agents
-    }
 
 
 def summary_table(results: Mapping[str, RolloutResult]) -> str:
@@ -260,10 +247,10 @@ def run_rollout(
     env_kwargs: Mapping[str, Any] | None = None,
     out: str | None = None,
     include_tokens: bool = False,
-    generation: Mapping[str, Any] | None = None,
+    generation: GenerationConfig | None = None,
     show: int = 0,
     progress: bool | None = None,
-    factory: PolicyFactory | None = None,
+    models: ModelCache | None = None,
     write: Callable[[str], None] = print,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     executor: str | None = None,
@@ -271,13 +258,17 @@ def run_rollout(
 ) -> RolloutResult:
     """Build the policies, run :func:`~llm_marl_envs.rollout.rollout`, print a summary.
 
+    Model policies generate as ``generation`` says (default: greedy, the environment's token
+    budget), seeded with ``seed``; they are loaded into ``models`` (default: a cache of this
+    call's own, closed at the end).
+
     Raises :class:`~llm_marl_envs.rollout.RolloutError` after printing what finished.
     """
     spec(env_id)
     env_kwargs = dict(env_kwargs or {})
-    options = {"max_new_tokens": token_budget(env_id), **dict(generation or {})}
-    factory = factory or PolicyFactory(env_id, seed, **options)
-    policies = build_policies(factory, env_id, policy, dict(agent_policies or {}), env_kwargs)
+    factory = PolicyFactory(env_id, seed, generation=generation, models=models)
+    with closing(make(env_id, **env_kwargs)) as env:
+        policies = build_policies(factory, env, agent_policies, default=policy)
     try:
         result = rollout(
             env_id,
@@ -299,6 +290,8 @@ def run_rollout(
         if error.result.episodes:
             write(summary_table({env_id: error.result}))
         raise
+    finally:
+        factory.close()
     for record in result.episodes[:show]:
         write(format_episode(record))
     write(summary_table({env_id: result}))
@@ -318,7 +311,7 @@ def run_demo(
     policy: str = "default",
     episodes: int = 2,
     seed: int = 0,
-    generation: Mapping[str, Any] | None = None,
+    generation: GenerationConfig | None = None,
     write: Callable[[str], None] = print,
 ) -> dict[str, RolloutResult]:
     """Play every environment with one policy spec; print a transcript each and a summary.
@@ -328,40 +321,16 @@ def run_demo(
     ``max_new_tokens`` in ``generation`` each environment gets its registry budget
     (:func:`~llm_marl_envs.registry.token_budget`).
     """
-    model = policy not in ("scripted", "random")
-    factory_cache: dict[str, Policy] = {}
+    models = ModelCache()  # one model for all environments
     results = {}
     started = time.perf_counter()
-    for env_id in env_ids:
-        kwargs = DEMO_ENV_KWARGS.get(env_id, {}) if model else {}
-        options = {"max_new_tokens": token_budget(env_id), **dict(generation or {})}
-        factory = PolicyFactory(env_id, seed, **options)
-        factory._models = factory_cache  # one model for all environments
-        for shared in factory_cache.values():  # loaded for an earlier env: this env's budget
-            _set_token_budget(shared, options["max_new_tokens"])
-        budget = f", {options['max_new_tokens']} tokens per turn" if model else ""
-        write(
-            f"\n##### {env_id} ({policy} policy, {episodes} episode(s){budget}, "
-            f"{kwargs or 'default settings'})"
-        )
-        try:
-            make(env_id, **kwargs).close()
-        except MissingDependencyError as missing:  # the env needs an extra this install lacks
-            write(f"skipped: {' '.join(str(missing).split())}")
-            continue
-        policies = build_policies(factory, env_id, policy, {}, kwargs)
-        result = rollout(
-            env_id,
-            policies,
-            episodes=episodes,
-            batch_size=episodes,
-            seed=seed,
-            env_kwargs=kwargs,
-            progress=False,
-        )
-        write(format_episode(result.episodes[0], max_chars=400))
-        write(timing_line(result))
-        results[env_id] = result
+    try:
+        for env_id in env_ids:
+            result = _demo_one(env_id, policy, episodes, seed, generation, models, write)
+            if result is not None:
+                results[env_id] = result
+    finally:
+        models.close()
     write(
         f"\nSummary: {policy} policy, {episodes} episode(s) per environment, seed {seed}, "
         f"{time.perf_counter() - started:.0f} s in all"
@@ -370,11 +339,43 @@ def run_demo(
     return results
 
 
-def _set_token_budget(policy: Policy, tokens: int) -> None:
-    """Give a model policy shared across environments a new per-turn token budget."""
-    for name in ("max_new_tokens", "max_tokens"):  # transformers / OpenAI-compatible policies
-        if hasattr(policy, name):
-            setattr(policy, name, int(tokens))
+def _demo_one(
+    env_id: str,
+    policy: str,
+    episodes: int,
+    seed: int,
+    generation: GenerationConfig | None,
+    models: ModelCache,
+    write: Callable[[str], None],
+) -> RolloutResult | None:
+    """The demo of one environment (None when it needs an extra this install lacks)."""
+    model = policy not in ("scripted", "random")
+    kwargs = DEMO_ENV_KWARGS.get(env_id, {}) if model else {}
+    factory = PolicyFactory(env_id, seed, generation=generation, models=models)
+    budget = f", {factory.generation.max_new_tokens} tokens per turn" if model else ""
+    write(
+        f"\n##### {env_id} ({policy} policy, {episodes} episode(s){budget}, "
+        f"{kwargs or 'default settings'})"
+    )
+    try:
+        env = make(env_id, **kwargs)
+    except MissingDependencyError as missing:  # the env needs an extra this install lacks
+        write(f"skipped: {' '.join(str(missing).split())}")
+        return None
+    with closing(env):
+        policies = build_policies(factory, env, default=policy)
+    result = rollout(
+        env_id,
+        policies,
+        episodes=episodes,
+        batch_size=episodes,
+        seed=seed,
+        env_kwargs=kwargs,
+        progress=False,
+    )
+    write(format_episode(result.episodes[0], max_chars=400))
+    write(timing_line(result))
+    return result
 
 
 def run_play(
@@ -385,7 +386,7 @@ def run_play(
     agent_policies: Mapping[str, str] | None = None,
     seed: int | None = None,
     env_kwargs: Mapping[str, Any] | None = None,
-    generation: Mapping[str, Any] | None = None,
+    generation: GenerationConfig | None = None,
     read: Callable[[str], str] = input,
     write: Callable[[str], None] = print,
 ) -> dict[str, float]:
@@ -399,9 +400,8 @@ def run_play(
         )
     specs = {agent: "human" for agent in humans}
     specs.update({a: s for a, s in (agent_policies or {}).items() if a not in humans})
-    options = {"max_new_tokens": token_budget(env_id), **dict(generation or {})}
-    factory = PolicyFactory(env_id, seed or 0, **options)
-    policies = build_policies(factory, env_id, policy, specs, dict(env_kwargs or {}))
+    factory = PolicyFactory(env_id, seed or 0, generation=generation)
+    policies = build_policies(factory, env, specs, default=policy)
     for agent in humans:
         policies[agent].read, policies[agent].write = read, write
     env.reset(seed=seed)

@@ -10,6 +10,7 @@ import pytest
 import llm_marl_envs
 from llm_marl_envs.cli import _generation
 from llm_marl_envs.playing import run_demo, run_rollout
+from llm_marl_envs.policies import GenerationConfig, PolicyFactory
 from llm_marl_envs.registry import DEFAULT_TOKEN_BUDGET, load_registry, token_budget
 
 
@@ -37,14 +38,21 @@ def test_unknown_id_is_the_usual_error():
         token_budget("llm_marl_envs/Nope-v0")
 
 
-def _args(max_new_tokens):
-    return argparse.Namespace(max_new_tokens=max_new_tokens, dtype=None, temperature=0.0)
+def _args(max_new_tokens, temperature=0.0):
+    return argparse.Namespace(
+        max_new_tokens=max_new_tokens, dtype=None, temperature=temperature, top_p=0.9
+    )
 
 
 def test_cli_generation_uses_the_env_budget_unless_given():
-    assert _generation(_args(None), "llm_marl_envs/CoopCoding-v2") == {"max_new_tokens": 256}
-    assert _generation(_args(40), "llm_marl_envs/CoopCoding-v2") == {"max_new_tokens": 40}
-    assert _generation(_args(None)) == {}  # the demo sets it per environment
+    assert _generation(_args(40)) == GenerationConfig(max_new_tokens=40)
+    unset = _generation(_args(None))
+    assert unset.max_new_tokens is None  # the factory gives each environment its budget
+    coding = PolicyFactory("llm_marl_envs/CoopCoding-v2", generation=unset)
+    assert coding.generation.max_new_tokens == 256
+    assert _generation(_args(None, 0.7)) == GenerationConfig(
+        do_sample=True, temperature=0.7, top_p=0.9
+    )
 
 
 @pytest.mark.slow
@@ -84,7 +92,7 @@ def test_demo_gives_each_env_its_budget_with_one_shared_model():
         ["llm_marl_envs/MazeCollab-v1"],
         policy="tiny",
         episodes=1,
-        generation={"max_new_tokens": 8},
+        generation=GenerationConfig(max_new_tokens=8),
         write=lines.append,
     )
     assert any("8 tokens per turn" in line for line in lines)

@@ -109,6 +109,7 @@ def run_eval(args: argparse.Namespace) -> int:
     from llm_marl_envs.bench.evaluate import Team, evaluate
     from llm_marl_envs.bench.suite import load_suite
     from llm_marl_envs.playing import parse_assignments
+    from llm_marl_envs.policies import GenerationConfig
     from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 
     if args.batch_size < 1:
@@ -118,7 +119,7 @@ def run_eval(args: argparse.Namespace) -> int:
         suite = suite.with_data_sources(
             {k: str(v) for k, v in parse_assignments(args.data, "--data").items()}
         )
-    generation = {"dtype": args.dtype} if args.dtype else {}
+    generation = GenerationConfig(dtype=args.dtype)  # the suite sets the rest, per task
     where = executor_options(args)
     if args.pairings:
         return _run_pairings(args, suite, generation, where)
@@ -150,7 +151,7 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_pairings(args: argparse.Namespace, suite, generation: dict, where: dict) -> int:
+def _run_pairings(args: argparse.Namespace, suite, generation, where: dict) -> int:
     from llm_marl_envs.bench.pairings import run_pairings
     from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 

@@ -17,10 +17,11 @@ batched rollout engine with a :class:`Team` (a policy spec per seat), then score
   ``episodes`` file and removed;
 * ``results.json``: the scores with their intervals, per-item values and the manifest.
 
-Model policies are loaded once per spec and shared by every seat and task that names them
-(the engine batches their turns together); before each task they get the task's generation
-settings (greedy unless the suite samples, the task's token budget) and a seed derived from
-the suite seed and the task.
+Model policies are loaded once per spec (a :class:`~llm_marl_envs.policies.ModelCache`) and
+shared by every seat and task that names them (the engine batches their turns together); each
+task plays them with its own :class:`~llm_marl_envs.policies.GenerationConfig`: the task's
+generation settings (greedy unless the suite samples, the task's token budget) and a seed
+derived from the suite seed and the task (:func:`task_policies`).
 """
 
 from __future__ import annotations
@@ -30,14 +31,31 @@ import os
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.bench.suite import Item, Suite, Task, data_hash
+from llm_marl_envs.policies import (
+    GenerationConfig,
+    ModelCache,
+    Policy,
+    PolicyFactory,
+    build_policies,
+)
+from llm_marl_envs.registry import make
 from llm_marl_envs.rollout.records import EpisodeRecord
 
-__all__ = ["EvalError", "Team", "TaskRun", "evaluate", "load_episodes", "load_runs"]
+__all__ = [
+    "EvalError",
+    "Team",
+    "TaskRun",
+    "evaluate",
+    "load_episodes",
+    "load_runs",
+    "task_policies",
+]
 
 RESULTS_SCHEMA = "llm-marl-envs/results/1"
 
@@ -116,46 +134,26 @@ class TaskRun:
     assignment: dict[str, str]
 
 
-class _Policies:
-    """Policies by spec, loaded once and shared across seats and tasks."""
-
-    def __init__(self, seed: int, generation: Mapping[str, Any]) -> None:
-        self.seed, self.generation = seed, dict(generation)
-        self.models: dict[str, Any] = {}
-
-    def for_task(self, task: Task, assignment: Mapping[str, str], task_seed: int) -> dict:
-        from llm_marl_envs.playing import build_policies
-        from llm_marl_envs.policies.specs import PolicyFactory
-
-        settings = task.generation_settings()
-        factory = PolicyFactory(task.env, seed=task_seed, **{**self.generation, **settings})
-        factory._models = self.models  # one load per model spec for the whole evaluation
-        default = next(iter(assignment.values()))
-        policies = build_policies(factory, task.env, default, assignment, task.kwargs)
-        for policy in {id(p): p for p in policies.values()}.values():
-            _configure(policy, settings, task_seed)
-        return policies
-
-    def close(self) -> None:
-        for policy in self.models.values():
-            policy.close()
+def task_policies(
+    models: ModelCache,
+    task: Task,
+    env: Any,
+    assignment: Mapping[str, str],
+    seed: int,
+    generation: GenerationConfig | None = None,
+) -> dict[str, Policy]:
+    """The policies of ``task``'s seats (``assignment``: agent -> spec; ``env``: one of the
+    task's environments) over ``models``: the task's generation settings (greedy unless the
+    suite samples, the task's token budget) and ``seed`` on ``generation`` (where models run)."""
+    config = (generation or GenerationConfig()).replace(**task.generation_settings(), seed=seed)
+    factory = PolicyFactory(task.env, generation=config, models=models)
+    return build_policies(factory, env, assignment)
 
 
-def _configure(policy: Any, settings: Mapping[str, Any], seed: int) -> None:
-    """A task's generation settings on a (shared) model policy."""
-    if hasattr(policy, "max_new_tokens"):  # transformers
-        policy.max_new_tokens = int(settings["max_new_tokens"])
-        policy.temperature = float(settings["temperature"])
-        policy.top_p = float(settings["top_p"])
-        policy.do_sample = bool(settings["do_sample"]) and policy.temperature > 0
-    elif hasattr(policy, "max_tokens"):  # an OpenAI-compatible server
-        policy.max_tokens = int(settings["max_new_tokens"])
-        policy.temperature = float(settings["temperature"]) if settings["do_sample"] else 0.0
-        policy.top_p = float(settings["top_p"])
-    if hasattr(policy, "reseed"):
-        policy.reseed(seed)
-    elif hasattr(policy, "seed"):
-        policy.seed = seed
+def _placement(generation: GenerationConfig | None) -> dict[str, str]:
+    """Where the models run, as ``run.json`` records it (the fields that are set)."""
+    where = {"device": generation.device, "dtype": generation.dtype} if generation else {}
+    return {name: value for name, value in where.items() if value is not None}
 
 
 def _task_seed(suite_seed: int, task_index: int) -> int:
@@ -208,25 +206,26 @@ def load_runs(
     """The finished tasks of an evaluation folder (its ``episodes/<task>.jsonl[.gz]`` and
     ``.meta.json`` files), in suite order, as :class:`TaskRun` objects: what scoring needs.
     ``assignments``: each task's seat -> policy spec (a result's ``tasks[name]["team"]``)."""
-    folder = Path(folder)
     runs = []
     for task in suite.tasks:
-        path = folder / "episodes" / f"{task.name}.jsonl"
-        if not path.exists():
-            path = path.with_name(path.name + ".gz")
-            if not path.exists():
-                continue
-        items = {item.index: item for item in task.items}
-        episodes = [(items[x["item"]], x["sample"], x["record"]) for x in load_episodes(path)]
-        meta_file = folder / "episodes" / f"{task.name}.meta.json"
-        meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
-        assignment = dict((assignments or {}).get(task.name) or {})
-        runs.append(
-            TaskRun(
-                task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment
-            )
-        )
+        run = _load_run(task, Path(folder), dict((assignments or {}).get(task.name) or {}))
+        if run is not None:
+            runs.append(run)
     return runs
+
+
+def _load_run(task: Task, folder: Path, assignment: dict[str, str]) -> TaskRun | None:
+    """``task``'s finished run in ``folder``, or None when it has no episodes file."""
+    path = folder / "episodes" / f"{task.name}.jsonl"
+    if not path.exists():
+        path = path.with_name(path.name + ".gz")
+        if not path.exists():
+            return None
+    items = {item.index: item for item in task.items}
+    episodes = [(items[x["item"]], x["sample"], x["record"]) for x in load_episodes(path)]
+    meta_file = folder / "episodes" / f"{task.name}.meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    return TaskRun(task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment)
 
 
 def _finished(task: Task, progress: Path) -> dict[tuple[int, int], str]:
@@ -294,6 +293,31 @@ def _play_task(
     return done
 
 
+def _save_task(
+    task: Task, lines: dict[tuple[int, int], str], assignment: dict, out: Path, seconds: float
+) -> TaskRun:
+    """Write a finished task's ``episodes/<task>.jsonl`` and ``.meta.json`` (and remove its
+    progress files); return it as a :class:`TaskRun`."""
+    hashed = data_hash(task)
+    items = {item.index: item for item in task.items}
+    final = out / "episodes" / f"{task.name}.jsonl"
+    tmp = final.with_name(final.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for (i, sample), line in sorted(lines.items()):
+            handle.write(_episode_line(task, items[i], sample, line) + "\n")
+    episodes = [
+        (items[i], sample, EpisodeRecord.from_dict(json.loads(line)))
+        for (i, sample), line in sorted(lines.items())
+    ]
+    _write_json(
+        out / "episodes" / f"{task.name}.meta.json", {"wall_seconds": seconds, "data_hash": hashed}
+    )
+    os.replace(tmp, final)
+    for leftover in (out / "progress").glob(f"{task.name}.*"):
+        leftover.unlink()
+    return TaskRun(task, episodes, seconds, hashed, assignment)
+
+
 def evaluate(
     suite: Suite,
     team: Team,
@@ -303,7 +327,7 @@ def evaluate(
     batch_size: int = 8,
     progress: bool | None = None,
     entry: str | None = None,
-    generation: Mapping[str, Any] | None = None,
+    generation: GenerationConfig | None = None,
     write: Callable[[str], None] | None = None,
     executor: str | None = None,
     num_workers: int | None = None,
@@ -318,8 +342,9 @@ def evaluate(
         batch_size: Episodes played in lockstep per task.
         progress: A progress bar per task (default: on a terminal).
         entry: The entry's name in the results (default: the team's label).
-        generation: Extra model-policy options (e.g. ``{"dtype": "bfloat16"}``); the suite's
-            generation settings win where both set one.
+        generation: Where model policies run (``GenerationConfig(dtype="bfloat16")``); each
+            task's settings from the suite (sampling, token budget) and its seed replace the
+            other fields.
         write: Where status lines go (default: stderr).
         executor: Where the environments step: ``"local"`` (default) or ``"ray"`` (shards on
             ``num_workers`` Ray actors; the records, and so the scores, are the same).
@@ -338,7 +363,7 @@ def evaluate(
         "team": team.describe(),
         "tasks": [t.name for t in chosen],
         "batch_size": batch_size,
-        "generation": dict(generation or {}),
+        "generation": _placement(generation),
     }
     out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
@@ -363,54 +388,32 @@ def evaluate(
     if finished.exists() and all((out / "episodes" / f"{t.name}.jsonl").exists() for t in chosen):
         write(f"{out}: this evaluation is complete; its results are in {finished}")
         return json.loads(finished.read_text(encoding="utf-8"))
-    pool = _Policies(suite.raw.get("seed", 0), generation or {})
+    models = ModelCache()
     started = time.time()
     runs: list[TaskRun] = []
     try:
         for index, task in enumerate(chosen):
-            final = out / "episodes" / f"{task.name}.jsonl"
-            import llm_marl_envs
-
-            agents = list(llm_marl_envs.make(task.env, **task.kwargs).possible_agents)
-            assignment = team.assign(agents)
-            if final.exists():  # finished by an earlier run
-                lines = load_episodes(final)
-                items = {item.index: item for item in task.items}
-                episodes = [(items[x["item"]], x["sample"], x["record"]) for x in lines]
-                meta = json.loads((out / "episodes" / f"{task.name}.meta.json").read_text())
-                runs.append(
-                    TaskRun(task, episodes, meta["wall_seconds"], meta["data_hash"], assignment)
-                )
-                write(f"  {task.name}: done earlier ({len(episodes)} episodes)")
+            with closing(make(task.env, **task.kwargs)) as env:
+                assignment = team.assign(env.possible_agents)
+                earlier = _load_run(task, out, assignment)
+                if earlier is None:
+                    seed = _task_seed(suite.raw.get("seed", 0), index)
+                    policies = task_policies(models, task, env, assignment, seed, generation)
+            if earlier is not None:
+                write(f"  {task.name}: done earlier ({len(earlier.episodes)} episodes)")
+                runs.append(earlier)
                 continue
             tick = time.perf_counter()
-            policies = pool.for_task(task, assignment, _task_seed(pool.seed, index))
             lines = _play_task(
                 task, policies, out, batch_size, progress, write, executor, num_workers
             )
-            seconds = time.perf_counter() - tick
-            hashed = data_hash(task)
-            items = {item.index: item for item in task.items}
-            tmp = final.with_name(final.name + ".tmp")
-            with open(tmp, "w", encoding="utf-8") as handle:
-                for (i, sample), line in sorted(lines.items()):
-                    handle.write(_episode_line(task, items[i], sample, line) + "\n")
-            episodes = [
-                (items[i], sample, EpisodeRecord.from_dict(json.loads(line)))
-                for (i, sample), line in sorted(lines.items())
-            ]
-            _write_json(
-                out / "episodes" / f"{task.name}.meta.json",
-                {"wall_seconds": seconds, "data_hash": hashed},
+            runs.append(_save_task(task, lines, assignment, out, time.perf_counter() - tick))
+            write(
+                f"  {task.name}: {len(runs[-1].episodes)} episodes in {runs[-1].wall_seconds:.0f} s"
             )
-            os.replace(tmp, final)
-            for leftover in (out / "progress").glob(f"{task.name}.*"):
-                leftover.unlink()
-            runs.append(TaskRun(task, episodes, seconds, hashed, assignment))
-            write(f"  {task.name}: {len(episodes)} episodes in {seconds:.0f} s")
         results = scoring.score(suite, runs, entry=entry or team.label, team=team)
-        results["manifest"] = scoring.manifest(suite, team, runs, pool.models, run, started)
+        results["manifest"] = scoring.manifest(suite, team, runs, models.describe(), run, started)
     finally:
-        pool.close()
+        models.close()
     _write_json(out / "results.json", results)
     return results

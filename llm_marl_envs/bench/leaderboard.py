@@ -31,15 +31,18 @@ import re
 import shutil
 import warnings
 from collections.abc import Callable
+from contextlib import closing
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from llm_marl_envs.bench.evaluate import _Policies, load_episodes, load_runs
+from llm_marl_envs.bench.evaluate import load_episodes, load_runs, task_policies
 from llm_marl_envs.bench.metrics import item_value, metric_info
 from llm_marl_envs.bench.results import score
 from llm_marl_envs.bench.stats import Interval, tie_ranks
 from llm_marl_envs.bench.suite import Suite, data_hash, load_suite
+from llm_marl_envs.policies import ModelCache
+from llm_marl_envs.registry import make
 
 __all__ = [
     "DEFAULT_BOARD",
@@ -204,7 +207,7 @@ def verify_entry(
         pool += [(task, line) for line in load_episodes(folder / "episodes" / f"{task}.jsonl.gz")]
     chosen = random.Random(seed).sample(pool, min(sample, len(pool)))
     batch = results["manifest"].get("batch_size", 8)
-    policies = _Policies(suite.raw.get("seed", 0), {})
+    models = ModelCache()
     checks = []
     try:
         for task_name in sorted({t for t, _ in chosen}):
@@ -212,9 +215,12 @@ def verify_entry(
             lines = [line for t, line in chosen if t == task_name]
             seats = results["manifest"]["tasks"][task_name]["seats"]
             index = [t.name for t in suite.tasks].index(task_name)
+            seed = suite.raw.get("seed", 0) * 1_000 + index
+            with closing(make(task.env, **task.kwargs)) as env:
+                policies = task_policies(models, task, env, seats, seed)
             played = rollout(
                 task.env,
-                policies.for_task(task, seats, suite.raw.get("seed", 0) * 1_000 + index),
+                policies,
                 seeds=[line["seed"] for line in lines],
                 reset_options=[line["options"] for line in lines],
                 batch_size=batch,
@@ -241,7 +247,7 @@ def verify_entry(
                     + ("reproduced" if before == after and value == again else "DIFFERS")
                 )
     finally:
-        policies.close()
+        models.close()
     reproduced = sum(c["actions_match"] and c["score"] == c["replayed_score"] for c in checks)
     import llm_marl_envs
 

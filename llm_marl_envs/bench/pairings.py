@@ -39,6 +39,7 @@ from llm_marl_envs.bench.evaluate import EvalError, Team, evaluate
 from llm_marl_envs.bench.metrics import normalise
 from llm_marl_envs.bench.stats import bootstrap_mean, paired_difference, stable_seed
 from llm_marl_envs.bench.suite import Suite
+from llm_marl_envs.policies import GenerationConfig
 
 __all__ = ["crossplay", "run_pairings"]
 
@@ -74,7 +75,7 @@ def run_pairings(
     tasks: Sequence[str] | None = None,
     batch_size: int = 8,
     progress: bool | None = None,
-    generation: dict | None = None,
+    generation: GenerationConfig | None = None,
     write: Callable[[str], None] | None = None,
     executor: str | None = None,
     num_workers: int | None = None,

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import datetime as _dt
 import functools
-import hashlib
 import os
 import platform
 import subprocess
@@ -33,7 +32,7 @@ import numpy as np
 from llm_marl_envs.bench.metrics import item_value, normalise
 from llm_marl_envs.bench.stats import Interval, bootstrap_mean, stable_seed
 
-__all__ = ["RESAMPLES", "manifest", "overall_interval", "score", "weights_sha256"]
+__all__ = ["RESAMPLES", "manifest", "overall_interval", "score"]
 
 #: Bootstrap resamples for every interval of a result.
 RESAMPLES = 2000
@@ -121,54 +120,6 @@ def score(suite, runs, *, entry: str, team) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- manifest
-def weights_sha256(model: Any) -> str:
-    """sha256 over a torch model's state dict (names and raw bytes, in name order)."""
-    import torch
-
-    digest = hashlib.sha256()
-    for name, tensor in sorted(model.state_dict().items()):
-        raw = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)  # any dtype
-        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
-        digest.update(raw.numpy().tobytes())
-    return "sha256:" + digest.hexdigest()
-
-
-def _model_id(spec: str, config: Any) -> str:
-    """What a reader would call the model: the embedded one by name and source, a Hub id or
-    folder as given."""
-    if spec == "default":
-        from llm_marl_envs.models import embedded
-
-        return f"{embedded.MODEL_NAME} ({embedded.PACKAGE} {embedded.GGUF_FILE}, dequantised)"
-    if spec.startswith("ckpt:"):
-        return f"{spec} (trained from {getattr(config, '_name_or_path', '?')})"
-    if spec == "tiny":
-        return "tiny random-init GPT-2 (llm_marl_envs.models.tiny)"
-    return spec[len("hf:") :] if spec.startswith("hf:") else getattr(config, "_name_or_path", spec)
-
-
-def _policy_info(spec: str, policy: Any) -> dict[str, Any]:
-    model = getattr(policy, "model", None)
-    if model is not None and hasattr(model, "state_dict"):
-        params = list(model.parameters())
-        config = getattr(model, "config", None)
-        return {
-            "kind": "transformers",
-            "name": getattr(policy, "name", spec),
-            "model_id": _model_id(spec, config),
-            **(
-                {"checkpoint": policy.checkpoint["folder"]} if hasattr(policy, "checkpoint") else {}
-            ),
-            "architecture": type(model).__name__,
-            "parameters": sum(p.numel() for p in params),
-            "dtype": str(params[0].dtype).replace("torch.", "") if params else None,
-            "weights_sha256": weights_sha256(model),
-        }
-    if hasattr(policy, "base_url"):
-        return {"kind": "openai-compatible", "base_url": policy.base_url, "model_id": policy.model}
-    return {"kind": spec}
-
-
 @functools.lru_cache(maxsize=1)
 def _git_commit() -> str | None:
     """The package's git commit (with ``-dirty`` for local changes), when run from a checkout."""
@@ -221,8 +172,12 @@ def _hardware() -> dict[str, Any]:
     return info
 
 
-def manifest(suite, team, runs, models: dict, run: dict, started: float) -> dict[str, Any]:
-    """Everything needed to say what a result measured and to check it (module docstring)."""
+def manifest(
+    suite, team, runs, policies: dict[str, dict], run: dict, started: float
+) -> dict[str, Any]:
+    """Everything needed to say what a result measured and to check it (module docstring).
+    ``policies``: model spec -> what the model policy says of itself
+    (:meth:`~llm_marl_envs.policies.ModelCache.describe`)."""
     import llm_marl_envs
 
     tasks = {}
@@ -255,7 +210,7 @@ def manifest(suite, team, runs, models: dict, run: dict, started: float) -> dict
         "suite": {**run["suite"], "source": suite.source, "seed": suite.raw.get("seed", 0)},
         "tasks": tasks,
         "team": team.describe(),
-        "policies": {spec: _policy_info(spec, policy) for spec, policy in sorted(models.items())},
+        "policies": policies,
         "batch_size": run["batch_size"],
         "libraries": _versions(),
         "hardware": _hardware(),

@@ -18,7 +18,8 @@ the pioneer first; MAGRPO's learners list their agents).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+
+from llm_marl_envs.policies.generation import GenerationConfig
 
 from llm_marl_envs.models import checkpoints
 
@@ -56,9 +57,9 @@ def newest_checkpoint(run_dir: str | Path) -> Path:
     raise CheckpointError(f"ckpt: no checkpoint in {run_dir} verifies (newest: {errors[0]})")
 
 
-def checkpoint_policy(spec: str, **generation: Any):
-    """An ``HFPolicy`` from ``RUN_DIR[#LEARNER]`` (the part after ``ckpt:``); ``generation``
-    goes to the policy (``max_new_tokens``, ``do_sample``, ``temperature``, ``seed``, ...)."""
+def checkpoint_policy(spec: str, generation: GenerationConfig | None = None):
+    """An ``HFPolicy`` from ``RUN_DIR[#LEARNER]`` (the part after ``ckpt:``) that generates as
+    ``generation`` says; its weights in the run's dtype unless ``generation.dtype`` names one."""
     import torch
 
     from llm_marl_envs.policies.hf import HFPolicy
@@ -85,9 +86,13 @@ def checkpoint_policy(spec: str, **generation: Any):
     weights = payload.get("weights", payload.get("params"))
     if not isinstance(weights, dict):
         raise CheckpointError(f"ckpt:{spec}: learner_{learner}.pt holds no weights")
-    generation.setdefault("name", f"ckpt:{Path(path).name}#{learner}@{folder.name}")
-    dtype = args.get("dtype") if args.get("dtype") not in (None, "float32") else None
-    policy = HFPolicy.from_spec(args["model"], dtype=dtype, **generation)
+    generation = generation or GenerationConfig()
+    if generation.dtype is None and args.get("dtype") not in (None, "float32"):
+        generation = generation.replace(dtype=args["dtype"])
+    policy = HFPolicy.from_config(
+        args["model"], generation, name=f"ckpt:{Path(path).name}#{learner}@{folder.name}"
+    )
+    base = getattr(policy.model.config, "_name_or_path", "?")
     if args.get("lora"):
         policy.add_lora(r=args["lora_r"], alpha=args["lora_alpha"])
     known = dict(policy.model.named_parameters())
@@ -102,4 +107,5 @@ def checkpoint_policy(spec: str, **generation: Any):
             known[name].copy_(tensor)
     policy.model.eval()
     policy.checkpoint = {"folder": str(folder), "learner": learner, "args": args}
+    policy.model_id = f"ckpt:{spec} (trained from {base})"
     return policy

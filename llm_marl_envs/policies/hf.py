@@ -1,9 +1,16 @@
 """A :class:`~llm_marl_envs.policies.Policy` backed by a local transformers causal LM.
 
+>>> from llm_marl_envs.policies import GenerationConfig
 >>> from llm_marl_envs.policies.hf import HFPolicy
 >>> policy = HFPolicy.from_spec("default", max_new_tokens=48)         # doctest: +SKIP
 >>> policy = HFPolicy.from_spec("tiny", do_sample=True, seed=1)       # doctest: +SKIP
 >>> [c.text for c in policy.generate(prompts)]                        # doctest: +SKIP
+
+**Settings.** A :class:`~llm_marl_envs.policies.GenerationConfig` maps onto this class alone:
+:meth:`HFPolicy.from_config` loads the model where it says (device, dtype) and generates as it
+says; :meth:`HFPolicy.with_generation` gives a policy sharing the loaded model with other
+settings (one model, several tasks); :meth:`HFPolicy.describe` is what a results manifest
+records (model id, dtype, sha256 of the weights, ...).
 
 **Prompt.** With a chat template (by default when the tokenizer has one) the model sees
 ``prompt.messages`` rendered with ``add_generation_prompt=True``; a prompt without messages
@@ -37,6 +44,7 @@ model for a trainer (which then trains ``policy.model`` in place).
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import os
 import warnings
@@ -47,10 +55,11 @@ from llm_marl_envs.core.optional import require
 from llm_marl_envs.models.common import prepare_tokenizer, seeded
 from llm_marl_envs.models.loading import load_model
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
+from llm_marl_envs.policies.generation import GenerationConfig, resolve_device
 
 torch = require("torch", "train", "the transformers policy (HFPolicy)")
 
-__all__ = ["HFPolicy"]
+__all__ = ["HFPolicy", "weights_sha256"]
 
 
 class HFPolicy(Policy):
@@ -69,11 +78,13 @@ class HFPolicy(Policy):
             tokenizer has one.
         system_prompt: A system message used when the prompt's messages have none.
         batch_size: Prompts per ``model.generate`` call (memory bound); None: all at once.
-        device: Move the model there; None: leave it where it is.
+        device: Move the model there (``"auto"``: CUDA when available); None: leave it where
+            it is.
         return_logprobs: Fill ``Completion.logprobs``.
         lora_adapter: Folder of a saved peft LoRA adapter to load on top of ``model``.
         lora_trainable: Load that adapter trainable (to continue training it).
         name: Name for records; default ``"hf:<model name>"``.
+        model_id: What a manifest calls the model; default its ``_name_or_path``.
     """
 
     def __init__(
@@ -95,32 +106,22 @@ class HFPolicy(Policy):
         lora_adapter: str | os.PathLike[str] | None = None,
         lora_trainable: bool = False,
         name: str | None = None,
+        model_id: str | None = None,
     ) -> None:
-        if max_new_tokens < 1:
-            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
-        if not 0 <= min_new_tokens <= max_new_tokens:
-            raise ValueError(
-                f"min_new_tokens must be in [0, max_new_tokens={max_new_tokens}], got {min_new_tokens}"
-            )
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
-        if not 0.0 < top_p <= 1.0:
-            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        self.min_new_tokens = int(min_new_tokens)
+        self._set_generation(max_new_tokens, temperature, top_p, do_sample, seed)
         # Pads are placed by hand (on the left); the tokenizer's padding side is left alone.
         self.tokenizer = prepare_tokenizer(tokenizer, left_padding=False)
         if device is not None:
-            model.to(device)
+            model.to(resolve_device(device))
         if lora_adapter is not None:
             peft = require("peft", "train", "loading a LoRA adapter")
             model = peft.PeftModel.from_pretrained(
                 model, os.fspath(lora_adapter), is_trainable=lora_trainable
             )
         self.model = model
-        self.max_new_tokens = int(max_new_tokens)
-        self.min_new_tokens = int(min_new_tokens)
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.do_sample = bool(do_sample) and self.temperature > 0
         self.system_prompt = system_prompt
         self.batch_size = batch_size
         self.return_logprobs = return_logprobs
@@ -131,7 +132,9 @@ class HFPolicy(Policy):
         config = getattr(model, "config", None)
         model_name = getattr(config, "_name_or_path", "") or type(model).__name__
         self.name = name or f"hf:{model_name}"
-        self.reseed(seed)
+        self.model_id = model_id or model_name
+        #: The trainer's checkpoint this policy was loaded from (``ckpt:`` specs), or None.
+        self.checkpoint: dict[str, Any] | None = None
         self._warned_truncation = False
 
     @classmethod
@@ -144,10 +147,63 @@ class HFPolicy(Policy):
         **kwargs: Any,
     ) -> HFPolicy:
         """A policy over :func:`llm_marl_envs.models.load_model` (``"default"``, ``"tiny"``, a
-        Hub id or a folder); ``kwargs`` go to the constructor."""
-        model, tokenizer = load_model(spec, dtype=dtype, device=device)
+        Hub id or a folder); ``device`` as :func:`~llm_marl_envs.policies.generation.resolve_device`
+        takes it; ``kwargs`` go to the constructor."""
+        model, tokenizer = load_model(spec, dtype=dtype, device=resolve_device(device))
         kwargs.setdefault("name", f"hf:{os.fspath(spec)}")
+        kwargs.setdefault("model_id", _model_id(os.fspath(spec)))
         return cls(model, tokenizer, **kwargs)
+
+    @classmethod
+    def from_config(
+        cls, spec: str | os.PathLike[str], config: GenerationConfig, **kwargs: Any
+    ) -> HFPolicy:
+        """:meth:`from_spec` with the model loaded where ``config`` says (device, dtype) and
+        generating as it says; ``kwargs`` go to the constructor."""
+        return cls.from_spec(
+            spec, dtype=config.dtype, device=config.device, **_options(config), **kwargs
+        )
+
+    def with_generation(self, config: GenerationConfig) -> HFPolicy:
+        """A policy sharing this one's model that generates as ``config`` says (budget, or this
+        policy's when it names none; sampling; a fresh sampling stream from ``config.seed``);
+        the model stays where it was loaded, whatever ``config.device`` / ``config.dtype`` say."""
+        policy = copy.copy(self)
+        policy._set_generation(**_options(config, self.max_new_tokens))
+        return policy
+
+    def describe(self) -> dict[str, Any]:
+        """What a results manifest records about this policy: model id, checkpoint folder
+        (``ckpt:`` policies), architecture, parameter count, dtype, sha256 of the weights."""
+        params = list(self.model.parameters())
+        return {
+            "kind": "transformers",
+            "name": self.name,
+            "model_id": self.model_id,
+            **({"checkpoint": self.checkpoint["folder"]} if self.checkpoint else {}),
+            "architecture": type(self.model).__name__,
+            "parameters": sum(p.numel() for p in params),
+            "dtype": str(params[0].dtype).replace("torch.", "") if params else None,
+            "weights_sha256": weights_sha256(self.model),
+        }
+
+    def _set_generation(
+        self, max_new_tokens: int, temperature: float, top_p: float, do_sample: bool, seed: int
+    ) -> None:
+        if max_new_tokens < 1:
+            raise ValueError(f"max_new_tokens must be >= 1, got {max_new_tokens}")
+        if not 0 <= self.min_new_tokens <= max_new_tokens:
+            raise ValueError(
+                f"min_new_tokens must be in [0, max_new_tokens={max_new_tokens}], "
+                f"got {self.min_new_tokens}"
+            )
+        if not 0.0 < top_p <= 1.0:
+            raise ValueError(f"top_p must be in (0, 1], got {top_p}")
+        self.max_new_tokens = int(max_new_tokens)
+        self.temperature = float(temperature)
+        self.top_p = float(top_p)
+        self.do_sample = bool(do_sample) and self.temperature > 0
+        self.reseed(seed)
 
     # --- set-up -------------------------------------------------------------------------
 
@@ -344,6 +400,40 @@ class HFPolicy(Policy):
                 f"model's context of {context} tokens"
             )
         return limit
+
+
+def _options(config: GenerationConfig, max_new_tokens: int = 64) -> dict[str, Any]:
+    """The constructor's generation arguments from a :class:`GenerationConfig` (its
+    ``max_new_tokens`` when it names one, else ``max_new_tokens``)."""
+    return {
+        "max_new_tokens": config.max_new_tokens or max_new_tokens,
+        "temperature": config.temperature,
+        "top_p": config.top_p,
+        "do_sample": config.do_sample,
+        "seed": config.seed,
+    }
+
+
+def _model_id(spec: str) -> str:
+    """What a reader calls the model of a spec: the embedded and tiny ones by name and source,
+    a Hub id or folder as given."""
+    if spec == "default":
+        from llm_marl_envs.models import embedded
+
+        return f"{embedded.MODEL_NAME} ({embedded.PACKAGE} {embedded.GGUF_FILE}, dequantised)"
+    if spec == "tiny":
+        return "tiny random-init GPT-2 (llm_marl_envs.models.tiny)"
+    return spec
+
+
+def weights_sha256(model: Any) -> str:
+    """sha256 over a torch model's state dict (names and raw bytes, in name order)."""
+    digest = hashlib.sha256()
+    for name, tensor in sorted(model.state_dict().items()):
+        raw = tensor.detach().cpu().contiguous().reshape(-1).view(torch.uint8)  # any dtype
+        digest.update(f"{name}:{tensor.dtype}:{tuple(tensor.shape)}".encode())
+        digest.update(raw.numpy().tobytes())
+    return "sha256:" + digest.hexdigest()
 
 
 def _derive_seed(seed: int, call: int, batch: int) -> int:

@@ -53,12 +53,18 @@ memory. The refusal is a :class:`PolicyError` (not retried). Error bodies are re
 :meth:`OpenAIPolicy.close` aborts the requests in flight (their sockets are shut down), so a
 rollout stopped with Ctrl-C does not wait for a slow server.
 
+A :class:`~llm_marl_envs.policies.GenerationConfig` maps onto the request fields here alone
+(:meth:`OpenAIPolicy.from_config`, :meth:`OpenAIPolicy.with_generation`): ``max_new_tokens`` is
+``max_tokens``, greedy decoding is ``temperature: 0``, and ``seed`` is sent; where the model
+runs (``device``, ``dtype``) is the server's business.
+
 Only the standard library is used (``urllib.request``, with proxies from the environment);
 there is no connection pooling, so each request opens its own connection.
 """
 
 from __future__ import annotations
 
+import copy
 import http.client
 import json
 import logging
@@ -76,6 +82,7 @@ from typing import Any
 
 from llm_marl_envs.core.validation import check_int, check_number
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
+from llm_marl_envs.policies.generation import GenerationConfig
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAIPolicy", "SlowResponseWarning"]
 
@@ -236,6 +243,25 @@ class OpenAIPolicy(Policy):
         if model:
             kwargs["model"] = model
         return cls(base_url, **kwargs)
+
+    @classmethod
+    def from_config(cls, spec: str, config: GenerationConfig, **kwargs: Any) -> OpenAIPolicy:
+        """:meth:`from_spec` generating as ``config`` says (:meth:`with_generation`); the
+        server decides where its model runs. Keyword arguments go to the constructor."""
+        return cls.from_spec(spec, **kwargs, **_options(config))
+
+    def with_generation(self, config: GenerationConfig) -> OpenAIPolicy:
+        """A policy on this one's connection (its worker threads too: closing either closes
+        both) that asks for ``config``'s budget, sampling and seed: ``max_tokens`` is
+        ``max_new_tokens``, and greedy decoding is ``temperature: 0``."""
+        policy = copy.copy(self)
+        for name, value in _options(config).items():  # checked by GenerationConfig
+            setattr(policy, name, value)
+        return policy
+
+    def describe(self) -> dict[str, Any]:
+        """What a results manifest records about this policy: the server and model."""
+        return {"kind": "openai-compatible", "base_url": self.base_url, "model_id": self.model}
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, model={self.model!r})"
@@ -739,6 +765,19 @@ def _retry_after(error: urllib.error.HTTPError) -> float | None:
         return max(0.0, float(value)) if value is not None else None
     except ValueError:
         return None
+
+
+def _options(config: GenerationConfig) -> dict[str, Any]:
+    """The request settings of a :class:`GenerationConfig`, as this API names them (a
+    ``max_new_tokens`` of None leaves ``max_tokens`` as it is)."""
+    options = {
+        "temperature": config.temperature if config.do_sample else 0.0,
+        "top_p": config.top_p,
+        "seed": config.seed,
+    }
+    if config.max_new_tokens is not None:
+        options["max_tokens"] = config.max_new_tokens
+    return options
 
 
 def _is_number(value: Any) -> bool:

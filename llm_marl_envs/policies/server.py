@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from llm_marl_envs.core.validation import check_int
+from llm_marl_envs.core.validation import check_int, check_number
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 
 __all__ = ["PolicyServer", "serve_policy"]
@@ -89,8 +89,6 @@ class PolicyServer:
         host, port: Where it listens (``port`` is the real one when 0 was asked).
         model_name: The model id it reports.
         request_count: HTTP requests received so far (all endpoints, failed ones included).
-        requests: When started with ``record_requests=True``, one
-            ``{"method", "path", "headers", "body"}`` dict per request (a testing aid).
     """
 
     def __init__(
@@ -103,31 +101,18 @@ class PolicyServer:
         max_batch: int = 32,
         batch_wait: float = 0.01,
         api_key: str | None = None,
-        delay: float = 0.0,
-        fail_first: int = 0,
-        fail_status: int = 500,
-        record_requests: bool = False,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"serve_policy needs a Policy, got {policy!r}")
         check_int("max_batch", max_batch, 1)
-        if batch_wait < 0 or delay < 0:
-            raise ValueError("batch_wait and delay must be >= 0 seconds")
-        if fail_first < 0 or not 400 <= fail_status <= 599:
-            raise ValueError("fail_first must be >= 0 and fail_status an HTTP error status")
+        check_number("batch_wait", batch_wait, 0)
         self.policy = policy
         self.model_name = model_name
         self.max_batch = max_batch
         self.batch_wait = float(batch_wait)
-        self.delay = float(delay)
-        self.fail_first = fail_first
-        self.fail_status = fail_status
         self.request_count = 0
-        self.requests: list[dict[str, Any]] = []
         self._api_key = api_key
-        self._record = record_requests
         self._lock = threading.Lock()
-        self._closing = threading.Event()
         self._closed = False
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
 
@@ -163,7 +148,6 @@ class PolicyServer:
                 return
             self._closed = True
             self._queue.put(None)  # after every job already queued
-        self._closing.set()  # wakes handlers sleeping in an injected delay
         self._httpd.shutdown()
         self._httpd.server_close()
         self._worker.join()
@@ -232,15 +216,18 @@ class PolicyServer:
             job.completion = completion
             job.done.set()
 
-    def _count(self, method: str, path: str, headers: dict[str, str], body: Any) -> int:
-        """Count (and maybe record) a request; its 1-based number."""
+    def _count(self) -> int:
+        """Count a request; its 1-based number."""
         with self._lock:
             self.request_count += 1
-            if self._record:
-                self.requests.append(
-                    {"method": method, "path": path, "headers": headers, "body": body}
-                )
             return self.request_count
+
+    def _admit(
+        self, number: int, method: str, path: str, headers: dict[str, str], body: Any
+    ) -> None:
+        """Called with each request (numbered as received) before it is answered: every one is
+        admitted; a subclass may delay one or answer it with an error by raising
+        :class:`_RequestError` (the tests inject faults so)."""
 
 
 def serve_policy(
@@ -252,10 +239,6 @@ def serve_policy(
     max_batch: int = 32,
     batch_wait: float = 0.01,
     api_key: str | None = None,
-    delay: float = 0.0,
-    fail_first: int = 0,
-    fail_status: int = 500,
-    record_requests: bool = False,
 ) -> PolicyServer:
     """Serve ``policy`` on ``host:port`` (0 = a free port) from background threads.
 
@@ -267,11 +250,6 @@ def serve_policy(
         max_batch: Most prompts per ``policy.generate`` call.
         batch_wait: Seconds the worker waits for more requests after the first one arrives.
         api_key: If set, requests must send ``Authorization: Bearer <api_key>`` (else HTTP 401).
-        delay: Testing aid: seconds every request waits before it is handled (client timeouts).
-        fail_first: Testing aid: the first ``fail_first`` requests are answered ``fail_status``.
-        fail_status: Testing aid: the HTTP status of those injected failures.
-        record_requests: Testing aid: keep each request's method, path, headers and body in
-            ``server.requests``.
 
     Returns:
         The running :class:`PolicyServer`; call ``close()`` or use it in a ``with`` block.
@@ -284,10 +262,6 @@ def serve_policy(
         max_batch=max_batch,
         batch_wait=batch_wait,
         api_key=api_key,
-        delay=delay,
-        fail_first=fail_first,
-        fail_status=fail_status,
-        record_requests=record_requests,
     )
 
 
@@ -319,14 +293,9 @@ class _Handler(BaseHTTPRequestHandler):
             bad_body: _RequestError | None = error
         else:
             bad_body = None
-        number = srv._count(method, path, dict(self.headers.items()), body)
+        number = srv._count()
         try:
-            if srv.delay and srv._closing.wait(srv.delay):
-                raise _RequestError(503, "the server is shutting down", "server_error")
-            if number <= srv.fail_first:
-                raise _RequestError(
-                    srv.fail_status, f"injected failure {number}/{srv.fail_first}", "server_error"
-                )
+            srv._admit(number, method, path, dict(self.headers.items()), body)
             if srv._api_key is not None and self.headers.get("Authorization") != (
                 f"Bearer {srv._api_key}"
             ):

@@ -14,19 +14,39 @@ spec                          policy
 ``human``                     a person at the terminal
 ============================  ===============================================================
 
-Model policies are shared: :class:`PolicyFactory` loads each model once and gives the same
-policy object to every agent that names it, so the rollout engine batches their turns
-together.
+Model policies are shared: a :class:`ModelCache` loads each model once (per spec, device and
+dtype) and hands out policies over it, each with its own
+:class:`~llm_marl_envs.policies.GenerationConfig`; a :class:`PolicyFactory` builds the
+policies of one environment with one config and gives the same policy object to every agent
+that names the same model, so the rollout engine batches their turns together.
+:func:`build_policies` builds a policy for every agent of an environment.
+
+>>> import llm_marl_envs
+>>> from llm_marl_envs.policies import PolicyFactory, build_policies
+>>> maze = "llm_marl_envs/MazeCollab-v1"
+>>> factory = PolicyFactory(maze, seed=3)
+>>> policies = build_policies(factory, llm_marl_envs.make(maze), {"gnome_1": "random"}, "scripted")
+>>> {agent: policy.name for agent, policy in policies.items()}
+{'gnome_0': 'scripted:gnome_0', 'gnome_1': 'random'}
 """
 
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 from typing import Any
 
 from llm_marl_envs.policies.base import CallablePolicy, Completion, Policy, Prompt
+from llm_marl_envs.policies.generation import GenerationConfig
 
-__all__ = ["POLICY_SPECS", "HumanPolicy", "PolicyFactory", "RandomTextPolicy"]
+__all__ = [
+    "POLICY_SPECS",
+    "HumanPolicy",
+    "ModelCache",
+    "PolicyFactory",
+    "RandomTextPolicy",
+    "build_policies",
+]
 
 POLICY_SPECS = (
     "default",
@@ -87,19 +107,83 @@ class HumanPolicy(Policy):
         return answers
 
 
+class ModelCache:
+    """Model policies loaded once per (spec, device, dtype) and shared.
+
+    :meth:`policy` gives a policy with the asked :class:`GenerationConfig` over the loaded
+    model (``with_generation``: the weights are shared, the settings and sampling stream are
+    the policy's own), so an evaluation loads each model once and plays every task with that
+    task's settings.
+
+    Args:
+        server_options: More constructor arguments of ``openai:`` policies (``timeout``,
+            ``max_retries``, ``max_response_bytes``, ...).
+    """
+
+    def __init__(self, server_options: Mapping[str, Any] | None = None) -> None:
+        self.server_options = dict(server_options or {})
+        self._loaded: dict[tuple[str, str | None, str | None], Policy] = {}
+
+    def policy(self, spec: str, config: GenerationConfig) -> Policy:
+        """A policy of model ``spec`` that generates as ``config`` says."""
+        key = (spec, *config.placement)
+        if key not in self._loaded:
+            self._loaded[key] = self._load(spec, config)
+        return self._loaded[key].with_generation(config)
+
+    def describe(self) -> dict[str, dict[str, Any]]:
+        """Spec -> what a results manifest records about its model (``policy.describe()``), in
+        spec order (an evaluation loads each spec in one placement)."""
+        loaded = sorted(self._loaded.items(), key=lambda item: item[0][0])
+        return {spec: policy.describe() for (spec, *_), policy in loaded}
+
+    def close(self) -> None:
+        for policy in self._loaded.values():
+            policy.close()
+
+    def _load(self, spec: str, config: GenerationConfig) -> Policy:
+        if spec.startswith("openai:"):
+            from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+
+            return OpenAIPolicy.from_config(spec[len("openai:") :], config, **self.server_options)
+        if spec.startswith("ckpt:"):
+            from llm_marl_envs.policies.checkpoint import checkpoint_policy
+
+            return checkpoint_policy(spec[len("ckpt:") :], config)
+        if spec in ("default", "tiny") or spec.startswith("hf:"):
+            from llm_marl_envs.policies.hf import HFPolicy
+
+            return HFPolicy.from_config(spec.removeprefix("hf:"), config)
+        raise ValueError(f"unknown policy spec {spec!r}; use one of {', '.join(POLICY_SPECS)}")
+
+
 class PolicyFactory:
-    """Builds policies from specs; each model is loaded once and shared.
+    """Builds the policies of one environment from specs; each model spec gives one policy,
+    shared by every agent that names it (so the rollout engine batches their turns).
 
     Args:
         env_id: The environment (for ``scripted``).
-        seed: Seed of sampling and of the scripted / random policies.
-        generation: Keyword arguments for model policies (``max_new_tokens``,
-            ``temperature``, ``do_sample``, ...).
+        seed: Seed of the scripted and random policies and of sampling; None:
+            ``generation.seed``.
+        generation: How model policies generate (default: :class:`GenerationConfig`'s).
+        models: Where models are loaded (shared across factories, e.g. the tasks of an
+            evaluation); default: a cache of this factory's own, closed by :meth:`close`.
     """
 
-    def __init__(self, env_id: str, seed: int = 0, **generation: Any) -> None:
-        self.env_id, self.seed, self.generation = env_id, seed, generation
-        self._models: dict[str, Policy] = {}
+    def __init__(
+        self,
+        env_id: str,
+        seed: int | None = None,
+        *,
+        generation: GenerationConfig | None = None,
+        models: ModelCache | None = None,
+    ) -> None:
+        generation = generation or GenerationConfig()
+        self._generation = generation if seed is None else generation.replace(seed=seed)
+        self.env_id, self.seed = env_id, self._generation.seed
+        self.models = models or ModelCache()
+        self._own_models = models is None
+        self._policies: dict[str, Policy] = {}
 
     def __call__(self, spec: str, agent: str, action_space=None) -> Policy:
         if not isinstance(spec, str) or not spec:
@@ -119,29 +203,48 @@ class PolicyFactory:
             return RandomTextPolicy(action_space, self.seed * 1000 + offset)
         if spec == "human":
             return HumanPolicy()
-        if spec not in self._models:
-            self._models[spec] = self._model_policy(spec)
-        return self._models[spec]
+        if spec not in self._policies:
+            self._policies[spec] = self.models.policy(spec, self.generation)
+        return self._policies[spec]
 
-    def _model_policy(self, spec: str) -> Policy:
-        if spec.startswith("openai:"):
-            from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+    @property
+    def generation(self) -> GenerationConfig:
+        """The settings of this factory's model policies: a ``max_new_tokens`` of None is the
+        environment's token budget (:func:`~llm_marl_envs.registry.token_budget`; the
+        backend's default for a factory without an ``env_id``)."""
+        if self._generation.max_new_tokens is None and self.env_id:
+            from llm_marl_envs.registry import token_budget
 
-            options = {k: v for k, v in self.generation.items() if k in ("temperature", "top_p")}
-            if "max_new_tokens" in self.generation:
-                options["max_tokens"] = self.generation["max_new_tokens"]
-            return OpenAIPolicy.from_spec(spec[len("openai:") :], seed=self.seed, **options)
-        if spec.startswith("ckpt:"):
-            from llm_marl_envs.policies.checkpoint import checkpoint_policy
-
-            return checkpoint_policy(spec[len("ckpt:") :], seed=self.seed, **self.generation)
-        if spec in ("default", "tiny") or spec.startswith("hf:"):
-            from llm_marl_envs.policies.hf import HFPolicy
-
-            name = spec[len("hf:") :] if spec.startswith("hf:") else spec
-            return HFPolicy.from_spec(name, seed=self.seed, **self.generation)
-        raise ValueError(f"unknown policy spec {spec!r}; use one of {', '.join(POLICY_SPECS)}")
+            self._generation = self._generation.replace(max_new_tokens=token_budget(self.env_id))
+        return self._generation
 
     def close(self) -> None:
-        for policy in self._models.values():
-            policy.close()
+        """Close the models, unless they are a cache handed in (its owner closes it)."""
+        if self._own_models:
+            self.models.close()
+
+
+def build_policies(
+    factory: PolicyFactory,
+    env: Any,
+    per_agent: Mapping[str, str] | None = None,
+    default: str | None = None,
+) -> dict[str, Policy]:
+    """A policy for every agent of ``env`` (an environment of ``factory.env_id``, made by the
+    caller): the spec ``per_agent`` gives it, else ``default``.
+
+    Raises ``ValueError`` naming the environment's agents when ``per_agent`` names another
+    agent, or when an agent has no spec.
+    """
+    per_agent = dict(per_agent or {})
+    agents = list(env.possible_agents)
+    unknown = sorted(set(per_agent) - set(agents))
+    if unknown:
+        raise ValueError(f"{factory.env_id} has no agent(s) {unknown}; its agents are {agents}")
+    missing = [agent for agent in agents if agent not in per_agent and default is None]
+    if missing:
+        raise ValueError(f"no policy spec for {missing} of {factory.env_id}; give a default")
+    return {
+        agent: factory(per_agent.get(agent, default), agent, env.action_space(agent))
+        for agent in agents
+    }

@@ -276,3 +276,29 @@ def test_kill_9_mid_task_then_resume_keeps_every_finished_episode(tmp_path):
         if line["seed"] in kept:  # finished before the kill: kept as it was, not replayed
             assert line["record"].to_dict()["turns"] == kept[line["seed"]]
     assert results["complete"] and [len(lines[t]) for t in ("gsm8k", "maze", "donor")] == [6, 3, 2]
+
+
+def test_one_model_load_plays_every_task_with_its_own_settings(tmp_path, monkeypatch):
+    pytest.importorskip("torch")
+    from llm_marl_envs.policies import GenerationConfig, hf
+
+    loads = []
+    load_model = hf.load_model
+    monkeypatch.setattr(hf, "load_model", lambda *a, **k: loads.append(k) or load_model(*a, **k))
+    mini = {**MINI, "tasks": [dict(MINI["tasks"][0], rows="0:2", max_new_tokens=5)]}
+    mini["tasks"].append(dict(MINI["tasks"][1], seeds=[0], max_new_tokens=3))
+    out = tmp_path / "tiny"
+    results = evaluate(
+        parse_suite(mini),
+        Team.parse("tiny"),
+        out,
+        progress=False,
+        generation=GenerationConfig(dtype="float64", max_new_tokens=99),
+        write=lambda _: None,
+    )
+    assert loads == [{"dtype": "float64", "device": None}]  # one load, where the config says
+    for task, budget in (("gsm8k", 5), ("maze", 3)):  # the suite's budget, not the caller's
+        turns = [t for x in all_lines(out)[task] for t in x["record"].turns]
+        assert max(t.completion_tokens for t in turns) == budget
+    assert results["manifest"]["policies"]["tiny"]["dtype"] == "float64"
+    assert json.loads((out / "run.json").read_text())["generation"] == {"dtype": "float64"}

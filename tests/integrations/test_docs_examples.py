@@ -23,6 +23,7 @@ import numpy as np
 import pytest
 
 import llm_marl_envs
+from policy_server_helpers import FaultyPolicyServer
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 TEXT = PAGE.read_text(encoding="utf-8")
@@ -75,13 +76,12 @@ def vllm_stand_in():
     """The package's OpenAI-compatible server with the tiny model, as ``vllm serve MODEL`` is."""
     pytest.importorskip("torch")
     from llm_marl_envs.policies.hf import HFPolicy
-    from llm_marl_envs.policies.server import serve_policy
 
     servers, policies = [], []
 
     def start(model: str):
         policies.append(HFPolicy.from_spec("tiny", max_new_tokens=16))
-        servers.append(serve_policy(policies[-1], model_name=model, record_requests=True))
+        servers.append(FaultyPolicyServer(policies[-1], model_name=model))  # records requests
         return servers[-1]
 
     yield start

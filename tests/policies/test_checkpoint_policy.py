@@ -16,7 +16,7 @@ pytestmark = pytest.mark.slow  # trains a model to have a checkpoint
 from llm_marl_envs.bench.evaluate import Team, evaluate  # noqa: E402
 from llm_marl_envs.bench.suite import parse_suite  # noqa: E402
 from llm_marl_envs.policies.checkpoint import CheckpointError, checkpoint_policy  # noqa: E402
-from llm_marl_envs.policies.specs import PolicyFactory  # noqa: E402
+from llm_marl_envs.policies import GenerationConfig, PolicyFactory  # noqa: E402
 
 SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "magrpo.py"
 
@@ -51,7 +51,7 @@ def test_the_learners_weights_are_loaded(run):
 
     newest = run / "checkpoint" / "iteration-000004"
     saved = torch.load(newest / "learner_1.pt", weights_only=True)["params"]
-    policy = checkpoint_policy(f"{run}#1", max_new_tokens=4)
+    policy = checkpoint_policy(f"{run}#1", GenerationConfig(max_new_tokens=4))
     state = dict(policy.model.named_parameters())
     for name, tensor in saved.items():
         assert torch.equal(state[name], tensor), name
@@ -59,6 +59,10 @@ def test_the_learners_weights_are_loaded(run):
     name = "transformer.h.0.attn.c_attn.weight"
     assert not torch.equal(state[name], base.state_dict()[name])  # trained, not the base
     assert policy.checkpoint["learner"] == "1" and policy.name.startswith("ckpt:")
+    assert policy.max_new_tokens == 4
+    described = policy.describe()
+    assert described["model_id"].startswith(f"ckpt:{run}#1 (trained from ")
+    assert described["checkpoint"] == str(newest)
 
 
 def test_specs_in_a_team(run, tmp_path):

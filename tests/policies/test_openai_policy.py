@@ -18,7 +18,7 @@ import pytest
 
 from llm_marl_envs.policies import CallablePolicy, Completion, Policy, PolicyError, Prompt
 from llm_marl_envs.policies.openai_compat import OpenAIPolicy
-from llm_marl_envs.policies.server import PolicyServer, serve_policy
+from policy_server_helpers import FaultyPolicyServer
 
 SECRET = "sk-test-0123456789-secret"
 
@@ -88,10 +88,10 @@ def clean_env(monkeypatch):
 
 @pytest.fixture
 def start_server():
-    servers: list[PolicyServer] = []
+    servers: list[FaultyPolicyServer] = []
 
-    def start(policy: Policy | None = None, **kwargs) -> PolicyServer:
-        server = serve_policy(policy or CallablePolicy(echo), **kwargs)
+    def start(policy: Policy | None = None, **kwargs) -> FaultyPolicyServer:
+        server = FaultyPolicyServer(policy or CallablePolicy(echo), **kwargs)
         servers.append(server)
         return server
 
@@ -163,7 +163,7 @@ def http_json(url: str, body: bytes | None = None) -> tuple[int, dict]:
 
 # ---------------------------------------------------------------------- round trips
 def test_chat_round_trip(start_server, make_client):
-    server = start_server(record_requests=True, model_name="served")
+    server = start_server(model_name="served")
     client = make_client(
         server.url, model="served", max_tokens=16, seed=3, stop="\n", extra_body={"top_k": 5}
     )
@@ -185,7 +185,7 @@ def test_chat_round_trip(start_server, make_client):
 
 
 def test_completions_round_trip(start_server, make_client):
-    server = start_server(record_requests=True)
+    server = start_server()
     [completion] = make_client(server.url).generate([text_prompt("hello")])
     assert completion.text == "echo:hello"
     # use_chat=False sends the observation even when the prompt has messages
@@ -311,7 +311,7 @@ def test_connection_refused(make_client):
 
 # ---------------------------------------------------------------------- API key
 def test_api_key_is_sent_and_never_shown(start_server, make_client, monkeypatch):
-    server = start_server(api_key=SECRET, record_requests=True)
+    server = start_server(api_key=SECRET)
     client = make_client(server.url, api_key=SECRET)
     assert client.generate([chat_prompt("x")])[0].text == "echo:x"
     assert server.requests[-1]["headers"]["Authorization"] == f"Bearer {SECRET}"
@@ -367,7 +367,7 @@ def test_server_answer_shape(start_server):
 # ---------------------------------------------------------------------- token ids (vLLM)
 @pytest.mark.parametrize("prompt", [chat_prompt("x"), text_prompt("x")], ids=["chat", "text"])
 def test_token_ids_are_asked_for_and_filled_as_vllm_gives_them(start_server, make_client, prompt):
-    server = start_server(LogprobPolicy(), record_requests=True)
+    server = start_server(LogprobPolicy())
     [completion] = make_client(server.url, return_token_ids=True).generate([prompt])
     assert completion.text == "ok"
     assert completion.prompt_ids == [1, 2, 3] and completion.completion_ids == [7, 8]
