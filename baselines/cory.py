@@ -52,7 +52,7 @@ iteration), so ``--resume`` replays a killed run exactly; checkpoints are writte
 verified on resume, a bad one falls back to the previous one
 (``llm_marl_envs.models.checkpoints``).
 The command line (tyro), the checkpoint and resume check, the logs and the curves are the
-skeleton shared with ``magrpo.py`` (``baselines/common.py``).
+skeleton shared with ``magrpo.py`` (``baselines/training.py``).
 """
 
 from __future__ import annotations
@@ -72,7 +72,7 @@ import numpy as np
 try:  # the 'train' extra; without it, one line that names the fix instead of a traceback
     import torch
     from tqdm import tqdm
-    import tyro  # noqa: F401 - baselines/common.py parses the command line with it
+    import tyro  # noqa: F401 - baselines/training.py parses the command line with it
 except ModuleNotFoundError as missing:
     raise SystemExit(
         f"cory.py needs the 'train' extra ({missing.name} is not installed): "
@@ -80,17 +80,17 @@ except ModuleNotFoundError as missing:
     ) from None
 
 from llm_marl_envs.models import load_model
-from llm_marl_envs.models.common import seeded
+from llm_marl_envs.models.runtime import seeded
 from llm_marl_envs.models.scoring import completion_logprobs
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
-# baselines/common.py, the skeleton shared with magrpo.py (command line, checkpoints, logs,
+# baselines/training.py, the skeleton shared with magrpo.py (command line, checkpoints, logs,
 # curves): python puts this folder on sys.path when it runs this file as a script.
 if __package__:  # python -m llm_marl_envs.baselines.cory (an installed package)
-    from llm_marl_envs.baselines import common
+    from llm_marl_envs.baselines import training
 else:  # python baselines/cory.py
-    import common
+    import training
 
 IMDB, GSM8K = "llm_marl_envs/IMDBSentiment-v0", "llm_marl_envs/GSM8K-v0"
 ROLES = ("pioneer_0", "observer_0")
@@ -122,7 +122,7 @@ EVAL_SEED = 2**40  # evaluation episodes reset with EVAL_SEED + k (training seed
 class Args:
     env: str = IMDB
     """environment id: llm_marl_envs/IMDBSentiment-v0 or llm_marl_envs/GSM8K-v0"""
-    env_kwargs: common.JsonDict = None
+    env_kwargs: training.JsonDict = None
     """JSON dict of env arguments; None: {} for IMDB, {"data_source": "procedural",
     "difficulty": 1} for GSM8K (reward_mode is always set by --algo)"""
     algo: Literal["cory", "ppo"] = "cory"
@@ -204,7 +204,7 @@ class Args:
 def parse_args(argv: list[str] | None = None) -> Args:
     """Command line -> Args (tyro: one ``--kebab-case`` option per field, ``--no-...`` for
     booleans, the field docstrings as help)."""
-    return common.cli(Args, argv, description=__doc__.split("\n\n")[0])
+    return training.cli(Args, argv, description=__doc__.split("\n\n")[0])
 
 
 def resolve(args: Args) -> Args:
@@ -461,9 +461,9 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
 # ------------------------------------------------------------------ checkpoints and plots
 def save_checkpoint(out: Path, args: Args, learners, iteration: int, **state) -> None:
     """Write ``checkpoint/iteration-<iteration>/`` (the next iteration) atomically, with a
-    sha256 per file; the previous checkpoint stays as the fallback (``common.save_checkpoint``).
+    sha256 per file; the previous checkpoint stays as the fallback (``training.save_checkpoint``).
     ``state``: the metrics, evaluations and roles, for ``state.json``."""
-    common.save_checkpoint(
+    training.save_checkpoint(
         out,
         iteration,
         args,
@@ -483,14 +483,14 @@ def save_checkpoint(out: Path, args: Args, learners, iteration: int, **state) ->
 def load_checkpoint(out: Path, learners, args: Args) -> dict | None:
     """Restore the learners from the newest checkpoint that verifies (its args checked against
     ``args``); returns its state, or None (no good checkpoint: the run starts from scratch;
-    ``common.load_latest`` said why)."""
-    found = common.load_checkpoint(out, args)
+    ``training.load_latest`` said why)."""
+    found = training.load_checkpoint(out, args)
     if found is None:
         return None
     state, payloads = found
     for label, learner in learners.items():
         saved = payloads[f"learner_{label}"]
-        common.check_weights(saved["weights"], learner.weights(), args)
+        training.check_weights(saved["weights"], learner.weights(), args)
         with torch.no_grad():
             for name, tensor in learner.weights().items():
                 tensor.copy_(saved["weights"][name])
@@ -520,7 +520,7 @@ def plot(metrics: list[dict], path: Path, evals: list[dict] = (), title: str = "
             ]
         return title, lines
 
-    common.plot_curves(
+    training.plot_curves(
         path,
         metrics,
         [
@@ -602,7 +602,7 @@ def plan(args: Args) -> str:
 def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     """Run (or resume) training; returns the metrics and ``{role: learner}`` at the end."""
     args = resolve(args)
-    common.warn_if_bf16_is_slow(args.bf16_autocast)
+    training.warn_if_bf16_is_slow(args.bf16_autocast)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     out = Path(args.out_dir)
@@ -622,8 +622,8 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     if state is not None:  # the logs are rewritten from it: lines logged after it are dropped
         start, order = state["iteration"], state["order"]
         metrics, evals = state["metrics"], state["evals"]
-    common.write_log(out / "metrics.jsonl", metrics)
-    common.write_log(out / "eval.jsonl", evals)
+    training.write_log(out / "metrics.jsonl", metrics)
+    training.write_log(out / "eval.jsonl", evals)
 
     def seated() -> dict[str, Learner]:  # {role: learner}; ppo: the pioneer only
         return {role: learners[label] for role, label in zip(ROLES, order, strict=False)}
@@ -631,7 +631,7 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     def run_eval(updates: int) -> None:
         row = evaluate(args, seated(), env_kwargs, updates)
         evals.append(row)
-        common.append_log(out / "eval.jsonl", row)
+        training.append_log(out / "eval.jsonl", row)
         tqdm.write(
             f"eval after {updates} updates: "
             + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if k.startswith("task_reward"))
@@ -684,7 +684,7 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
         )
         metrics.append(row)
-        common.append_log(out / "metrics.jsonl", row)
+        training.append_log(out / "metrics.jsonl", row)
         bar.set_postfix(
             reward=f"{row['task_reward_mean']:.3f}", kl=f"{row['kl_pioneer']:.2f}", pioneer=order[0]
         )

@@ -52,7 +52,7 @@ restored anyway); the next iteration, the policy seeds, the args and the metrics
 verified on resume (``llm_marl_envs.models.checkpoints``): a bad checkpoint falls back to the
 previous one, no good one starts afresh. ``--resume`` continues exactly where a killed run
 stopped (same metrics, timing aside). The command line (tyro), the checkpoint and resume check,
-the logs and the curves are the skeleton shared with ``cory.py`` (``baselines/common.py``).
+the logs and the curves are the skeleton shared with ``cory.py`` (``baselines/training.py``).
 
 Usage::
 
@@ -87,7 +87,7 @@ import numpy as np
 try:  # the 'train' extra; without it, one line that names the fix instead of a traceback
     import torch
     from tqdm.auto import tqdm
-    import tyro  # noqa: F401 - baselines/common.py parses the command line with it
+    import tyro  # noqa: F401 - baselines/training.py parses the command line with it
 except ModuleNotFoundError as missing:
     raise SystemExit(
         f"magrpo.py needs the 'train' extra ({missing.name} is not installed): "
@@ -96,16 +96,16 @@ except ModuleNotFoundError as missing:
 
 import llm_marl_envs
 from llm_marl_envs.models.scoring import completion_logprobs
-from llm_marl_envs.playing import parse_env_args
+from llm_marl_envs.commands import parse_env_args
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
-# baselines/common.py, the skeleton shared with cory.py (command line, checkpoints, logs,
+# baselines/training.py, the skeleton shared with cory.py (command line, checkpoints, logs,
 # curves): python puts this folder on sys.path when it runs this file as a script.
 if __package__:  # python -m llm_marl_envs.baselines.magrpo (an installed package)
-    from llm_marl_envs.baselines import common
+    from llm_marl_envs.baselines import training
 else:  # python baselines/magrpo.py
-    import common
+    import training
 
 #: Metrics that measure the machine, not the algorithm (they differ between identical runs).
 TIMING_KEYS = (
@@ -193,7 +193,7 @@ class Args:
 
 def parse_args(argv=None) -> Args:
     """``Args`` from the command line (``argv`` None: ``sys.argv[1:]``)."""
-    args = common.cli(Args, argv, description=__doc__.split("\n\n")[0])
+    args = training.cli(Args, argv, description=__doc__.split("\n\n")[0])
     if args.group_size < 2:
         raise SystemExit("--group-size must be >= 2 (a group of one has no baseline)")
     return args
@@ -201,7 +201,7 @@ def parse_args(argv=None) -> Args:
 
 def parse_env_kwargs(text: str) -> dict:
     """``'{"a": 1}'`` or ``'a=1,b=x'`` -> dict: the syntax of ``llm-marl --env-arg`` too
-    (:func:`llm_marl_envs.playing.parse_env_args`)."""
+    (:func:`llm_marl_envs.commands.parse_env_args`)."""
     return parse_env_args(text)
 
 
@@ -294,7 +294,7 @@ def save_checkpoint(
     }
     payloads["torch_rng"] = torch.get_rng_state()  # unused by this script; restored all the same
     # the policy seeds are for the record only: the policies are reseeded at every iteration
-    common.save_checkpoint(
+    training.save_checkpoint(
         out_dir,
         next_iteration,
         args,
@@ -308,16 +308,16 @@ def save_checkpoint(
 def load_checkpoint(out_dir: Path, args: Args, learners) -> tuple[int, list[dict], list[dict]]:
     """Restore the learners from the newest checkpoint that verifies (its args checked against
     ``args``); returns the next iteration, the metrics and the evaluations so far: ``(0, [],
-    [])`` when there is no good one (the run starts from scratch; ``common.load_latest``
+    [])`` when there is no good one (the run starts from scratch; ``training.load_latest``
     said why)."""
-    found = common.load_checkpoint(out_dir, args)
+    found = training.load_checkpoint(out_dir, args)
     if found is None:
         return 0, [], []
     state, payloads = found
     for index, learner in enumerate(learners):
         saved, model = payloads[f"learner_{index}"], learner["policy"].model
         trainable = [n for n, p in model.named_parameters() if p.requires_grad]
-        common.check_weights(saved["params"], trainable, args)
+        training.check_weights(saved["params"], trainable, args)
         model.load_state_dict(saved["params"], strict=False)
         learner["optimizer"].load_state_dict(saved["optimizer"])
     torch.set_rng_state(payloads["torch_rng"])
@@ -329,7 +329,7 @@ def plot_curves(
 ) -> None:
     """Joint reward (mean ± std, max; the evaluations where they happened), loss and completion
     length per iteration, as a PNG."""
-    common.plot_curves(
+    training.plot_curves(
         path,
         metrics,
         [
@@ -395,7 +395,7 @@ def evaluate(args: Args, policies: dict, learners: list[dict], env_kwargs: dict,
 def main(argv=None) -> list[dict]:
     """Train; returns the metrics of every iteration (also in ``<out-dir>/metrics.jsonl``)."""
     args = parse_args(argv)
-    common.warn_if_bf16_is_slow(args.bf16_autocast)
+    training.warn_if_bf16_is_slow(args.bf16_autocast)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     env_name = args.env.split("/")[-1]
     out_dir = Path(args.out_dir or f"runs/{args.algo}-{env_name}-{args.seed}")
@@ -441,14 +441,16 @@ def main(argv=None) -> list[dict]:
     start, metrics, evals = 0, [], []  # evals: one row per evaluation
     if args.resume:  # the newest good checkpoint, or none: from scratch
         start, metrics, evals = load_checkpoint(out_dir, args, learners)
-    common.write_log(out_dir / "metrics.jsonl", metrics)  # drops lines logged after the checkpoint
-    common.write_log(out_dir / "eval.jsonl", evals)
+    training.write_log(
+        out_dir / "metrics.jsonl", metrics
+    )  # drops lines logged after the checkpoint
+    training.write_log(out_dir / "eval.jsonl", evals)
     title = f"{args.algo} on {env_name}, seed {args.seed}"
 
     def run_eval(updates: int) -> None:
         row = evaluate(args, policies, learners, env_kwargs, updates)
         evals.append(row)
-        common.append_log(out_dir / "eval.jsonl", row)
+        training.append_log(out_dir / "eval.jsonl", row)
         tqdm.write(
             f"eval after {updates} updates: joint reward {row['reward_mean']:.3f} "
             f"± {row['reward_std']:.3f} over {row['episodes']} fixed tasks"
@@ -538,7 +540,7 @@ def main(argv=None) -> list[dict]:
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB
         }
         metrics.append(row)
-        common.append_log(out_dir / "metrics.jsonl", row)
+        training.append_log(out_dir / "metrics.jsonl", row)
         bar.set_postfix(reward=f"{row['reward_mean']:.3f}", s_it=f"{seconds:.0f}")
 
         done = iteration + 1

@@ -1,4 +1,4 @@
-"""Speed of the leaderboard statistics (``llm_marl_envs.bench.stats``) on 100,000 episodes.
+"""Speed of the leaderboard statistics (``llm_marl_envs.evaluation.stats``) on 100,000 episodes.
 
 Times, with the defaults (95% level, 2,000 resamples):
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from llm_marl_envs.bench.stats import (
+from llm_marl_envs.evaluation.stats import (
     LEVEL,
     RESAMPLES,
     Interval,
@@ -149,7 +149,7 @@ def main() -> None:
         "# Speed of the leaderboard statistics",
         "",
         "Measured by `python benchmarks/bench_stats.py`: the functions of "
-        "`llm_marl_envs.bench.stats` with their defaults (95% percentile bootstrap, "
+        "`llm_marl_envs.evaluation.stats` with their defaults (95% percentile bootstrap, "
         f"{RESAMPLES:,} resamples, seed 0), best of {args.repeats} runs after a warm-up. Peak "
         "memory: what one call allocates, from `tracemalloc` in a separate untimed run. Raw "
         "figures: `bench_stats.json`.",

@@ -5,7 +5,7 @@ For each task of the ``lite`` suite it times, side by side in one run:
 * **bare**: loading the policies and ``llm_marl_envs.rollout.rollout`` of the task's frozen
   episodes (the same seeds, reset options, policies, generation settings and batch size),
   writing its JSONL records;
-* **harness**: ``llm_marl_envs.bench.evaluate.evaluate`` of that task into a fresh folder:
+* **harness**: ``llm_marl_envs.evaluation.evaluate.evaluate`` of that task into a fresh folder:
   the same rollout plus the run file, the progress plan, merging the records, hashing the
   data rows, scoring every metric with bootstrap intervals and the manifest (which hashes the
   model's weights).
@@ -29,8 +29,8 @@ import time
 from contextlib import closing
 from pathlib import Path
 
-from llm_marl_envs.bench.evaluate import Team, _task_seed, evaluate, task_policies
-from llm_marl_envs.bench.suite import load_suite
+from llm_marl_envs.evaluation.evaluate import Team, _task_seed, evaluate, task_policies
+from llm_marl_envs.evaluation.suite import load_suite
 from llm_marl_envs.policies import ModelCache
 from llm_marl_envs.rollout import rollout
 

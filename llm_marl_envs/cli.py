@@ -23,7 +23,7 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     Play one or more agents yourself in the terminal against models or scripted policies.
 ``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ...) [--tasks NAME ...] [--out DIR]``
     Evaluates a policy or a team on a frozen benchmark suite (``lite``, ``full``), resumably;
-    scores with 95% bootstrap intervals and a manifest (:mod:`llm_marl_envs.bench.cli`);
+    scores with 95% bootstrap intervals and a manifest (:mod:`llm_marl_envs.evaluation.cli`);
     ``--executor ray [--num-workers N]`` as for ``rollout``.
 ``llm-marl leaderboard add DIR | verify ENTRY | build [--out DIR]``
     Adds a checked evaluation to a board, verifies an entry by replay, or writes the static
@@ -42,7 +42,7 @@ import sys
 from pathlib import Path
 
 import llm_marl_envs
-from llm_marl_envs.bench.cli import (
+from llm_marl_envs.evaluation.cli import (
     add_eval_parser,
     add_executor_options,
     add_leaderboard_parser,
@@ -53,7 +53,7 @@ from llm_marl_envs.bench.cli import (
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.data.loading import DataSourceError
 
-from llm_marl_envs.playing import (
+from llm_marl_envs.commands import (
     parse_assignments,
     parse_env_args,
     run_demo,

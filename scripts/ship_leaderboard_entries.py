@@ -1,7 +1,7 @@
 """Make the leaderboard entries that ship with the package (maintainers' script).
 
 Evaluates the baselines and models on the ``lite`` suite, adds each result to the package's
-own board (``llm_marl_envs/bench/entries/``) with ``llm_marl_envs.bench.leaderboard.add_entry``
+own board (``llm_marl_envs/evaluation/entries/``) with ``llm_marl_envs.evaluation.leaderboard.add_entry``
 (the same checks as ``llm-marl leaderboard add``), verifies the deterministic ones by replay,
 and plays the cross-play of ``--pairings`` models on the lite suite's two-seat-sensitive games
 (maze and Donor). Existing entries are kept; pass ``--only NAME ...`` to (re)make some.
@@ -18,10 +18,10 @@ import json
 import shutil
 from pathlib import Path
 
-from llm_marl_envs.bench.evaluate import Team, evaluate
-from llm_marl_envs.bench.leaderboard import add_entry, shipped_entries, verify_entry
-from llm_marl_envs.bench.pairings import run_pairings
-from llm_marl_envs.bench.suite import load_suite
+from llm_marl_envs.evaluation.evaluate import Team, evaluate
+from llm_marl_envs.evaluation.leaderboard import add_entry, shipped_entries, verify_entry
+from llm_marl_envs.evaluation.pairings import run_pairings
+from llm_marl_envs.evaluation.suite import load_suite
 
 #: id -> (the policy of every seat, or a {seat: spec} team; display name; kind)
 ENTRIES = {

@@ -30,8 +30,9 @@ LAYERS = {
     "rollout": 5,
     "algorithms": 6,
     "integrations": 6,
-    "playing": 6,
-    "bench": 7,
+    "commands": 6,
+    "evaluation": 7,
+    "bench": 8,  # the deprecated alias of evaluation
     "cli": 8,
 }
 

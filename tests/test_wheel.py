@@ -66,16 +66,16 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     names = zipfile.ZipFile(wheel).namelist()
     [licence] = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
     assert b"Apache License" in zipfile.ZipFile(wheel).read(licence)
-    for trainer in ("cory", "magrpo", "compare", "common"):
+    for trainer in ("cory", "magrpo", "compare", "training"):
         assert f"llm_marl_envs/baselines/{trainer}.py" in names
     assert "llm_marl_envs/models/checkpoints.py" in names  # their checkpoint format
     # the benchmark's suites, site assets and shipped entries are package data
     for data in ("suites/lite.yaml", "suites/full.yaml", "site_assets/sort.js"):
-        assert f"llm_marl_envs/bench/{data}" in names
-    shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "bench" / "entries"
+        assert f"llm_marl_envs/evaluation/{data}" in names
+    shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "evaluation" / "entries"
     for path in shipped.rglob("*"):
         if path.is_file():
-            assert f"llm_marl_envs/bench/entries/{path.relative_to(shipped)}" in names
+            assert f"llm_marl_envs/evaluation/entries/{path.relative_to(shipped)}" in names
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"

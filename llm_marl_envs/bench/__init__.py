@@ -1,25 +1,35 @@
-"""Frozen evaluation of models and teams of models: suites, statistics, cross-play, leaderboard.
+"""Deprecated: the evaluation harness is :mod:`llm_marl_envs.evaluation` (it was ``bench``,
+a name that read like the speed scripts in ``benchmarks/``).
 
-``llm-marl eval`` and ``llm-marl leaderboard`` on the command line; in Python:
-
->>> from llm_marl_envs.bench import Team, evaluate, load_suite
->>> suite = load_suite("lite")
->>> [task.name for task in suite.tasks]
-['gsm8k', 'imdb', 'tldr', 'arxiv', 'coding', 'maze', 'donor']
-
-See ``docs/leaderboard.md`` for the suites, the statistics and how to submit an entry.
+``import llm_marl_envs.bench`` and its submodules (``llm_marl_envs.bench.stats``, ...) still
+work: they are the same module objects as ``llm_marl_envs.evaluation``'s, with a
+``DeprecationWarning``. This alias will be removed in a later release.
 """
 
-from llm_marl_envs.bench.evaluate import EvalError, Team, evaluate, load_episodes
-from llm_marl_envs.bench.suite import Suite, SuiteError, available_suites, load_suite
+import importlib
+import sys
+import warnings
 
-__all__ = [
-    "EvalError",
-    "Suite",
-    "SuiteError",
-    "Team",
-    "available_suites",
+from llm_marl_envs.evaluation import *  # noqa: F403 - the alias re-exports the package
+from llm_marl_envs.evaluation import __all__  # noqa: F401
+
+warnings.warn(
+    "llm_marl_envs.bench is now llm_marl_envs.evaluation: import that instead",
+    DeprecationWarning,
+    stacklevel=2,
+)
+
+for _name in (
+    "cli",
     "evaluate",
-    "load_episodes",
-    "load_suite",
-]
+    "leaderboard",
+    "metrics",
+    "pairings",
+    "results",
+    "site",
+    "stats",
+    "suite",
+):
+    _module = importlib.import_module(f"llm_marl_envs.evaluation.{_name}")
+    sys.modules[f"{__name__}.{_name}"] = _module
+    globals()[_name] = _module

@@ -30,8 +30,8 @@ _WHERE = {
     "EmbeddedModelMissingError": "llm_marl_envs.models.embedded",
     "load_default_model": "llm_marl_envs.models.embedded",
     "tiny_model": "llm_marl_envs.models.tiny",
-    "cache_dir": "llm_marl_envs.models.common",
-    "cpu_bf16_is_fast": "llm_marl_envs.models.common",
+    "cache_dir": "llm_marl_envs.models.runtime",
+    "cpu_bf16_is_fast": "llm_marl_envs.models.runtime",
     "load_model": "llm_marl_envs.models.loading",
 }
 

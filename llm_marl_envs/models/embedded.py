@@ -36,8 +36,8 @@ from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.core.optional import MissingDependencyError, require
-from llm_marl_envs.models.common import cache_dir as default_cache_dir
-from llm_marl_envs.models.common import prepare_tokenizer, resolve_dtype
+from llm_marl_envs.models.runtime import cache_dir as default_cache_dir
+from llm_marl_envs.models.runtime import prepare_tokenizer, resolve_dtype
 
 __all__ = [
     "GGUF_FILE",

@@ -6,7 +6,7 @@ import os
 from typing import Any
 
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.models.common import prepare_tokenizer, resolve_dtype
+from llm_marl_envs.models.runtime import prepare_tokenizer, resolve_dtype
 
 __all__ = ["load_model"]
 

@@ -141,7 +141,7 @@ def tiny_model(seed: int = 0, dtype: Any = None) -> tuple[Any, Any]:
         ``(model, tokenizer)``; the model is in eval mode on the CPU.
     """
     transformers = require("transformers", "train", "the tiny test model")
-    from llm_marl_envs.models.common import resolve_dtype, seeded
+    from llm_marl_envs.models.runtime import resolve_dtype, seeded
 
     tokenizer = tiny_tokenizer()
     config = transformers.GPT2Config(

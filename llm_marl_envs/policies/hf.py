@@ -52,7 +52,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.models.common import prepare_tokenizer, seeded
+from llm_marl_envs.models.runtime import prepare_tokenizer, seeded
 from llm_marl_envs.models.loading import load_model
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 from llm_marl_envs.policies.generation import GenerationConfig, resolve_device

@@ -36,6 +36,7 @@ import copy
 from collections.abc import Mapping
 from typing import Any
 
+from llm_marl_envs.core.validation import check_bool
 from llm_marl_envs.policies.base import CallablePolicy, Completion, Policy, Prompt
 from llm_marl_envs.policies.generation import GenerationConfig
 
@@ -168,6 +169,10 @@ class PolicyFactory:
         generation: How model policies generate (default: :class:`GenerationConfig`'s).
         models: Where models are loaded (shared across factories, e.g. the tasks of an
             evaluation); default: a cache of this factory's own, closed by :meth:`close`.
+        agent_streams: Random players draw from a stream of their own per agent (``seed *
+            1000`` plus an offset from the agent's name); False: every random player draws
+            from ``seed`` itself, as the evaluation harness seeds each seat with its task's
+            seed (the records of every ``llm-marl eval`` result are made so, and replay so).
     """
 
     def __init__(
@@ -177,12 +182,14 @@ class PolicyFactory:
         *,
         generation: GenerationConfig | None = None,
         models: ModelCache | None = None,
+        agent_streams: bool = True,
     ) -> None:
         generation = generation or GenerationConfig()
         self._generation = generation if seed is None else generation.replace(seed=seed)
         self.env_id, self.seed = env_id, self._generation.seed
         self.models = models or ModelCache()
         self._own_models = models is None
+        self.agent_streams = check_bool("agent_streams", agent_streams)
         self._policies: dict[str, Policy] = {}
 
     def __call__(self, spec: str, agent: str, action_space=None) -> Policy:
@@ -199,6 +206,8 @@ class PolicyFactory:
         if spec == "random":
             if action_space is None:
                 raise ValueError("the random policy needs the agent's action space")
+            if not self.agent_streams:
+                return RandomTextPolicy(action_space, self.seed)
             offset = sum(map(ord, agent))  # a different stream per agent, same for a seed
             return RandomTextPolicy(action_space, self.seed * 1000 + offset)
         if spec == "human":

@@ -13,7 +13,7 @@ from types import SimpleNamespace
 
 import pytest
 
-# The trainers import their shared skeleton as ``common``, as ``python baselines/cory.py`` lets
+# The trainers import their shared skeleton as ``training``, as ``python baselines/cory.py`` lets
 # them (Python puts a script's folder first on sys.path); the tests load them by path, so they
 # put that folder there the same way.
 BASELINES = str(Path(__file__).resolve().parents[2] / "baselines")

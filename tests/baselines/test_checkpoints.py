@@ -1,5 +1,5 @@
 """The checkpoint format (llm_marl_envs.models.checkpoints) as the trainers resume from it
-(common.load_latest) and as ``ckpt:`` reads it: atomic writes, checksums, the fallback and the
+(training.load_latest) and as ``ckpt:`` reads it: atomic writes, checksums, the fallback and the
 kept checkpoints.
 
 The trainer tests (test_cory.py, test_magrpo.py) inject the same faults into real runs and kill
@@ -19,7 +19,7 @@ import pytest
 torch = pytest.importorskip("torch")
 pytest.importorskip("tyro")
 
-import common  # noqa: E402 - baselines/common.py (conftest.py puts baselines/ on sys.path)
+import training  # noqa: E402 - baselines/training.py (conftest.py puts baselines/ on sys.path)
 
 from llm_marl_envs.models import checkpoints  # noqa: E402
 from llm_marl_envs.policies.checkpoint import CheckpointError, newest_checkpoint  # noqa: E402
@@ -60,7 +60,7 @@ def test_save_keeps_the_newest_two_with_checksums_and_clears_leftovers(tmp_path)
     (root / "iteration-000009").mkdir()
     save(root, 4)
     assert folders(root) == ["iteration-000003", "iteration-000004"]
-    state, payloads = common.load_latest(root)
+    state, payloads = training.load_latest(root)
     assert state["iteration"] == 4 and len(state["metrics"]) == 4
     torch.testing.assert_close(payloads["learner_A"]["weights"], torch.arange(2_000.0) * 4)
     # A checkpoint written again (after a resume fell back past a bad one) replaces the old folder.
@@ -138,7 +138,7 @@ def test_a_bad_checkpoint_is_named_in_one_line_and_the_previous_one_used(tmp_pat
     bad = save(root, 2) / name
     damage(bad)
     capsys.readouterr()
-    state, _ = common.load_latest(root)
+    state, _ = training.load_latest(root)
     assert state["iteration"] == 1
     lines = messages(capsys)
     assert len(lines) == 1, lines
@@ -148,12 +148,12 @@ def test_a_bad_checkpoint_is_named_in_one_line_and_the_previous_one_used(tmp_pat
 
 def test_no_good_checkpoint_means_a_fresh_start_with_one_line(tmp_path, capsys):
     root = tmp_path / "checkpoint"
-    assert common.load_latest(root) is None  # killed before the first checkpoint
+    assert training.load_latest(root) is None  # killed before the first checkpoint
     assert messages(capsys) == [f"--resume: no checkpoint in {root} yet; starting from scratch"]
     save(root, 1)
     flip(save(root, 2) / "learner_A.pt")
     (root / "iteration-000001" / "state.json").unlink()
-    assert common.load_latest(root) is None
+    assert training.load_latest(root) is None
     lines = messages(capsys)
     assert len(lines) == 2 and "iteration-000002/learner_A.pt fails its checksum" in lines[0]
     assert lines[1].endswith(
@@ -162,12 +162,12 @@ def test_no_good_checkpoint_means_a_fresh_start_with_one_line(tmp_path, capsys):
 
 
 def test_old_layouts_are_refused_in_one_line(tmp_path):
-    # (changed arguments are refused by common.check_resume: test_common.py)
+    # (changed arguments are refused by training.check_resume: test_common.py)
     root = tmp_path / "checkpoint"
     root.mkdir()
     (root / "state.pt").write_bytes(b"written by an earlier magrpo.py")
     with pytest.raises(SystemExit, match="earlier version .* move it away"):
-        common.load_latest(root)
+        training.load_latest(root)
 
 
 @pytest.mark.parametrize("fault", [f for f in FAULTS if f not in LOAD_FAULTS])

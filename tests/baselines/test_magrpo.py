@@ -222,7 +222,7 @@ def test_resume_refuses_changed_arguments(full_run):
     out, _ = full_run
     with pytest.raises(SystemExit) as refused:  # one line, no traceback
         magrpo.main([*TINY, "--lr", "5e-4", "--iterations", "5", "--resume", "--out-dir", str(out)])
-    assert str(refused.value) == (  # the message common.check_resume gives both trainers
+    assert str(refused.value) == (  # the message training.check_resume gives both trainers
         "--resume: --lr (checkpoint 0.001, now 0.0005) differs from the checkpoint's run; use "
         "the checkpoint's values, or a new --out-dir for a new run"
     )

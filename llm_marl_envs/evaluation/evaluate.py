@@ -1,0 +1,432 @@
+"""``llm-marl eval``: play a suite with a team of policies, resumably; write the records.
+
+:func:`evaluate` plays every task of a :class:`~llm_marl_envs.evaluation.suite.Suite` on the
+batched rollout engine with a :class:`Team` (a policy spec per seat), then scores it
+(:mod:`llm_marl_envs.evaluation.results`). The output folder holds:
+
+* ``run.json``: what is being run (suite hash, team, batch size), written first; a resume
+  with other settings is refused;
+* ``episodes/<task>.jsonl``: one line per episode once a task is complete: the task, item key,
+  sample, seed and reset options, and the full episode record (every turn's prompt, action,
+  reward components, format error, tokens generated);
+* ``progress/<task>.<n>.jsonl`` and ``.plan.json`` while a task is running: the engine writes
+  each finished episode as one complete line the moment it ends, and the plan maps its lines
+  to (item, sample). A run stopped in any way (Ctrl-C, a crash, ``kill -9``) keeps them; the
+  same command resumes and plays only the episodes no file holds, so nothing is played twice
+  and nothing finished is lost. A complete task's progress files are merged into its
+  ``episodes`` file and removed;
+* ``results.json``: the scores with their intervals, per-item values and the manifest.
+
+Model policies are loaded once per spec (a :class:`~llm_marl_envs.policies.ModelCache`) and
+shared by every seat and task that names them (the engine batches their turns together); each
+task plays them with its own :class:`~llm_marl_envs.policies.GenerationConfig`: the task's
+generation settings (greedy unless the suite samples, the task's token budget) and a seed
+derived from the suite seed and the task (:func:`task_policies`).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import sys
+import time
+from collections.abc import Callable, Mapping, Sequence
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from llm_marl_envs.evaluation.suite import Item, Suite, Task, data_hash
+from llm_marl_envs.policies import (
+    GenerationConfig,
+    ModelCache,
+    Policy,
+    PolicyFactory,
+    build_policies,
+)
+from llm_marl_envs.registry import make
+from llm_marl_envs.rollout.records import EpisodeRecord
+
+__all__ = [
+    "EvalError",
+    "Team",
+    "TaskRun",
+    "evaluate",
+    "load_episodes",
+    "load_runs",
+    "task_policies",
+]
+
+RESULTS_SCHEMA = "llm-marl-envs/results/1"
+
+
+class EvalError(ValueError):
+    """A user mistake in an evaluation (bad team, an output folder of another run, ...)."""
+
+
+def slug(text: str, fallback: str, sep: str = "-", max_chars: int = 80) -> str:
+    """``text`` as an entry id or a folder name: letters, digits and ``._+-`` kept, every other
+    run of characters replaced by ``sep``; ``fallback`` when nothing is left.
+
+    >>> slug("hf:Qwen/Qwen2.5 0.5B", "model", sep="_")
+    'hf_Qwen_Qwen2.5_0.5B'
+    """
+    return re.sub(r"[^A-Za-z0-9_.+-]+", sep, text).strip(sep)[:max_chars] or fallback
+
+
+@dataclass(frozen=True)
+class Team:
+    """A policy spec per seat: ``cycle[i % len(cycle)]`` for seat ``i`` of a task's agents,
+    unless ``named`` names the agent (``{"observer_0": "tiny"}``).
+
+    ``Team.parse("default")`` puts one spec in every seat; ``Team.parse(team=["0=default",
+    "1=tiny"])`` alternates two (seat 0, 2, ... and 1, 3, ...: the heterogeneous pairs of
+    :mod:`llm_marl_envs.evaluation.pairings`); ``observer_0=tiny`` names one agent.
+    """
+
+    cycle: tuple[str, ...]
+    named: tuple[tuple[str, str], ...] = ()
+
+    @classmethod
+    def parse(cls, policy: str | None = None, team: Sequence[str] | Mapping | None = None) -> Team:
+        if isinstance(team, Mapping):
+            team = [f"{k}={v}" for k, v in team.items()]
+        if bool(policy) == bool(team):
+            raise EvalError("give --policy SPEC (every seat) or --team SEAT=SPEC ..., not both")
+        if policy:
+            return cls((policy,))
+        indexed, named = {}, {}
+        for entry in team:
+            seat, sep, spec = str(entry).partition("=")
+            if not sep or not seat or not spec:
+                raise EvalError(f"--team takes SEAT=SPEC (SEAT: an index or agent), got {entry!r}")
+            if seat.isdigit():
+                indexed[int(seat)] = spec
+            else:
+                named[seat] = spec
+        if indexed and sorted(indexed) != list(range(len(indexed))):
+            raise EvalError(
+                f"--team seat indices must be 0..n-1 without gaps, got {sorted(indexed)}"
+            )
+        cycle = tuple(indexed[i] for i in range(len(indexed)))
+        if not cycle and named:
+            raise EvalError(
+                "--team names agents only; add 0=SPEC for the other seats (or use --policy)"
+            )
+        return cls(cycle, tuple(sorted(named.items())))
+
+    def assign(self, agents: Sequence[str]) -> dict[str, str]:
+        named = dict(self.named)
+        return {a: named.get(a, self.cycle[i % len(self.cycle)]) for i, a in enumerate(agents)}
+
+    def specs(self) -> list[str]:
+        return sorted(set(self.cycle) | {spec for _, spec in self.named})
+
+    def describe(self) -> dict[str, Any]:
+        return {"seats": list(self.cycle), "agents": dict(self.named)}
+
+    @property
+    def label(self) -> str:
+        text = " + ".join(self.cycle)
+        if self.named:
+            text += " (" + ", ".join(f"{a}={s}" for a, s in self.named) + ")"
+        return text
+
+
+@dataclass
+class TaskRun:
+    """A finished task: its episodes as (item, sample, record), and what it cost."""
+
+    task: Task
+    episodes: list[tuple[Item, int, EpisodeRecord]]
+    wall_seconds: float
+    data_hash: str | None
+    assignment: dict[str, str]
+
+
+def task_policies(
+    models: ModelCache,
+    task: Task,
+    env: Any,
+    assignment: Mapping[str, str],
+    seed: int,
+    generation: GenerationConfig | None = None,
+) -> dict[str, Policy]:
+    """The policies of ``task``'s seats (``assignment``: agent -> spec; ``env``: one of the
+    task's environments) over ``models``: the task's generation settings (greedy unless the
+    suite samples, the task's token budget) and ``seed`` on ``generation`` (where models run).
+    Every seat's player is seeded with ``seed``, random players too (one stream for all seats,
+    not one per agent: how every evaluation's records were made)."""
+    config = (generation or GenerationConfig()).replace(**task.generation_settings(), seed=seed)
+    factory = PolicyFactory(task.env, generation=config, models=models, agent_streams=False)
+    return build_policies(factory, env, assignment)
+
+
+def _placement(generation: GenerationConfig | None) -> dict[str, str]:
+    """Where the models run, as ``run.json`` records it (the fields that are set)."""
+    where = {"device": generation.device, "dtype": generation.dtype} if generation else {}
+    return {name: value for name, value in where.items() if value is not None}
+
+
+def _task_seed(suite_seed: int, task_index: int) -> int:
+    return suite_seed * 1_000 + task_index
+
+
+# --------------------------------------------------------------------------- files
+def _write_json(path: Path, value: Any) -> None:
+    """``value`` as JSON at ``path``, atomically (a reader never sees half a file)."""
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+def _episode_line(task: Task, item: Item, sample: int, record_line: str) -> str:
+    """One line of ``episodes/<task>.jsonl``: where the episode sits in the suite, then its
+    record (spliced in as the engine wrote it, not encoded again)."""
+    head = json.dumps(
+        {
+            "task": task.name,
+            "key": item.key,
+            "item": item.index,
+            "sample": sample,
+            "seed": item.seed,
+            "options": item.options,
+        }
+    )
+    return f'{head[:-1]}, "record": {record_line}}}'
+
+
+def load_episodes(path: str | Path) -> list[dict]:
+    """The lines of an ``episodes/<task>.jsonl`` file, each with its record as an
+    :class:`~llm_marl_envs.rollout.records.EpisodeRecord`."""
+    import gzip
+
+    lines = []
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(path, "rt", encoding="utf-8") as handle:
+        for line in handle:
+            if line.strip():
+                data = json.loads(line)
+                data["record"] = EpisodeRecord.from_dict(data["record"])
+                lines.append(data)
+    return lines
+
+
+def load_runs(
+    suite: Suite, folder: str | Path, assignments: Mapping[str, dict] | None = None
+) -> list[TaskRun]:
+    """The finished tasks of an evaluation folder (its ``episodes/<task>.jsonl[.gz]`` and
+    ``.meta.json`` files), in suite order, as :class:`TaskRun` objects: what scoring needs.
+    ``assignments``: each task's seat -> policy spec (a result's ``tasks[name]["team"]``)."""
+    runs = []
+    for task in suite.tasks:
+        run = _load_run(task, Path(folder), dict((assignments or {}).get(task.name) or {}))
+        if run is not None:
+            runs.append(run)
+    return runs
+
+
+def _load_run(task: Task, folder: Path, assignment: dict[str, str]) -> TaskRun | None:
+    """``task``'s finished run in ``folder``, or None when it has no episodes file."""
+    path = folder / "episodes" / f"{task.name}.jsonl"
+    if not path.exists():
+        path = path.with_name(path.name + ".gz")
+        if not path.exists():
+            return None
+    items = {item.index: item for item in task.items}
+    episodes = [(items[x["item"]], x["sample"], x["record"]) for x in load_episodes(path)]
+    meta_file = folder / "episodes" / f"{task.name}.meta.json"
+    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    return TaskRun(task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment)
+
+
+def _finished(task: Task, progress: Path) -> dict[tuple[int, int], str]:
+    """Episodes of ``task`` finished so far (by this run or stopped ones), by (item, sample):
+    each its record's JSON line as the engine wrote it."""
+    done: dict[tuple[int, int], str] = {}
+    for plan_file in sorted(progress.glob(f"{task.name}.*.plan.json")):
+        plan = json.loads(plan_file.read_text(encoding="utf-8"))
+        shard = plan_file.with_name(plan_file.name.replace(".plan.json", ".jsonl"))
+        if not shard.exists():
+            continue
+        with open(shard, encoding="utf-8") as handle:
+            for line in handle:
+                try:
+                    episode = json.loads(line)["episode"]
+                except (ValueError, KeyError):  # the last line, cut short by a kill
+                    continue
+                item, sample = plan["episodes"][episode]
+                done.setdefault((item, sample), line.rstrip("\n"))
+    return done
+
+
+def _play_task(
+    task: Task,
+    policies: dict,
+    out: Path,
+    batch_size: int,
+    progress: bool | None,
+    write,
+    executor: str | None = None,
+    num_workers: int | None = None,
+) -> dict[tuple[int, int], str]:
+    """Play the episodes of ``task`` that no earlier run finished; return all of them, by
+    (item, sample), as record lines."""
+    from llm_marl_envs.rollout import rollout
+
+    progress_dir = out / "progress"
+    progress_dir.mkdir(parents=True, exist_ok=True)
+    done = _finished(task, progress_dir)
+    plan = [
+        (item, sample) for item, sample in task.episode_plan() if (item.index, sample) not in done
+    ]
+    if done and plan:
+        write(f"  {task.name}: resuming, {len(done)} episodes kept, {len(plan)} to play")
+    if plan:
+        shard_no = len(list(progress_dir.glob(f"{task.name}.*.plan.json")))
+        shard = progress_dir / f"{task.name}.{shard_no}.jsonl"
+        _write_json(
+            shard.with_name(f"{task.name}.{shard_no}.plan.json"),
+            {"episodes": [[item.index, sample] for item, sample in plan]},
+        )
+        rollout(
+            task.env,
+            policies,
+            seeds=[item.seed for item, _ in plan],
+            reset_options=[item.options for item, _ in plan],
+            batch_size=batch_size,
+            env_kwargs=task.kwargs,
+            out=shard,
+            progress=progress,
+            executor=executor,
+            num_workers=num_workers,
+        )
+        done = _finished(task, progress_dir)
+    return done
+
+
+def _save_task(
+    task: Task, lines: dict[tuple[int, int], str], assignment: dict, out: Path, seconds: float
+) -> TaskRun:
+    """Write a finished task's ``episodes/<task>.jsonl`` and ``.meta.json`` (and remove its
+    progress files); return it as a :class:`TaskRun`."""
+    hashed = data_hash(task)
+    items = {item.index: item for item in task.items}
+    final = out / "episodes" / f"{task.name}.jsonl"
+    tmp = final.with_name(final.name + ".tmp")
+    with open(tmp, "w", encoding="utf-8") as handle:
+        for (i, sample), line in sorted(lines.items()):
+            handle.write(_episode_line(task, items[i], sample, line) + "\n")
+    episodes = [
+        (items[i], sample, EpisodeRecord.from_dict(json.loads(line)))
+        for (i, sample), line in sorted(lines.items())
+    ]
+    _write_json(
+        out / "episodes" / f"{task.name}.meta.json", {"wall_seconds": seconds, "data_hash": hashed}
+    )
+    os.replace(tmp, final)
+    for leftover in (out / "progress").glob(f"{task.name}.*"):
+        leftover.unlink()
+    return TaskRun(task, episodes, seconds, hashed, assignment)
+
+
+def evaluate(
+    suite: Suite,
+    team: Team,
+    out_dir: str | Path,
+    *,
+    tasks: Sequence[str] | None = None,
+    batch_size: int = 8,
+    progress: bool | None = None,
+    entry: str | None = None,
+    generation: GenerationConfig | None = None,
+    write: Callable[[str], None] | None = None,
+    executor: str | None = None,
+    num_workers: int | None = None,
+) -> dict:
+    """Play ``suite`` (or its ``tasks``) with ``team``; write and return ``results.json``.
+
+    Args:
+        suite: The suite (:func:`~llm_marl_envs.evaluation.suite.load_suite`).
+        team: Who plays each seat (:class:`Team`).
+        out_dir: Output folder; an earlier, stopped run of the same settings is resumed.
+        tasks: Task names to play (default: all).
+        batch_size: Episodes played in lockstep per task.
+        progress: A progress bar per task (default: on a terminal).
+        entry: The entry's name in the results (default: the team's label).
+        generation: Where model policies run (``GenerationConfig(dtype="bfloat16")``); each
+            task's settings from the suite (sampling, token budget) and its seed replace the
+            other fields.
+        write: Where status lines go (default: stderr).
+        executor: Where the environments step: ``"local"`` (default) or ``"ray"`` (shards on
+            ``num_workers`` Ray actors; the records, and so the scores, are the same).
+        num_workers: Ray actors per task with ``executor="ray"``.
+
+    Raises :class:`EvalError` for an output folder that holds another run, and the rollout's
+    ``RolloutInterrupted`` / ``RolloutError`` after saving the finished episodes.
+    """
+    from llm_marl_envs.evaluation import results as scoring
+
+    write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+    out = Path(out_dir)
+    chosen = [suite.task(name) for name in tasks] if tasks else list(suite.tasks)
+    run = {
+        "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
+        "team": team.describe(),
+        "tasks": [t.name for t in chosen],
+        "batch_size": batch_size,
+        "generation": _placement(generation),
+    }
+    out.mkdir(parents=True, exist_ok=True)
+    run_file = out / "run.json"
+    if run_file.exists():
+        before = json.loads(run_file.read_text(encoding="utf-8"))
+        if before != run:
+            changed = sorted(k for k in run if before.get(k) != run[k])
+            raise EvalError(
+                f"{out} holds another evaluation ({', '.join(changed)} differ); "
+                "use a new --out folder, or the same settings to resume it"
+            )
+    else:
+        _write_json(run_file, run)
+    (out / "episodes").mkdir(exist_ok=True)
+
+    write(
+        f"{suite.label}: {len(chosen)} tasks, "
+        f"{sum(len(t.episode_plan()) for t in chosen)} episodes, team {team.label}; "
+        f"records in {out}"
+    )
+    finished = out / "results.json"
+    if finished.exists() and all((out / "episodes" / f"{t.name}.jsonl").exists() for t in chosen):
+        write(f"{out}: this evaluation is complete; its results are in {finished}")
+        return json.loads(finished.read_text(encoding="utf-8"))
+    models = ModelCache()
+    started = time.time()
+    runs: list[TaskRun] = []
+    try:
+        for index, task in enumerate(chosen):
+            with closing(make(task.env, **task.kwargs)) as env:
+                assignment = team.assign(env.possible_agents)
+                earlier = _load_run(task, out, assignment)
+                if earlier is None:
+                    seed = _task_seed(suite.raw.get("seed", 0), index)
+                    policies = task_policies(models, task, env, assignment, seed, generation)
+            if earlier is not None:
+                write(f"  {task.name}: done earlier ({len(earlier.episodes)} episodes)")
+                runs.append(earlier)
+                continue
+            tick = time.perf_counter()
+            lines = _play_task(
+                task, policies, out, batch_size, progress, write, executor, num_workers
+            )
+            runs.append(_save_task(task, lines, assignment, out, time.perf_counter() - tick))
+            write(
+                f"  {task.name}: {len(runs[-1].episodes)} episodes in {runs[-1].wall_seconds:.0f} s"
+            )
+        results = scoring.score(suite, runs, entry=entry or team.label, team=team)
+        results["manifest"] = scoring.manifest(suite, team, runs, models.describe(), run, started)
+    finally:
+        models.close()
+    _write_json(out / "results.json", results)
+    return results

@@ -1,0 +1,644 @@
+"""The static leaderboard site: HTML files that open from ``file://``, no server, no network.
+
+:func:`build_site` turns the board data (made by
+:func:`llm_marl_envs.evaluation.leaderboard.build_board`; the shape is checked, see below) into:
+
+* ``index.html``: the suite, the rank rule, the overall table (rank, entry, kind, verified,
+  overall score, each task's primary metric) and one table per task (every metric), each score
+  as ``mean [lo, hi] (n)``, the overall and primary ones with an interval bar on the column's
+  common scale; rows of one rank shaded alike (a tie group, ``2=``); every column sortable by
+  a click; then the cross-play heatmaps with the solo scores, collaboration gaps and
+  seat-order effects;
+* ``entries/<id>.html``: an entry's team, verification, scores and manifest;
+* ``transcripts/<id>/<task>.html``: an entry's kept episodes of a task, turn by turn (each score
+  in the tables links here);
+* ``style.css`` and ``sort.js``: the look and the column sorting (no libraries, no network).
+
+The tables are plain HTML, readable with JavaScript off; ``sort.js`` only reorders rows by
+each cell's ``data-sort`` value (and keeps ``aria-sort`` on the headers). Every piece of text
+from the data is escaped, so model output shows as text, never as markup. The output depends
+only on the board (no clock, stable order), so two builds of one board are byte-identical.
+
+Entry ids may hold ``/`` or ``:`` (``hf:Qwen/Qwen2.5-0.5B``): their files are named by
+:func:`file_id`, a safe slug plus a short hash of the id.
+
+The board (keys marked ``?`` may be left out)::
+
+    {"title", "suite": {"name", "version", "hash"}, "generated"?, "rank_rule",
+     "tasks": [{"name", "env", "primary", "metrics": [...], "higher_is_better"?: {metric: bool},
+                "description"?}],
+     "entries": [{"id", "name", "kind"?, "verified"?: True | False | None, "team"?,
+                  "overall"?: {"mean", "lo", "hi", "n", "rank"?} | None,
+                  "tasks": {task: {"rank"?, "team"?, "metrics": {metric: interval | None},
+                                   "episodes"?: [{"key", "score"?, "turns": [{"agent",
+                                   "observation", "action", "reward"?, "format_error"?}]}]}},
+                  "manifest": {...}}],
+     "crossplay"?: {task: {"models": [...], "seats"?, "primary"?,
+                           "matrix": [[interval | None]] (row: the model in the first seat),
+                           "solo"?, "gap"?, "seat_order"?: {"A|B": interval}}}}
+
+where an interval is ``{"mean", "lo", "hi", "n"}``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import html
+import json
+import math
+import os
+import re
+import shutil
+import tempfile
+from collections import Counter
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+__all__ = ["build_site", "file_id", "validate_board"]
+
+#: The files and folders :func:`build_site` writes (and replaces) in its output folder.
+GENERATED = ("index.html", "style.css", "sort.js", "entries", "transcripts")
+ASSETS = ("style.css", "sort.js")
+INTERVAL_KEYS = ("mean", "lo", "hi", "n")
+_SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
+# C0 controls (but tab, newline, carriage return), DEL and lone surrogates cannot be written
+# as HTML text in UTF-8: they show as U+FFFD.
+_UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
+VERIFIED = {True: "verified", False: "not reproduced", None: "not checked"}
+
+
+# --------------------------------------------------------------------------- checks
+def _fail(path: str, problem: str = "is missing") -> None:
+    raise ValueError(f"leaderboard board data: '{path}' {problem}")
+
+
+def _need(obj: dict, key: str, path: str, kind: type | tuple[type, ...] | None = None) -> Any:
+    """``obj[key]``, or a ValueError naming ``path.key`` when it is missing or of a wrong type."""
+    where = f"{path}.{key}" if path else key
+    if key not in obj:
+        _fail(where)
+    value = obj[key]
+    if kind is not None and not isinstance(value, kind):
+        names = " or ".join(k.__name__ for k in (kind if isinstance(kind, tuple) else (kind,)))
+        _fail(where, f"must be a {names}, not {type(value).__name__}")
+    return value
+
+
+def _check_interval(value: Any, path: str, optional: bool = True) -> None:
+    if value is None and optional:
+        return
+    if not isinstance(value, dict):
+        _fail(path, f"must be an interval {{mean, lo, hi, n}}, not {type(value).__name__}")
+    for key in INTERVAL_KEYS:
+        number = _need(value, key, path, (int, float))
+        if isinstance(number, bool):
+            _fail(f"{path}.{key}", "must be a number, not bool")
+
+
+def validate_board(board: Any) -> None:
+    """Check the shape :func:`build_site` needs; a ValueError names the first bad key path
+    (``entries[2].tasks.maze.metrics.success.lo``)."""
+    if not isinstance(board, dict):
+        raise ValueError(f"leaderboard board data must be a dict, not {type(board).__name__}")
+    _need(board, "title", "", str)
+    suite = _need(board, "suite", "", dict)
+    for key in ("name", "version", "hash"):
+        _need(suite, key, "suite")
+    _need(board, "rank_rule", "", str)
+    tasks = _need(board, "tasks", "", list)
+    names = []
+    for i, task in enumerate(tasks):
+        path = f"tasks[{i}]"
+        if not isinstance(task, dict):
+            _fail(path, "must be a dict")
+        names.append(_need(task, "name", path, str))
+        _need(task, "env", path)
+        _need(task, "primary", path, str)
+        for j, metric in enumerate(_need(task, "metrics", path, list)):
+            if not isinstance(metric, str):
+                _fail(f"{path}.metrics[{j}]", "must be a str")
+        if "higher_is_better" in task:
+            _need(task, "higher_is_better", path, dict)
+    for name, count in Counter(names).items():
+        if count > 1:
+            _fail(f"tasks[{names.index(name)}].name", f"repeats the task name {name!r}")
+    entries = _need(board, "entries", "", list)
+    ids = []
+    for i, entry in enumerate(entries):
+        path = f"entries[{i}]"
+        if not isinstance(entry, dict):
+            _fail(path, "must be a dict")
+        ids.append(_need(entry, "id", path, str))
+        _need(entry, "name", path, str)
+        _need(entry, "manifest", path)
+        _check_interval(entry.get("overall"), f"{path}.overall")
+        for name, block in _need(entry, "tasks", path, dict).items():
+            _check_task_block(block, f"{path}.tasks.{name}")
+    for entry_id, count in Counter(ids).items():
+        if count > 1:
+            _fail(f"entries[{ids.index(entry_id)}].id", f"repeats the entry id {entry_id!r}")
+    crossplay = board.get("crossplay") or {}
+    if not isinstance(crossplay, dict):
+        _fail("crossplay", "must be a dict")
+    for name, block in crossplay.items():
+        _check_crossplay(block, f"crossplay.{name}")
+
+
+def _check_task_block(block: Any, path: str) -> None:
+    if not isinstance(block, dict):
+        _fail(path, "must be a dict")
+    for metric, value in _need(block, "metrics", path, dict).items():
+        _check_interval(value, f"{path}.metrics.{metric}")
+    for k, episode in enumerate(block.get("episodes") or []):
+        where = f"{path}.episodes[{k}]"
+        if not isinstance(episode, dict):
+            _fail(where, "must be a dict")
+        _need(episode, "key", where)
+        for t, turn in enumerate(_need(episode, "turns", where, list)):
+            if not isinstance(turn, dict):
+                _fail(f"{where}.turns[{t}]", "must be a dict")
+            for key in ("agent", "observation", "action"):
+                _need(turn, key, f"{where}.turns[{t}]")
+
+
+def _check_crossplay(block: Any, path: str) -> None:
+    if not isinstance(block, dict):
+        _fail(path, "must be a dict")
+    models = _need(block, "models", path, list)
+    matrix = _need(block, "matrix", path, list)
+    if len(matrix) != len(models):
+        _fail(f"{path}.matrix", f"has {len(matrix)} rows for {len(models)} models")
+    for r, row in enumerate(matrix):
+        if not isinstance(row, list) or len(row) != len(models):
+            _fail(f"{path}.matrix[{r}]", f"must be a list of {len(models)} cells")
+        for c, cell in enumerate(row):
+            _check_interval(cell, f"{path}.matrix[{r}][{c}]")
+    for key in ("solo", "gap", "seat_order"):
+        for name, value in (_need(block, key, path, dict) if key in block else {}).items():
+            _check_interval(value, f"{path}.{key}.{name}")
+
+
+# --------------------------------------------------------------------------- text
+def file_id(entry_id: str) -> str:
+    """A file name for an entry id (ids may hold ``/`` or ``:``): a slug plus a short hash."""
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", entry_id).strip("-.")[:60] or "entry"
+    return f"{slug}-{hashlib.sha256(entry_id.encode('utf-8', 'replace')).hexdigest()[:8]}"
+
+
+def task_file(name: str) -> str:
+    """A file name for a task: the name itself when it is safe, else a slug plus a hash."""
+    if _SAFE.fullmatch(name) and len(name) <= 60:
+        return name
+    return file_id(name)
+
+
+def _e(value: Any) -> str:
+    """``value`` as HTML text, safe in element content and in quoted attributes."""
+    text = html.escape(str(value), quote=True)
+    return _UNPRINTABLE.sub("\ufffd", text) if _UNPRINTABLE.search(text) else text
+
+
+def _finite(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "—"
+    if not _finite(value):
+        return _e(value)
+    return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
+
+
+def _sort_key(value: Any) -> str:
+    """A ``data-sort`` number: ``repr`` of a finite float, else empty (sorted last)."""
+    return repr(float(value)) if _finite(value) else ""
+
+
+def _interval_text(value: dict) -> str:
+    return (
+        f"{_fmt(value['mean'])} <small>[{_fmt(value['lo'])}, {_fmt(value['hi'])}] "
+        f"({_e(value['n'])})</small>"
+    )
+
+
+# --------------------------------------------------------------------------- pieces
+class Scale:
+    """A column's common scale for its interval bars: from min(0, lowest bound) to the
+    highest bound."""
+
+    def __init__(self, values: list[dict | None]) -> None:
+        bounds = [v[k] for v in values if v for k in ("lo", "hi", "mean") if _finite(v[k])]
+        self.low = min([0.0, *bounds])
+        self.high = max([self.low, *bounds])
+        if self.high - self.low < 1e-12:
+            self.high = self.low + 1.0
+
+    def pct(self, value: Any) -> float:
+        """Where ``value`` lies on the scale, in percent (clamped)."""
+        if not _finite(value):
+            return 0.0
+        share = (min(max(value, self.low), self.high) - self.low) / (self.high - self.low)
+        return round(100 * share, 1)
+
+    def bar(self, value: dict) -> str:
+        """The interval as a band and the mean as a tick (CSS, positioned in percent)."""
+        lo, hi, mean = self.pct(value["lo"]), self.pct(value["hi"]), self.pct(value["mean"])
+        return (
+            f'<span class="bar" aria-hidden="true"><span class="ci" style="left:{lo}%;'
+            f'width:{max(round(hi - lo, 1), 0.0)}%"></span><span class="mu" '
+            f'style="left:{mean}%"></span></span>'
+        )
+
+
+def _score_cell(value: dict | None, scale: Scale | None, link: str | None = None) -> str:
+    """A table cell: the bar (when there is a ``scale``) and ``mean [lo, hi] (n)``, linked; a
+    dash when there is no value."""
+    if not value:
+        return '<td class="num none" data-sort="">—</td>'
+    text = _interval_text(value)
+    if link:
+        text = f'<a href="{_e(link)}">{text}</a>'
+    if scale is None:
+        return f'<td class="num" data-sort="{_sort_key(value["mean"])}">{text}</td>'
+    return f'<td class="num b" data-sort="{_sort_key(value["mean"])}">{scale.bar(value)}{text}</td>'
+
+
+def _header(columns: list[tuple[str, str, str]]) -> str:
+    """``<thead>`` of sortable columns: (label, "num" | "text", tooltip)."""
+    cells = "".join(
+        f'<th scope="col" data-type="{kind}" aria-sort="none"'
+        + (f' title="{_e(tip)}"' if tip else "")
+        + f'><button type="button">{_e(label)}</button></th>'
+        for label, kind, tip in columns
+    )
+    return f"<thead><tr>{cells}</tr></thead>"
+
+
+def _rank_rows(ranks: list[int | None]) -> list[tuple[str, str]]:
+    """Per row (in rank order): its band class, alternating from one tie group to the next,
+    and its rank cell (``2=`` when the rank is shared)."""
+    counts = Counter(r for r in ranks if r is not None)
+    rows, band, previous = [], 1, object()
+    for rank in ranks:
+        if rank != previous:
+            band, previous = 1 - band, rank
+        shared = counts[rank] if rank is not None else 0
+        text = "—" if rank is None else (f"{rank}=" if shared > 1 else str(rank))
+        tip = f' title="{shared} entries share rank {rank}"' if shared > 1 else ""
+        cell = f'<td class="num rank" data-sort="{_sort_key(rank)}"{tip}>{text}</td>'
+        rows.append((f"band{band}", cell))
+    return rows
+
+
+def _entry_link(entry: dict) -> str:
+    return (
+        f'<td class="name" data-sort="{_e(entry["name"].lower())}"><a href="entries/'
+        f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a></td>'
+    )
+
+
+def _transcript_link(entry: dict, task: str) -> str:
+    return f"transcripts/{file_id(entry['id'])}/{task_file(task)}.html"
+
+
+def _metric_tip(task: dict, metric: str) -> str:
+    better = (task.get("higher_is_better") or {}).get(metric)
+    return {True: "higher is better", False: "lower is better"}.get(better, "")
+
+
+def _by_rank(entries: list[dict], rank_of) -> list[dict]:
+    """Entries in rank order (unranked last), otherwise in board order (a stable sort)."""
+    return sorted(entries, key=lambda e: (rank_of(e) is None, rank_of(e) or 0))
+
+
+def _overall_table(board: dict) -> str:
+    tasks = board["tasks"]
+    entries = _by_rank(board["entries"], lambda e: (e.get("overall") or {}).get("rank"))
+    columns = [
+        ("rank", "num", board["rank_rule"]),
+        ("entry", "text", ""),
+        ("kind", "text", ""),
+        ("verified", "text", "replayed episodes reproduce the entry's actions and scores"),
+        ("overall", "num", "mean over the tasks, 95% bootstrap interval, episodes"),
+    ]
+    columns += [(t["name"], "num", f"{t['primary']} ({t['env']})") for t in tasks]
+
+    def primary(entry: dict, task: dict) -> dict | None:
+        block = entry["tasks"].get(task["name"]) or {}
+        return (block.get("metrics") or {}).get(task["primary"])
+
+    overall_scale = Scale([e.get("overall") for e in entries])
+    scales = [Scale([primary(e, t) for e in entries]) for t in tasks]
+    ranks = [(e.get("overall") or {}).get("rank") for e in entries]
+    rows = []
+    for entry, (band, rank_cell) in zip(entries, _rank_rows(ranks), strict=True):
+        verified = VERIFIED.get(entry.get("verified"), "not checked")
+        kind = entry.get("kind") or ""
+        cells = [
+            rank_cell,
+            _entry_link(entry),
+            f'<td data-sort="{_e(kind)}">{_e(kind)}</td>',
+            f'<td data-sort="{verified}"><span class="badge {verified.replace(" ", "-")}">'
+            f"{verified}</span></td>",
+            _score_cell(entry.get("overall"), overall_scale),
+        ]
+        for task, scale in zip(tasks, scales, strict=True):
+            ran = task["name"] in entry["tasks"]
+            link = _transcript_link(entry, task["name"]) if ran else None
+            cells.append(_score_cell(primary(entry, task), scale, link))
+        rows.append(f'<tr class="{band}">{"".join(cells)}</tr>')
+    return (
+        f'<div class="scroll"><table class="sortable" id="overall">{_header(columns)}'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
+    )
+
+
+def _task_section(board: dict, task: dict) -> str:
+    name, metrics = task["name"], task["metrics"]
+    ran = [e for e in board["entries"] if name in e["tasks"]]
+    ran = _by_rank(ran, lambda e: e["tasks"][name].get("rank"))
+    columns = [("rank", "num", f"by {task['primary']}"), ("entry", "text", "")]
+    columns += [(m, "num", _metric_tip(task, m)) for m in metrics]
+    # Interval bars for the primary metric (the ranking one); the others as numbers, which
+    # keeps a 100-entry page light.
+    scales = [
+        Scale([e["tasks"][name]["metrics"].get(m) for e in ran]) if m == task["primary"] else None
+        for m in metrics
+    ]
+    ranks = [e["tasks"][name].get("rank") for e in ran]
+    rows = []
+    for entry, (band, rank_cell) in zip(ran, _rank_rows(ranks), strict=True):
+        block = entry["tasks"][name]
+        link = _transcript_link(entry, name)
+        cells = [rank_cell, _entry_link(entry)]
+        for metric, scale in zip(metrics, scales, strict=True):
+            cells.append(_score_cell(block["metrics"].get(metric), scale, link))
+        rows.append(f'<tr class="{band}">{"".join(cells)}</tr>')
+    missing = len(board["entries"]) - len(ran)
+    note = f" {missing} entries did not run it." if missing else ""
+    description = f"{_e(task['description'].rstrip('.'))}. " if task.get("description") else ""
+    return (
+        f'<section class="task" id="task-{_e(task_file(name))}"><h3>{_e(name)} '
+        f"<small>{_e(task['env'])}</small></h3><p>{description}Ranked by "
+        f"<code>{_e(task['primary'])}</code>; hover a column name for its direction.{note}</p>"
+        f'<div class="scroll"><table class="sortable">{_header(columns)}<tbody>{"".join(rows)}'
+        "</tbody></table></div></section>"
+    )
+
+
+def _heat_cell(value: dict | None, scale: Scale, row: str, col: str) -> str:
+    if not value:
+        return '<td class="num heat none" data-sort="">—</td>'
+    share = scale.pct(value["mean"]) / 100
+    light = round(96 - 52 * share)
+    ink = " dark" if light < 62 else ""
+    tip = (
+        f"{row} with {col}: {_fmt(value['mean'])} [{_fmt(value['lo'])}, {_fmt(value['hi'])}] "
+        f"n={value['n']}"
+    )
+    return (
+        f'<td class="num heat{ink}" data-sort="{_sort_key(value["mean"])}" title="{_e(tip)}" '
+        f'style="background:hsl(212,62%,{light}%)">{_fmt(value["mean"])}<small>'
+        f"[{_fmt(value['lo'])}, {_fmt(value['hi'])}]</small></td>"
+    )
+
+
+def _crossplay_section(board: dict) -> str:
+    crossplay = board.get("crossplay") or {}
+    order = [t["name"] for t in board["tasks"] if t["name"] in crossplay]
+    order += sorted(name for name in crossplay if name not in order)
+    ids = {e["id"] for e in board["entries"]}
+    primaries = {t["name"]: t["primary"] for t in board["tasks"]}
+
+    def model(name: str) -> str:
+        if name in ids:
+            return f'<a href="entries/{file_id(name)}.html">{_e(name)}</a>'
+        return _e(name)
+
+    blocks = []
+    for name in order:
+        data = crossplay[name]
+        models, matrix = data["models"], data["matrix"]
+        seats = data.get("seats") or ["the first seat", "the second seat"]
+        metric = data.get("primary") or primaries.get(name, "")
+        scale = Scale([cell for row in matrix for cell in row])
+        head = "".join(f'<th scope="col">{model(m)}</th>' for m in models)
+        rows = "".join(
+            f'<tr><th scope="row">{model(m)}</th>'
+            + "".join(_heat_cell(v, scale, m, other) for v, other in zip(row, models, strict=True))
+            + "</tr>"
+            for m, row in zip(models, matrix, strict=True)
+        )
+        solo, gap = data.get("solo") or {}, data.get("gap") or {}
+        effects = ""
+        named = [m for m in models if m in solo or m in gap]
+        named += sorted(m for m in {*solo, *gap} if m not in named)
+        if named:
+            effect_scale = Scale([*solo.values(), *gap.values()])
+            effects += (
+                '<table class="effects"><thead><tr><th scope="col">model</th><th scope="col">'
+                'solo</th><th scope="col">collaboration gap (paired minus solo)</th></tr></thead>'
+                "<tbody>"
+                + "".join(
+                    f'<tr><th scope="row">{model(m)}</th>{_score_cell(solo.get(m), effect_scale)}'
+                    f"{_score_cell(gap.get(m), effect_scale)}</tr>"
+                    for m in named
+                )
+                + "</tbody></table>"
+            )
+        order_effects = data.get("seat_order") or {}
+        if order_effects:
+            order_scale = Scale(list(order_effects.values()))
+            effects += (
+                '<table class="effects"><thead><tr><th scope="col">pair (A|B)</th>'
+                f'<th scope="col">seat order: A first minus B first (first = {_e(seats[0])})'
+                "</th></tr></thead><tbody>"
+                + "".join(
+                    f'<tr><th scope="row">{_e(pair)}</th>{_score_cell(v, order_scale)}</tr>'
+                    for pair, v in order_effects.items()
+                )
+                + "</tbody></table>"
+            )
+        blocks.append(
+            f'<section class="crossplay" id="crossplay-{_e(task_file(name))}"><h3>{_e(name)} '
+            f"<small>{_e(metric)}</small></h3>"
+            f'<div class="scroll"><table class="heatmap"><caption>Row: the model in '
+            f"{_e(seats[0])}; column: the model in {_e(seats[-1])}. Mean [95% interval]; darker "
+            "is higher.</caption><thead>"
+            f"<tr><td></td>{head}</tr></thead><tbody>{rows}</tbody></table></div>{effects}"
+            "</section>"
+        )
+    if not blocks:
+        return ""
+    return '<h2 id="crossplay">Cross-play</h2>' + "".join(blocks)
+
+
+# --------------------------------------------------------------------------- pages
+def _page(title: str, body: str, depth: int = 0, script: bool = False) -> str:
+    up = "../" * depth
+    tail = f'<script src="{up}sort.js"></script>\n' if script else ""
+    return (
+        '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1">'
+        f'<title>{_e(title)}</title><link rel="stylesheet" href="{up}style.css"></head>\n'
+        f"<body>\n{body}\n{tail}</body></html>\n"
+    )
+
+
+def _index(board: dict) -> str:
+    suite = board["suite"]
+    generated = f", generated {_e(board['generated'])}" if board.get("generated") else ""
+    nav = "".join(
+        f'<a href="#task-{_e(task_file(t["name"]))}">{_e(t["name"])}</a>' for t in board["tasks"]
+    )
+    if board.get("crossplay"):
+        nav += '<a href="#crossplay">cross-play</a>'
+    tasks = "".join(_task_section(board, task) for task in board["tasks"])
+    body = (
+        f"<header><h1>{_e(board['title'])}</h1><p>Suite <code>{_e(suite['name'])}</code> "
+        f"version {_e(suite['version'])}, hash <code>{_e(suite['hash'])}</code>; "
+        f"{len(board['entries'])} entries{generated}.</p>"
+        f'<p class="rule"><strong>Ranks.</strong> {_e(board["rank_rule"].rstrip("."))}.</p>'
+        "<p>Each score is <em>mean [lo, hi] (n)</em>: the mean, its 95% bootstrap interval "
+        "(the bar, on the column's scale; the tick is the mean) and the number of episodes. "
+        "Rows in one shade share a rank (a tie group, marked <em>=</em>). Click a column "
+        "name to sort, a score to read its episodes, an entry for its manifest.</p>"
+        f'<nav><a href="#overall-section">overall</a>{nav}</nav></header>'
+        f'<main><section id="overall-section"><h2>Overall</h2>{_overall_table(board)}</section>'
+        f"<h2>Tasks</h2>{tasks}{_crossplay_section(board)}</main>"
+    )
+    return _page(board["title"], body, script=True)
+
+
+def _entry_page(board: dict, entry: dict) -> str:
+    rows = []
+    for task in board["tasks"]:
+        name = task["name"]
+        block = entry["tasks"].get(name)
+        if block is None:
+            rows.append(
+                f'<tr><th scope="row">{_e(name)}</th><td class="num">—</td>'
+                '<td class="num none">— (not run)</td><td class="num">0</td></tr>'
+            )
+            continue
+        value = (block.get("metrics") or {}).get(task["primary"])
+        text = _interval_text(value) if value else "—"
+        rows.append(
+            f'<tr><th scope="row">{_e(name)}</th><td class="num">{_e(block.get("rank") or "—")}'
+            f'</td><td class="num"><a href="../{_transcript_link(entry, name)}">{text}</a></td>'
+            f'<td class="num">{len(block.get("episodes") or [])}</td></tr>'
+        )
+    overall = entry.get("overall")
+    summary = (
+        f"Overall {_interval_text(overall)}, rank {_e(overall.get('rank', '—'))}."
+        if overall
+        else "No overall score."
+    )
+    manifest = json.dumps(entry["manifest"], indent=2, ensure_ascii=False, default=str)
+    team = json.dumps(entry.get("team"), ensure_ascii=False, default=str)
+    verified = VERIFIED.get(entry.get("verified"), "not checked")
+    kind = f"{_e(entry['kind'])}, " if entry.get("kind") else ""
+    body = (
+        f'<nav><a href="../index.html">&larr; leaderboard</a></nav>'
+        f"<h1>{_e(entry['name'])}</h1><p>Entry <code>{_e(entry['id'])}</code>, "
+        f'{kind}<span class="badge {verified.replace(" ", "-")}">'
+        f"{verified}</span>. {summary}</p><p>Team: <code>{_e(team)}</code></p>"
+        '<h2>Tasks</h2><table class="plain"><thead><tr><th scope="col">task</th>'
+        '<th scope="col">rank</th><th scope="col">primary metric (links to the transcripts)</th>'
+        f'<th scope="col">episodes kept</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<h2>Manifest</h2><pre class="manifest">{_e(manifest)}</pre>'
+    )
+    return _page(f"{entry['name']}: {board['title']}", body, depth=1)
+
+
+def _turn(turn: dict) -> str:
+    error = turn.get("format_error")
+    flag = f' <span class="error">format error: {_e(error)}</span>' if error else ""
+    reward = f" <small>reward {_fmt(turn.get('reward'))}</small>" if "reward" in turn else ""
+    return (
+        f'<li class="turn"><p class="who">{_e(turn["agent"])}{reward}{flag}</p>'
+        f"<details><summary>observation</summary><pre>{_e(turn['observation'])}</pre>"
+        f'</details><pre class="action">{_e(turn["action"])}</pre></li>'
+    )
+
+
+def _transcript_page(board: dict, entry: dict, task: str, block: dict) -> str:
+    episodes = block.get("episodes") or []
+    parts = []
+    for k, episode in enumerate(episodes):
+        score = f": score {_fmt(episode.get('score'))}" if "score" in episode else ""
+        parts.append(
+            f'<details class="episode" id="episode-{k}"{" open" if k == 0 else ""}><summary>'
+            f"{_e(episode['key'])}{score} <small>({len(episode['turns'])} turns)</small>"
+            f'</summary><ol class="turns">{"".join(_turn(t) for t in episode["turns"])}</ol>'
+            "</details>"
+        )
+    team = json.dumps(block.get("team") or entry.get("team"), ensure_ascii=False, default=str)
+    shown = (
+        f"{len(episodes)} episodes kept, in item order; the first one is open."
+        if episodes
+        else "No episodes were kept for this task."
+    )
+    body = (
+        f'<nav><a href="../../index.html">&larr; leaderboard</a> · <a href="../../entries/'
+        f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a></nav>'
+        f"<h1>{_e(entry['name'])}: {_e(task)}</h1><p>Seats: <code>{_e(team)}</code>. {shown}</p>"
+        + "".join(parts)
+    )
+    return _page(f"{entry['name']}: {task}", body, depth=2)
+
+
+# --------------------------------------------------------------------------- build
+def _write(path: Path, text: str) -> None:
+    path.write_text(text, encoding="utf-8", errors="replace", newline="\n")
+
+
+def _install(built: Path, out: Path, aside: Path) -> None:
+    """Move the generated files from ``built`` into ``out``: files atomically, folders by
+    moving the old one aside first; anything else in ``out`` is left alone."""
+    aside.mkdir()
+    for name in GENERATED:
+        target = out / name
+        if target.is_dir() and not target.is_symlink():
+            os.replace(target, aside / name)
+        os.replace(built / name, target)
+
+
+def build_site(board: dict, out_dir: str | Path) -> Path:
+    """Write the static site of ``board`` into ``out_dir`` and return its ``index.html``.
+
+    The pages are written to a scratch folder inside ``out_dir`` first, then moved into place,
+    replacing the ones a previous build wrote (``index.html``, ``style.css``, ``sort.js``,
+    ``entries/``, ``transcripts/``); other files in ``out_dir`` are kept. Raises ValueError,
+    naming the key path, when ``board`` lacks something (see :func:`validate_board`).
+    """
+    validate_board(board)
+    out = Path(out_dir)
+    if out.exists() and not out.is_dir():
+        raise ValueError(f"{out} exists and is not a folder")
+    out.mkdir(parents=True, exist_ok=True)
+    scratch = Path(tempfile.mkdtemp(prefix=".site-build-", dir=out))
+    try:
+        built = scratch / "new"
+        (built / "entries").mkdir(parents=True)
+        (built / "transcripts").mkdir()
+        assets = resources.files("llm_marl_envs.evaluation") / "site_assets"
+        for name in ASSETS:
+            (built / name).write_bytes((assets / name).read_bytes())
+        _write(built / "index.html", _index(board))
+        for entry in board["entries"]:
+            fid = file_id(entry["id"])
+            _write(built / "entries" / f"{fid}.html", _entry_page(board, entry))
+            folder = built / "transcripts" / fid
+            folder.mkdir()
+            for task in board["tasks"]:
+                block = entry["tasks"].get(task["name"])
+                if block is not None:
+                    page = _transcript_page(board, entry, task["name"], block)
+                    _write(folder / f"{task_file(task['name'])}.html", page)
+        _install(built, out, scratch / "old")
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return out / "index.html"

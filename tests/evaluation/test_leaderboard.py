@@ -1,0 +1,209 @@
+"""The leaderboard: entries checked on the way in, verified by replay, ranked for the site."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import shutil
+
+import pytest
+
+from llm_marl_envs.evaluation.evaluate import Team, evaluate
+from llm_marl_envs.evaluation.leaderboard import (
+    LeaderboardError,
+    add_entry,
+    build_board,
+    shipped_entries,
+    verify_entry,
+)
+from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.cli import main
+
+TASKS = ["gsm8k", "maze"]
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory):
+    """Two lite evaluations (two tasks each): the scripted players and random text."""
+    root = tmp_path_factory.mktemp("lite")
+    suite = load_suite("lite")
+    for spec in ("scripted", "random"):
+        evaluate(suite, Team.parse(spec), root / spec, tasks=TASKS, progress=False)
+    return root
+
+
+@pytest.fixture
+def board(evaluated, tmp_path):
+    board = tmp_path / "board"
+    add_entry(evaluated / "scripted", board, kind="baseline")
+    add_entry(evaluated / "random", board, name="random text", kind="baseline")
+    return board
+
+
+def tampered(evaluated, tmp_path, edit):
+    """A copy of the scripted evaluation with ``edit`` applied to its results.json."""
+    copy = tmp_path / "tampered"
+    shutil.copytree(evaluated / "scripted", copy)
+    results = json.loads((copy / "results.json").read_text())
+    edit(results)
+    (copy / "results.json").write_text(json.dumps(results))
+    return copy
+
+
+def test_add_copies_the_entry_with_its_episodes(board):
+    entry = board / "entries" / "scripted"
+    results = json.loads((entry / "results.json").read_text())
+    assert results["board"] == {"id": "scripted", "name": "scripted", "kind": "baseline"}
+    assert sorted(p.name for p in (entry / "episodes").iterdir()) == [
+        "gsm8k.jsonl.gz",
+        "gsm8k.meta.json",
+        "maze.jsonl.gz",
+        "maze.meta.json",
+    ]
+    with gzip.open(entry / "episodes" / "maze.jsonl.gz", "rt") as handle:
+        assert len(handle.read().splitlines()) == 16
+    assert (board / "entries" / "random-text").is_dir()  # the id comes from the name
+
+
+@pytest.mark.parametrize(
+    ("edit", "words"),
+    [
+        (lambda r: r["suite"].update(hash="sha256:0000"), "is not this package's lite-v1"),
+        (
+            lambda r: r["manifest"]["tasks"]["maze"].update(env_spec_hash="sha256:1111"),
+            "task maze: env spec hash",
+        ),
+        (
+            lambda r: r["manifest"]["tasks"]["gsm8k"].update(data_hash="sha256:2222"),
+            "task gsm8k: the data rows differ",
+        ),
+        (
+            lambda r: r["tasks"]["maze"]["metrics"]["success"].update(mean=0.5),
+            "task maze: the scores do not follow from its episodes",
+        ),
+    ],
+)
+def test_add_refuses_what_does_not_match(evaluated, tmp_path, edit, words):
+    with pytest.raises(LeaderboardError, match=words):
+        add_entry(tampered(evaluated, tmp_path, edit), tmp_path / "board")
+    assert not (tmp_path / "board" / "entries").exists() or not any(
+        (tmp_path / "board" / "entries").iterdir()
+    )
+
+
+def test_add_refuses_a_taken_id_and_a_folder_without_results(board, evaluated, tmp_path):
+    with pytest.raises(LeaderboardError, match="already has an entry 'scripted'"):
+        add_entry(evaluated / "scripted", board)
+    with pytest.raises(LeaderboardError, match="no results.json"):
+        add_entry(tmp_path, board)
+
+
+def test_verify_replays_a_sample(board):
+    said = []
+    result = verify_entry("scripted", board, sample=6, seed=1, write=said.append)
+    assert result["verified"] and result["sampled"] == 6 and result["reproduced"] == 6
+    assert len(said) == 6 and all(line.endswith("reproduced") for line in said)
+    saved = json.loads((board / "entries" / "scripted" / "verification.json").read_text())
+    assert saved["verified"] and saved["episodes"] == result["episodes"]
+
+
+def test_verify_catches_an_episode_that_does_not_replay(board):
+    path = board / "entries" / "random-text" / "episodes" / "maze.jsonl.gz"
+    with gzip.open(path, "rt") as handle:
+        lines = [json.loads(line) for line in handle]
+    for line in lines:  # as if the recorded answers had been edited
+        line["record"]["turns"][0]["action"] = "up"
+    with gzip.open(path, "wt") as handle:
+        handle.write("".join(json.dumps(line) + "\n" for line in lines))
+    result = verify_entry("random-text", board, sample=16, seed=0, write=lambda line: None)
+    assert not result["verified"]
+    assert any(
+        not check["actions_match"] for check in result["episodes"] if check["task"] == "maze"
+    )
+
+
+def test_verify_refuses_sampled_entries(board):
+    path = board / "entries" / "scripted" / "results.json"
+    results = json.loads(path.read_text())
+    results["manifest"]["tasks"]["gsm8k"]["generation"]["do_sample"] = True
+    path.write_text(json.dumps(results))
+    with pytest.raises(LeaderboardError, match="task gsm8k samples its answers"):
+        verify_entry("scripted", board)
+    with pytest.raises(LeaderboardError, match="no entry 'nobody'"):
+        verify_entry("nobody", board)
+
+
+def test_board_ranks_with_ties(board):
+    data = build_board("lite", board, shipped=False)
+    assert data["suite"]["name"] == "lite"
+    assert [t["name"] for t in data["tasks"]] == [t.name for t in load_suite("lite").tasks]
+    by_id = {e["id"]: e for e in data["entries"]}
+    assert set(by_id) == {"scripted", "random-text"}
+    scripted, random_text = by_id["scripted"], by_id["random-text"]
+    # partial results (two tasks of seven) have task scores but no overall score
+    assert scripted["overall"] is None
+    maze = scripted["tasks"]["maze"]
+    assert maze["rank"] == 1 and maze["metrics"]["success"]["mean"] == 1.0
+    assert random_text["tasks"]["maze"]["rank"] == 2  # its interval lies wholly below
+    assert len(maze["episodes"]) == 16 and maze["episodes"][0]["turns"][0]["action"]
+    assert scripted["manifest"]["suite"]["hash"] == data["suite"]["hash"]
+    assert "LMArena" in data["rank_rule"]
+
+
+@pytest.mark.parametrize(
+    ("argv", "words"),
+    [
+        (["leaderboard", "add", "/nonexistent/run"], "no results.json in /nonexistent/run"),
+        (["leaderboard", "verify", "nobody", "--board", "/nonexistent"], "no entry 'nobody'"),
+    ],
+)
+def test_cli_refusals_are_one_line(argv, words, capsys):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("llm-marl: error:") and words in err and "\n" not in err
+
+
+def test_cli_add_and_verify(evaluated, tmp_path, capsys):
+    board = tmp_path / "b"
+    assert main(["leaderboard", "add", str(evaluated / "scripted"), "--board", str(board)]) == 0
+    assert main(["leaderboard", "verify", "scripted", "--board", str(board), "--sample", "3"]) == 0
+    printed = capsys.readouterr().out
+    assert "added entry scripted" in printed and "scripted: verified: 3 of 3" in printed
+
+
+@pytest.mark.slow
+def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch, capsys):
+    """The entries that ship with the package match this package's lite suite, are verified,
+    and make a real site on day one (with their cross-play)."""
+    monkeypatch.chdir(tmp_path)
+    assert main(["leaderboard", "build"]) == 0
+    index = tmp_path / "leaderboard-site" / "index.html"
+    assert str(index.relative_to(tmp_path)) in capsys.readouterr().out
+    page = index.read_text()
+    for name in (
+        "scripted players",
+        "SmolLM2-135M-Instruct",
+        "tiny random-init GPT-2",
+        "random text",
+        "SmolLM2-135M after CORY",
+    ):
+        assert name in page
+    data = build_board("lite", tmp_path / "leaderboard")
+    assert len(data["entries"]) == 5 and all(e["verified"] for e in data["entries"])
+    kinds = {e["id"]: e["kind"] for e in data["entries"]}
+    assert kinds["cory-imdb"] == "trained" and kinds["default"] == "model"
+    assert [e["id"] for e in data["entries"]][0] == "scripted"  # ranked first overall
+    assert {"maze", "donor"} <= set(data["crossplay"])
+    assert 'id="crossplay"' in page
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("entry", ["scripted", "random"])
+def test_the_shipped_model_free_entries_replay_in_full_with_todays_code(entry, tmp_path):
+    """Every episode of the shipped scripted and random entries replays: a change to the envs,
+    the players or how the harness seeds them (random seats draw from the task's seed) shows
+    here before it strands the shipped board."""
+    shutil.copytree(shipped_entries() / entry, tmp_path / "entries" / f"{entry}-copy")
+    result = verify_entry(f"{entry}-copy", tmp_path, sample=10_000, seed=0, write=lambda line: None)
+    assert result["sampled"] == 114
+    assert result["verified"] and result["reproduced"] == 114
