@@ -144,4 +144,4 @@ def test_the_graph_is_read_at_all():
     ],
 )
 def test_envs_holds_environments_only(module):
-    assert module not in MODULES  # moved: see docs/architecture.md
+    assert module not in MODULES  # moved: see CHANGELOG.md

@@ -41,6 +41,7 @@ from llm_marl_envs.evaluation.results import score
 from llm_marl_envs.evaluation.stats import Interval, tie_ranks
 from llm_marl_envs.evaluation.suite import Suite, data_hash, load_suite
 from llm_marl_envs.policies import ModelCache
+from llm_marl_envs.policies.specs import not_replayable
 from llm_marl_envs.registry import make
 
 __all__ = [
@@ -167,8 +168,9 @@ def _deterministic(results: dict) -> str | None:
         if task["generation"].get("do_sample"):
             return f"task {name} samples its answers"
         for spec in task["seats"].values():
-            if spec.startswith("openai:") or spec == "human":
-                return f"task {name} has a {spec.split(':')[0]} seat (a server's answers)"
+            why = not_replayable(spec)
+            if why:
+                return f"task {name} has {why}"
     return None
 
 

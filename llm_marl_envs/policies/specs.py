@@ -42,6 +42,7 @@ from llm_marl_envs.policies.generation import GenerationConfig
 
 __all__ = [
     "POLICY_SPECS",
+    "not_replayable",
     "HumanPolicy",
     "ModelCache",
     "PolicyFactory",
@@ -156,6 +157,16 @@ class ModelCache:
 
             return HFPolicy.from_config(spec.removeprefix("hf:"), config)
         raise ValueError(f"unknown policy spec {spec!r}; use one of {', '.join(POLICY_SPECS)}")
+
+
+def not_replayable(spec: str) -> str | None:
+    """Why the answers of a policy spec cannot be replayed exactly (None: with the same seed
+    and greedy settings they can): a server's answers or a person's are not ours to repeat."""
+    if spec.startswith("openai:"):
+        return "an openai seat (a server's answers)"
+    if spec == "human":
+        return "a human seat (a person's answers)"
+    return None
 
 
 class PolicyFactory:

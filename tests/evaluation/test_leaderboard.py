@@ -207,3 +207,19 @@ def test_the_shipped_model_free_entries_replay_in_full_with_todays_code(entry, t
     result = verify_entry(f"{entry}-copy", tmp_path, sample=10_000, seed=0, write=lambda line: None)
     assert result["sampled"] == 114
     assert result["verified"] and result["reproduced"] == 114
+
+
+@pytest.mark.parametrize(
+    ("seat", "why"),
+    [("openai:http://127.0.0.1:9/v1#m", "an openai seat"), ("human", "a human seat")],
+)
+def test_verify_refuses_seats_whose_answers_cannot_be_replayed(tmp_path, seat, why):
+    folder = tmp_path / "entries" / "served"
+    shutil.copytree(shipped_entries() / "scripted", folder)
+    results = json.loads((folder / "results.json").read_text())
+    results["manifest"]["tasks"]["gsm8k"]["seats"]["observer_0"] = seat
+    (folder / "results.json").write_text(json.dumps(results))
+    with pytest.raises(
+        LeaderboardError, match=f"cannot be verified by replay: task gsm8k has {why}"
+    ):
+        verify_entry("served", tmp_path)
