@@ -7,8 +7,12 @@ package ships entries of its own (``llm_marl_envs/evaluation/entries/``: random,
 model and the embedded SmolLM2 on the ``lite`` suite) so a site can be built on day one.
 
 * :func:`add_entry` refuses a result whose suite hash, env spec hashes or data hashes do not
-  match this package's suite (the message names which), or whose scores do not follow from its
-  episodes; the scores are recomputed from the episodes by this package.
+  match this package's suite (the message names which), then replays every episode's
+  recorded actions through this package's environments
+  (:mod:`llm_marl_envs.evaluation.replay`) and scores the entry from the replay alone: a
+  record or a score that differs refuses it, naming the task, item and field. What a
+  submission may hold (complete tasks, no links, size limits, clean names) is checked by
+  :mod:`llm_marl_envs.evaluation.submission`; shipped ids are protected.
 * :func:`verify_entry` replays a random sample of a deterministic entry's episodes (greedy
   models, scripted and random policies) and marks it verified when each reproduces its actions
   and its score.
