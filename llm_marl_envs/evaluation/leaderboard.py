@@ -89,7 +89,10 @@ def entries(board: str | Path | None = DEFAULT_BOARD, shipped: bool = True) -> d
     shadows a shipped one: one whose id is a shipped entry's (in any case) is left out."""
     found = _entry_folders(shipped_entries()) if shipped else {}
     protected = {entry_id.casefold() for entry_id in _entry_folders(shipped_entries())}
-    for entry_id, folder in _entry_folders(Path(board) / "entries" if board else None).items():
+    added = Path(board) / "entries" if board else None
+    if added is not None and added.resolve() == shipped_entries().resolve():
+        added = None  # the package's own board (scripts/ship_leaderboard_entries.py)
+    for entry_id, folder in _entry_folders(added).items():
         if entry_id.casefold() in protected:
             warnings.warn(f"{folder} left out: {entry_id!r} is a shipped entry's id", stacklevel=2)
         else:
