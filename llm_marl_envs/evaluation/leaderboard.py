@@ -248,14 +248,13 @@ def _new_id(requested: str, name: str, board: Path) -> str:
         raise LeaderboardError(
             f"{entry_id!r} is the id of an entry shipped with the package; choose another --id"
         )
-    if (
-        entry_id.casefold() in {e.casefold() for e in _entry_folders(board / "entries")}
-        or (board / "entries" / entry_id).exists()
-    ):
+    taken = {e.casefold() for e in _entry_folders(board / "entries")}
+    if entry_id.casefold() in taken or (board / "entries" / entry_id).exists():
         raise LeaderboardError(f"the board already has an entry {entry_id!r}; choose --id")
     for other, folder in entries(board).items():
-        meta = _read(folder).get("board") or {}
-        if name_key(str(meta.get("name") or _read(folder).get("entry"))) == name_key(name):
+        results = _read(folder)
+        shown = (results.get("board") or {}).get("name") or results.get("entry")
+        if name_key(str(shown)) == name_key(name):
             raise LeaderboardError(
                 f"the name {name!r} is entry {other!r}'s; give the entry another --name"
             )

@@ -82,7 +82,9 @@ def read_results(folder: str | Path) -> dict[str, Any]:
     return _read_results(folder)
 
 
-def read_episodes(folder: str | Path, suite: Suite) -> dict[str, list[tuple[Item, int, Any]]]:
+def read_episodes(
+    folder: str | Path, suite: Suite
+) -> dict[str, list[tuple[Item, int, EpisodeRecord]]]:
     """Each present task's episodes as (item, sample, record) in the suite's episode order,
     after checking them against the limits and the suite (see the module docstring)."""
     budget = [MAX_ENTRY_BYTES]
@@ -95,7 +97,8 @@ def read_episodes(folder: str | Path, suite: Suite) -> dict[str, list[tuple[Item
 
 
 def _check_files(folder: Path) -> None:
-    """No links, nothing but plain files and folders, nothing over the entry's limit."""
+    """Not a cross-play result; a results.json; no links, nothing but plain files and
+    folders."""
     if (folder / "crossplay.json").exists():
         raise LeaderboardError(
             f"{folder} is a cross-play result: cross-play cannot be added to a board (the "
@@ -232,8 +235,7 @@ def display_name(text: str) -> str:
     """``text`` without control and format characters (bidi overrides, zero-width
     characters), its whitespace collapsed; refused when empty or over
     :data:`MAX_NAME_CHARS` characters."""
-    kept = "".join(c for c in str(text) if unicodedata.category(c) not in _NOT_IN_NAMES)
-    name = " ".join(kept.split())
+    name = _clean(text)
     if not name:
         raise LeaderboardError(
             "the entry's name is empty once control and format characters are removed; give --name"
@@ -247,5 +249,11 @@ def display_name(text: str) -> str:
 
 
 def name_key(name: str) -> str:
-    """What two names must not share to be told apart (compatibility forms and case folded)."""
-    return unicodedata.normalize("NFKC", name).casefold()
+    """What two names must not share to be told apart: cleaned, in Unicode compatibility
+    form, case folded."""
+    return unicodedata.normalize("NFKC", _clean(name)).casefold()
+
+
+def _clean(text: str) -> str:
+    kept = "".join(c for c in str(text) if unicodedata.category(c) not in _NOT_IN_NAMES)
+    return " ".join(kept.split())
