@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from llm_marl_envs.evaluation.site import build_site, file_id, validate_board
+from llm_marl_envs.evaluation.site import (
+    ACTION_LIMIT,
+    PAGE_LIMIT,
+    build_site,
+    file_id,
+    rank_order,
+    validate_board,
+)
 
 LONG = "long " * 2000  # 10,000 characters
 HOSTILE = "<script>alert(1)</script> \"quoted\" 'single' & \ufffd ünïcödé " + LONG
@@ -153,8 +160,8 @@ def test_pages_exist_and_hold_the_data(site):
     index = site.read_text(encoding="utf-8")
     assert "lite" in index and "sha256:abc" in index and "rank = 1 + entries wholly above" in index
     assert "2026-11-24T00:00:00Z" in index
-    assert index.count('<table class="sortable"') == 3  # overall + two tasks
-    assert index.count('aria-sort="none"') == 7 + 4 + 3  # every column header of those
+    assert index.count('<table class="sortable') == 3  # overall + two tasks
+    assert index.count('aria-sort="none"') == 5 + 4 + 3  # every column header of those
     assert "0.900 <small>[0.800, 1.000] (10)</small>" in index
     assert '<span class="badge verified">verified</span>' in index
     assert '<span class="badge not-reproduced">' in index
@@ -217,10 +224,11 @@ def test_hostile_text_is_escaped_everywhere(site):
         assert all(set(a) == {"src"} and a["src"].endswith("sort.js") for a in scripts), page
         assert not [t for t, _ in parsed.tags if t in ("b", "iframe", "img")], page
         assert not [a for _, attrs in parsed.tags for a in attrs if a.startswith("on")], page
-    # shown whole, as text: the transcript (action and observation), the manifest, the name
+    # shown as text: the transcript (the action cut at ACTION_LIMIT characters, the
+    # observation whole), the manifest, the name
     evil = file_id(EVIL)
     raw = (root / "transcripts" / evil / "maze.html").read_text(encoding="utf-8")
-    assert f'<pre class="action">{html.escape(HOSTILE)}</pre>' in raw
+    assert f'<pre class="action">{html.escape(HOSTILE[:ACTION_LIMIT])}<span class="cut">' in raw
     assert f"<pre>{html.escape(HOSTILE)}</pre>" in raw  # the observation
     assert HOSTILE in "".join(parse(root / "transcripts" / evil / "maze.html").text)
     entry = "".join(parse(root / "entries" / f"{evil}.html").text)
