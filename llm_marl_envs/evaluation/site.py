@@ -616,9 +616,9 @@ def _crossplay_section(board: dict) -> str:
         blocks.append(
             f'<section class="crossplay" id="crossplay-{_e(task_file(name))}"><h3>{_e(name)} '
             f"<small>{_e(metric)}</small></h3>"
-            f'<div class="scroll"><table class="heatmap"><caption>Row: the model in '
-            f"{_e(row_seats)}; column: the model in {_e(column_seats)}. Mean [95% interval]; "
-            "darker is higher.</caption><thead>"
+            f'<p class="note">Row: the model in {_e(row_seats)}; column: the model in '
+            f"{_e(column_seats)}. Mean [95% interval]; darker is higher.</p>"
+            '<div class="scroll"><table class="heatmap"><thead>'
             f"<tr><td></td>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
             f"{_effects(data, model)}</section>"
         )
