@@ -43,6 +43,7 @@ from llm_marl_envs.evaluation.evaluate import (
     TaskRun,
     _episode_line,
     load_episodes,
+    load_runs,
     slug,
     task_policies,
 )
@@ -383,11 +384,14 @@ def verify_entry(
 
 
 # --------------------------------------------------------------------------- build
-def _transcript(line: dict, task) -> dict:
-    record = line["record"]
+#: Display names of the policy specs that load no model (a model's name is its model id).
+BASELINE_NAMES = {"scripted": "scripted players", "random": "random text"}
+
+
+def _transcript(item, sample: int, record, task) -> dict:
     value = item_value(task.primary, [record], task)
     return {
-        "key": f"{line['key']}" + (f" sample {line['sample']}" if task.samples > 1 else ""),
+        "key": f"{item.key}" + (f" sample {sample}" if task.samples > 1 else ""),
         "score": value,
         "turns": [
             {
@@ -402,6 +406,52 @@ def _transcript(line: dict, task) -> dict:
     }
 
 
+def _task_display(task) -> dict:
+    """What the site shows of a task: its metrics, their directions, ranges (the interval
+    bars' scales) and caveats (secondary metrics that do not measure quality)."""
+    infos = {m: metric_info(m)[0] for m in task.metrics}
+    return {
+        "name": task.name,
+        "env": task.env,
+        "primary": task.primary,
+        "metrics": list(task.metrics),
+        "higher_is_better": {m: info.higher_is_better for m, info in infos.items()},
+        "bounds": {m: [info.low, info.high] for m, info in infos.items()},
+        "caveats": {m: info.caveat for m, info in infos.items() if info.caveat},
+        "expected": len(task.items) * task.samples,
+        "description": task.description,
+    }
+
+
+def _scored_entry(suite: Suite, folder: Path, results: dict, transcripts: int) -> dict:
+    """An entry's scores recomputed from its episode records (the intervals, task scores and
+    overall stored in ``results.json`` are not read), whether it played every item of the
+    suite, and its first ``transcripts`` episodes per task."""
+    assignments = {name: block["team"] for name, block in results["tasks"].items()}
+    runs = load_runs(suite, folder, assignments)
+    rescored = score(suite, runs, entry=results["entry"], team=None)
+    tasks = {}
+    for run in runs:
+        block = rescored["tasks"][run.task.name]
+        tasks[run.task.name] = {
+            "team": block["team"],
+            "metrics": block["metrics"],
+            "score": block["score"],
+            "played": len(run.episodes),
+            "complete": block["items"] == len(run.task.items),
+            "episodes": [_transcript(*e, run.task) for e in run.episodes[:transcripts]],
+        }
+    played = sum(block["played"] for block in tasks.values())
+    expected = sum(len(task.items) * task.samples for task in suite.tasks)
+    complete = len(tasks) == len(suite.tasks) and all(b["complete"] for b in tasks.values())
+    return {
+        "overall": rescored["overall"],
+        "complete": complete,
+        "items": {"played": played, "expected": expected},
+        "tasks": tasks,
+    }
+
+
 def build_board(
     suite_name: str = "lite",
     board: str | Path | None = DEFAULT_BOARD,
@@ -410,7 +460,10 @@ def build_board(
     transcripts: int = TRANSCRIPT_EPISODES,
 ) -> dict[str, Any]:
     """The site's data (see :func:`llm_marl_envs.evaluation.site.build_site`) for the entries of
-    one suite: shipped and added ones whose results match this package's suite."""
+    one suite: shipped and added ones whose results match this package's suite, scored again
+    from their episode records."""
+    from llm_marl_envs.evaluation.site import rank_order
+
     suite = load_suite(suite_name)
     rows = []
     for entry_id, folder in entries(board, shipped).items():
@@ -426,31 +479,9 @@ def build_board(
             json.loads(verification.read_text())["verified"] if verification.exists() else None
         )
         rows.append((entry_id, folder, results, verified))
-    tasks = [
-        {
-            "name": t.name,
-            "env": t.env,
-            "primary": t.primary,
-            "metrics": list(t.metrics),
-            "higher_is_better": {m: metric_info(m)[0].higher_is_better for m in t.metrics},
-            "description": t.description,
-        }
-        for t in suite.tasks
-    ]
+    tasks = [_task_display(t) for t in suite.tasks]
     built = []
     for entry_id, folder, results, verified in rows:
-        task_blocks = {}
-        for name, block in results["tasks"].items():
-            task = suite.task(name)
-            path = folder / "episodes" / f"{name}.jsonl.gz"
-            if not path.exists():
-                path = folder / "episodes" / f"{name}.jsonl"
-            shown = load_episodes(path)[:transcripts] if path.exists() else []
-            task_blocks[name] = {
-                "team": block["team"],
-                "metrics": block["metrics"],
-                "episodes": [_transcript(line, task) for line in shown],
-            }
         meta = results.get("board", {})
         built.append(
             {
@@ -459,8 +490,7 @@ def build_board(
                 "team": results["team"],
                 "kind": meta.get("kind", "model"),
                 "verified": verified,
-                "overall": dict(results["overall"]) if results.get("overall") else None,
-                "tasks": task_blocks,
+                **_scored_entry(suite, folder, results, transcripts),
                 "manifest": results.get("manifest", {}),
             }
         )
@@ -471,13 +501,14 @@ def build_board(
         "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
         "generated": max((e["manifest"].get("finished", "") for e in built), default=""),
         "rank_rule": (
-            "rank = 1 + the number of entries whose 95% bootstrap interval lies wholly above "
+            "rank = 1 + the number of entries whose 95% interval lies wholly above "
             "this entry's (lower bound above its upper bound), LMArena's rule: an entry never "
-            "ranks below one it cannot be told apart from"
+            "ranks below one it cannot be told apart from; entries that did not play every "
+            "item of the suite are not ranked"
         ),
         "tasks": tasks,
-        "entries": sorted(built, key=lambda e: (e["overall"] or {}).get("rank", 10**9)),
-        "crossplay": crossplay,
+        "entries": rank_order(built, lambda e: e["overall"]),
+        "crossplay": _crossplay_display(suite, crossplay, built),
     }
 
 
@@ -490,26 +521,56 @@ def _shipped_crossplay(suite: Suite) -> dict:
 
 
 def _rank(built: list[dict], tasks: list[dict]) -> None:
-    """Tie ranks overall and per task (primary metric), in place."""
-    scored = [e for e in built if e["overall"]]
+    """Tie ranks overall and per task (primary metric), in place, among the entries that
+    played every item (overall: of every task); the others stay unranked."""
+    scored = [e for e in built if e["overall"] and e["complete"]]
     ranks = tie_ranks([Interval.from_dict(e["overall"]) for e in scored])
     for entry, rank in zip(scored, ranks, strict=True):
         entry["overall"]["rank"] = rank
     for task in tasks:
+        name, primary = task["name"], task["primary"]
         have = [
             e
             for e in built
-            if (e["tasks"].get(task["name"]) or {}).get("metrics", {}).get(task["primary"])
+            if (e["tasks"].get(name) or {}).get("complete")
+            and e["tasks"][name]["metrics"].get(primary)
         ]
         ranks = tie_ranks(
-            [
-                Interval.from_dict(e["tasks"][task["name"]]["metrics"][task["primary"]])
-                for e in have
-            ],
-            higher_is_better=task["higher_is_better"][task["primary"]],
+            [Interval.from_dict(e["tasks"][name]["metrics"][primary]) for e in have],
+            higher_is_better=task["higher_is_better"][primary],
         )
         for entry, rank in zip(have, ranks, strict=True):
-            entry["tasks"][task["name"]]["rank"] = rank
+            entry["tasks"][name]["rank"] = rank
+
+
+def _model_names(built: list[dict]) -> dict[str, str]:
+    """Policy spec -> display name: a model's id as its policy describes it in a manifest
+    (without the parenthesised details), or the baselines' names."""
+    names = dict(BASELINE_NAMES)
+    for entry in built:
+        for spec, described in (entry["manifest"].get("policies") or {}).items():
+            model_id = (described or {}).get("model_id")
+            if model_id:
+                names.setdefault(spec, model_id.split(" (")[0])
+    return names
+
+
+def _crossplay_display(suite: Suite, crossplay: dict, built: list[dict]) -> dict:
+    """The cross-play blocks with the models' display names and each side's seats: seats
+    cycle (:class:`~llm_marl_envs.evaluation.evaluate.Team`), so the row model holds the
+    even-numbered seats and the column model the odd ones (a 4-player Donor game: 0 and 2,
+    1 and 3)."""
+    names = _model_names(built)
+    shown = {}
+    for name, block in crossplay.items():
+        task = suite.task(name) if name in {t.name for t in suite.tasks} else None
+        extra = {"names": {m: names.get(m, m) for m in block["models"]}}
+        if task is not None:
+            with closing(make(task.env, **task.kwargs)) as env:
+                agents = list(env.possible_agents)
+            extra["seat_groups"] = [agents[0::2], agents[1::2]]
+        shown[name] = {**block, **extra}
+    return shown
 
 
 def build(
