@@ -8,6 +8,7 @@ Multi-Agent Reinforcement Learning", NeurIPS 2024 (arXiv 2410.06101); see docs/b
     python baselines/cory.py --lora --shared-base --lr 1e-4   # both agents on one base model
     python baselines/cory.py --env llm_marl_envs/GSM8K-v0 --env-kwargs '{"difficulty": 2}'
     python baselines/cory.py --resume                     # continue a killed run exactly
+    python baselines/cory.py --device cuda                # on the GPU, in bf16 autocast
 
 **Agents.** Two copies of the same pretrained LM, "A" and "B", each an independent PPO learner:
 the causal LM, a value head (a scalar linear head on the last hidden state, initialised small)
@@ -32,6 +33,12 @@ the clipped PPO loss: max(-A rho, -A clip(rho, 1 +- clip)) + vf_coef * 0.5 * max
 (V_clip - G)^2). eta follows the adaptive controller of Ziegler et al. (2019):
 eta *= 1 + clip(KL / target - 1, -0.2, 0.2) * batch_size / horizon, KL = mean summed KL.
 
+**Device.** ``--device`` (``auto``: CUDA when available) holds every model (the policies,
+whose rollouts generate there, the reference, the value heads, the LoRA adapters) and every
+tensor of the update; weights are initialised on the CPU, then moved. The scoring and training
+passes run under bf16 autocast for that device with ``--bf16-autocast`` (default: on a CUDA
+device with bf16, off on the CPU); ``training.Compute`` is the one place this is decided.
+
 **Role exchange.** After every ``swap_every`` iterations A and B swap roles (model, value head,
 optimizer and KL controller travel together): metrics say ``role_swap: true`` on the iteration
 after which the roles were exchanged, and ``pioneer_model`` names the model that played pioneer.
@@ -51,8 +58,11 @@ Every random stream (episode seeds, sampling, mini-batch order) is derived from 
 iteration), so ``--resume`` replays a killed run exactly; checkpoints are written atomically and
 verified on resume, a bad one falls back to the previous one
 (``llm_marl_envs.models.checkpoints``).
-The command line (tyro), the checkpoint and resume check, the logs and the curves are the
-skeleton shared with ``magrpo.py`` (``baselines/training.py``).
+Machine-dependent metrics (:data:`TIMING_KEYS`): seconds per iteration (``seconds``, its
+``rollout_seconds`` and ``train_seconds``), ``cpu_seconds``, ``peak_rss_mb`` and the iteration's
+``peak_gpu_memory_mb`` (None on the CPU). The command line (tyro), the checkpoint and resume
+check, the logs and the curves are the skeleton shared with ``magrpo.py``
+(``baselines/training.py``).
 """
 
 from __future__ import annotations

@@ -35,10 +35,14 @@ Choices worth knowing:
 * ``max_new_tokens`` defaults to 48 (the paper uses 256): a CPU budget. On TL;DR it caps the
   detailed summary near 35 words, so a length ratio of 1.6-3.2 needs the concise agent to stop
   early: a shorter summarizer is the first thing MAGRPO can learn there.
-* ``--bf16-autocast`` (default off) runs the training forward/backward under CPU bf16 autocast;
-  the weights and AdamW state stay float32, generation stays float32. It pays only on CPUs with
-  native bf16 (AVX512-BF16 or AMX: ~1.6x faster); elsewhere torch emulates bf16 and it is many
-  times slower, so the trainer warns (``llm_marl_envs.models.cpu_bf16_is_fast``).
+* ``--device`` (``auto``: CUDA when available) is where the models, their rollouts and the
+  update run; ``peak_gpu_memory_mb`` in the metrics is an iteration's peak GPU memory (None on
+  the CPU).
+* ``--bf16-autocast`` runs the training forward/backward under bf16 autocast for that device
+  (default: on a CUDA device with bf16, off on the CPU); the weights and AdamW state stay
+  float32, generation stays float32. On the CPU it pays only with native bf16 (AVX512-BF16 or
+  AMX: ~1.6x faster); elsewhere torch emulates bf16 and it is many times slower, so the trainer
+  warns (``llm_marl_envs.models.cpu_bf16_is_fast``).
 * ``max_grad_norm`` 1.0 (TRL's default; the paper does not say); 0 disables clipping.
 
 Randomness and resuming: the episode seeds of iteration ``i`` are ``seed * 1_000_000 + i * B + b``
@@ -61,6 +65,7 @@ Usage::
     python baselines/magrpo.py --model tiny --iterations 3 --max-new-tokens 16 --lr 1e-3
     python baselines/magrpo.py --env llm_marl_envs/CoopCoding-v0 --env-kwargs num_turns=2 --lr 1e-5
     python baselines/magrpo.py --resume                         # continue runs/magrpo-...-1
+    python baselines/magrpo.py --device cuda                    # on the GPU, in bf16 autocast
 
 Evaluation: ``eval_episodes`` fixed tasks (episode seeds from :data:`EVAL_SEED`, far from any
 training seed, so never trained on), played with the same sampling seeds every time before the
