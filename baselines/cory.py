@@ -620,8 +620,7 @@ def plan(args: Args, compute: training.Compute) -> str:
     text = (
         f"{args.algo} on {args.env.split('/')[-1]} with the {args.model!r} model, seed "
         f"{args.seed}, {compute.describe()}: loading the models, then {evaluations}; "
-        f"{args.iterations} iterations of "
-        f"{args.batch_size} episodes; results in {args.out_dir}"
+        f"{args.iterations} iterations of {args.batch_size} episodes; results in {args.out_dir}"
     )
     defaults = Args()
     same = compute.type == "cpu" and all(

@@ -51,8 +51,9 @@ from llm_marl_envs.commands import parse_env_args
 
 T = TypeVar("T")
 
-#: Arguments that a ``--resume`` may change (each trainer has some of them); any other change
-#: is refused by :func:`check_resume`.
+#: Arguments that a ``--resume`` may change (each trainer has some of them): the length of the
+#: run, how often it saves, where it writes, and where and in what precision it computes (a run
+#: trained on a GPU resumes on the CPU); any other change is refused by :func:`check_resume`.
 RESUMABLE_CHANGES = (
     "iterations",
     "resume",
@@ -61,6 +62,7 @@ RESUMABLE_CHANGES = (
     "threads",
     "progress",
     "device",
+    "bf16_autocast",
 )
 
 
@@ -157,8 +159,8 @@ class Compute:
         means what it always meant). An absent device exits with one line (``SystemExit``)."""
         try:
             resolved = _resolve_device(device)
-        except ValueError as error:
-            raise SystemExit(f"--device: {error}") from None
+        except (ValueError, RuntimeError) as error:  # RuntimeError: torch's, for a bad name
+            raise SystemExit(f"--device: {str(error).splitlines()[0]}") from None
         if bf16_autocast is None:
             bf16_autocast = _resolve_dtype_for(resolved, "auto") == "bfloat16"
         compute = cls(resolved, bf16_autocast)

@@ -62,25 +62,33 @@ def test_no_gpu_memory_is_measured_on_the_cpu():
     assert compute.peak_memory_mb() is None
 
 
+def assert_refused_in_one_line(refused: pytest.ExceptionInfo, device: str) -> None:
+    """A ``SystemExit`` of one line that names the flag, the device asked for and the CPU, the
+    one device there (the words are the device resolver's)."""
+    message = str(refused.value)
+    assert message.startswith("--device: ") and "\n" not in message, message
+    assert device in message and "cpu" in message.replace(f"--device: {device}", ""), message
+
+
 @NO_GPU
 @pytest.mark.parametrize("device", ["cuda", "cuda:1"])
 def test_an_absent_device_is_one_line_naming_the_devices_there(device):
     with pytest.raises(SystemExit) as refused:
         training.Compute.of(device, None)
-    assert str(refused.value) == (
-        f"--device: device {device!r} is not available here (devices: cpu)"
-    )
-    with pytest.raises(SystemExit, match=r"^--device: unknown device 'gpu': use auto, cpu"):
+    assert_refused_in_one_line(refused, device)
+    with pytest.raises(SystemExit) as refused:  # not a device at all
         training.Compute.of("gpu", None)
+    message = str(refused.value)
+    assert message.startswith("--device: ") and "gpu" in message and "\n" not in message
 
 
 @NO_GPU
 def test_both_trainers_refuse_an_absent_device_before_writing_anything(tmp_path):
     out = tmp_path / "run"
-    with pytest.raises(SystemExit, match=r"^--device: device 'cuda' is not available here"):
-        cory.main(["--model", "tiny", "--device", "cuda", "--out-dir", str(out)])
-    with pytest.raises(SystemExit, match=r"^--device: device 'cuda' is not available here"):
-        magrpo.main(["--model", "tiny", "--device", "cuda", "--out-dir", str(out)])
+    for trainer in (cory, magrpo):
+        with pytest.raises(SystemExit) as refused:
+            trainer.main(["--model", "tiny", "--device", "cuda", "--out-dir", str(out)])
+        assert_refused_in_one_line(refused, "cuda")
     assert not out.exists()
 
 
@@ -98,9 +106,8 @@ def test_an_absent_device_on_the_command_line_is_one_line_not_a_traceback(name, 
         check=False,
     )
     assert proc.returncode == 1
-    assert proc.stderr.splitlines() == [
-        "--device: device 'cuda' is not available here (devices: cpu)"
-    ]
+    assert len(proc.stderr.splitlines()) == 1 and proc.stderr.startswith("--device: ")
+    assert "Traceback" not in proc.stderr and "cuda" in proc.stderr
 
 
 # --------------------------------------------------------------------------- checkpoints
