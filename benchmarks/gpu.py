@@ -92,6 +92,8 @@ CPU_REFERENCE = {
     ),
     "magrpo": (90.0, "magrpo.py's own estimate for its defaults on 2 CPU cores"),
 }
+#: Prompt length of the ceiling's batches: about a GSM8K prompt's (222 tokens on average).
+CEILING_PROMPT_TOKENS = 256
 TARGET_CLI_VS_CEILING = 0.8
 TARGET_OUTSIDE_POLICY = 0.05
 TARGET_TRAINER_SPEEDUP = 10.0
@@ -103,7 +105,6 @@ class Plan:
     """How much each section does: the full run, or the quick check that the script runs."""
 
     new_tokens: int
-    prompt_tokens: int
     ceiling_batches: tuple[int, ...]
     batch: int
     cli_envs: tuple[str, ...]
@@ -123,7 +124,6 @@ class Plan:
 
 FULL = Plan(
     new_tokens=64,
-    prompt_tokens=256,
     ceiling_batches=(8, 64, 256),
     batch=256,
     cli_envs=(GSM8K, TLDR, MAZE, IMDB),
@@ -135,11 +135,13 @@ FULL = Plan(
     compile=True,
     shape={},
     torch_threads=None,
-    estimates={"model": 20, "ceiling": 15, "api": 40, "cli": 20, "trainer": 45, "executors": 40},
+    estimates={
+        **{"model": 20, "ceiling": 15, "api": 40, "cli": 20, "trainer": 45, "executors": 40},
+        "compile": 90,
+    },
 )
 QUICK = Plan(
     new_tokens=8,
-    prompt_tokens=32,
     ceiling_batches=(2, 8),
     batch=8,
     cli_envs=(GSM8K,),
@@ -164,7 +166,10 @@ QUICK = Plan(
         "head_dim": 32,
     },
     torch_threads=1,  # a tiny model: threads only wait on each other (and on a shared machine)
-    estimates={"model": 5, "ceiling": 2, "api": 5, "cli": 8, "trainer": 10, "executors": 5},
+    estimates={
+        **{"model": 5, "ceiling": 2, "api": 5, "cli": 8, "trainer": 10, "executors": 5},
+        "compile": 0,
+    },
 )
 
 
@@ -252,7 +257,7 @@ def machine(device: str) -> dict[str, Any]:
         info["name"] = props.name
         info["memory_mib"] = props.total_memory // 2**20
     else:
-        info["name"] = f"CPU ({platform.machine()}, {os.cpu_count()} cores)"
+        info["name"] = f"CPU ({platform.machine()})"
     return info
 
 
@@ -362,9 +367,9 @@ def generate_once(
     """One timed ``generate`` of ``batch`` prompts of random tokens, fixed-length answers."""
     import torch
 
-    shape = (batch, plan.prompt_tokens)
+    shape = (batch, CEILING_PROMPT_TOKENS)
     ids = torch.randint(100, model.config.vocab_size, shape, generator=generator).to(device)
-    row: dict[str, Any] = {"batch": batch, "prompt_tokens": plan.prompt_tokens}
+    row: dict[str, Any] = {"batch": batch, "prompt_tokens": CEILING_PROMPT_TOKENS}
     with peak_memory(device, row), torch.inference_mode():
         synchronize(device)
         tick = time.perf_counter()
@@ -693,7 +698,8 @@ def header(results: dict[str, Any]) -> str:
             "",
             f"Model: {shape}, random weights ({model['parameters'] / 1e6:.1f}M parameters, "
             f"{model['dtype']}), built from `benchmarks/smollm2_config/`; every answer exactly "
-            f"{model['new_tokens']} new tokens, so the compute is the real model's.",
+            f"{model['new_tokens']} new tokens"
+            + ("." if results["quick"] else ", so the compute is the real model's."),
         ]
     else:
         lines += ["", f"Model: {missing(model)}."]
@@ -728,7 +734,8 @@ def engine_part(results: dict[str, Any]) -> str:
         "command in *command s*). *vs ceiling*: turns/s over the raw ceiling's completions/s at "
         "the same batch. *outside generate*: the share of wall time not spent in the policy's "
         "`generate` (environments plus engine); *env*: in the environments alone. The maze is "
-        "capped at 2 cycles (4 turns).",
+        "capped at 2 cycles (4 turns); TL;DR's two writers act at once with one policy, so each "
+        "of its `generate` calls holds twice the batch.",
         "",
         "| env | path | episodes | turns | s | turns/s | vs ceiling | outside generate | env | "
         "prompt tokens | new tokens | command s | peak GPU MiB |",
@@ -842,7 +849,9 @@ def targets_part(results: dict[str, Any]) -> str:
     on_gpu = results["machine"]["device"].startswith("cuda")
     lines = ["## Targets (issue 29)", ""]
     if not on_gpu:
-        lines.append("The targets are for a GPU: not measured yet (this run was on a CPU).")
+        return "\n".join(
+            [*lines, "Not measured yet: the targets are for a GPU, this run was on a CPU."]
+        )
     verdicts = []
     for env_id, row in _measured_rows(results.get("cli")):
         verdicts.append(
@@ -946,7 +955,7 @@ def run(args: argparse.Namespace, device: str, work: Path) -> dict[str, Any]:
     results["compile"] = measure(
         "compile",
         budget,
-        estimates["api"],
+        estimates["compile"],
         lambda: compile_speedup(folder, plan, device, dtype),
     )
     return results
