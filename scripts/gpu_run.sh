@@ -33,11 +33,12 @@
 #   run(command="bash scripts/gpu_run.sh", carry=[".whl"], timeout_s=420)
 #
 #    $OUT comes back with gpu.md, gpu.json and gpu_run.log; copy gpu.md and gpu.json to
-#    docs/benchmarks/. BUDGET_S (default 270) is benchmarks/gpu.py's --budget-s.
+#    docs/benchmarks/. BUDGET_S (default 270) is benchmarks/gpu.py's --budget-s; arguments
+#    after the script go to gpu.py (e.g. --device cuda:1).
 set -euo pipefail
 
 OUT=${OUT:-/tmp/gpu-bench-out}
-SITE=/tmp/site
+SITE=${SITE:-/tmp/site}
 mkdir -p "$OUT" "$SITE"
 python3 -m pip install --quiet --no-index --no-deps --target "$SITE" .whl/*.whl
 if [ -f .whl/ray.tar.gz ]; then
@@ -46,4 +47,4 @@ fi
 export PYTHONPATH="$SITE:$PWD"
 export HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 nvidia-smi --query-gpu=name,memory.total,memory.used --format=csv,noheader || true
-python3 benchmarks/gpu.py --budget-s "${BUDGET_S:-270}" --out "$OUT" 2>&1 | tee "$OUT/gpu_run.log"
+python3 benchmarks/gpu.py --budget-s "${BUDGET_S:-270}" --out "$OUT" "$@" 2>&1 | tee "$OUT/gpu_run.log"
