@@ -14,7 +14,8 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     table. Policy specs: ``default``, ``tiny``, ``hf:NAME_OR_PATH``, ``openai:URL[#MODEL]``,
     ``scripted``, ``random``. For ``openai:`` policies, ``--timeout S`` (default 60) is the
     total deadline of one request attempt (connect, send, whole answer), ``--retries N``
-    (default 3) the retries after a failed attempt, and ``--max-response-bytes`` (default 32M)
+    (default 3) the retries after a failed attempt, ``--concurrency N`` (default: the batch size)
+    the requests in flight, and ``--max-response-bytes`` (default 32M)
     the largest answer body accepted; ``--max-record-bytes`` (default 64M) the largest episode
     record written (a larger one is skipped and counted). If a policy fails the command prints what finished
     ("N finished episode(s) kept") and exits 1; on Ctrl-C it does the same and exits 130.
@@ -71,6 +72,7 @@ from llm_marl_envs.commands import (
     summary_table,
 )
 from llm_marl_envs.policies import GenerationConfig, ModelCache
+from llm_marl_envs.policies.generation import resolve_batch_size
 from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
 from llm_marl_envs.policies.specs import POLICY_SPECS
 from llm_marl_envs.registry import (
@@ -320,6 +322,14 @@ def _main(argv: list[str] | None) -> int:
         help="openai: policies: retries after a timeout, connection error, HTTP 429 or 5xx (default 3)",
     )
     p_roll.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="openai: policies: requests in flight at once (default: the batch size, so a "
+        "server such as vLLM batches every episode's turn)",
+    )
+    p_roll.add_argument(
         "--max-response-bytes",
         type=_size,
         default=DEFAULT_MAX_RESPONSE_BYTES,
@@ -420,6 +430,7 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
             "timeout": args.timeout,
             "max_retries": args.retries,
             "max_response_bytes": args.max_response_bytes,
+            "concurrency": args.concurrency or resolve_batch_size(args.batch_size, args.device),
         }
     )
     printed: list[str] = []

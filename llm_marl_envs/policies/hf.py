@@ -142,7 +142,7 @@ class HFPolicy(Policy):
             )
         self.model = model
         self.compile = bool(compile)
-        if self.compile and self._device().type != "cuda":
+        if self.compile and not self._on_gpu():
             raise ValueError(
                 f"compile (a static KV cache with torch.compile) needs a CUDA device; the model "
                 f"is on {self._device()}: leave out --compile, or use --device cuda"
@@ -205,8 +205,8 @@ class HFPolicy(Policy):
 
     def describe(self) -> dict[str, Any]:
         """What a results manifest records about this policy: model id, checkpoint folder
-        (``ckpt:`` policies), architecture, parameter count, device, dtype, sha256 of the
-        weights."""
+        (``ckpt:`` policies), architecture, parameter count, device (and the GPU's name on
+        one), dtype, sha256 of the weights."""
         params = list(self.model.parameters())
         return {
             "kind": "transformers",
@@ -216,6 +216,7 @@ class HFPolicy(Policy):
             "architecture": type(self.model).__name__,
             "parameters": sum(p.numel() for p in params),
             "device": str(self._device()),
+            **({"gpu": torch.cuda.get_device_name(self._device())} if self._on_gpu() else {}),
             "dtype": str(params[0].dtype).replace("torch.", "") if params else None,
             "weights_sha256": weights_sha256(self.model),
         }
@@ -411,9 +412,9 @@ class HFPolicy(Policy):
     def _fitting_batch_size(self, prompt_ids: list[list[int]]) -> int:
         """Prompts per ``generate`` call when no ``batch_size`` is set: all of them on the CPU;
         on a GPU, as many as fit its free memory (:func:`fitting_batch_size`)."""
-        device = self._device()
-        if device.type != "cuda":
+        if not self._on_gpu():
             return len(prompt_ids)
+        device = self._device()
         free, _ = torch.cuda.mem_get_info(device)
         free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
         per_sequence = sequence_bytes(
@@ -423,6 +424,9 @@ class HFPolicy(Policy):
             dtype_bytes=next(self.model.parameters()).element_size(),
         )
         return fitting_batch_size(free, per_sequence)
+
+    def _on_gpu(self) -> bool:
+        return self._device().type == "cuda"
 
     def _eos_token_ids(self) -> list[int]:
         ids: list[int] = []
