@@ -8,9 +8,10 @@
     ``--pairings A B ...`` plays cross-play instead (:mod:`llm_marl_envs.evaluation.pairings`):
     solo, homogeneous and heterogeneous pairs in both seat orders, into ``crossplay.json``.
 ``llm-marl leaderboard add DIR | verify ENTRY | build``
-    Adds an evaluation to a board (``./leaderboard``) after checking its hashes, replays a
-    sample of an entry's episodes to verify it, or builds the static site of the shipped and
-    added entries (:mod:`llm_marl_envs.evaluation.leaderboard`).
+    Adds an evaluation to a board (``./leaderboard``) after checking its hashes and replaying
+    every episode's actions, replays a sample of an entry's episodes to verify it, or builds
+    the static site of the shipped and added entries
+    (:mod:`llm_marl_envs.evaluation.leaderboard`).
 """
 
 from __future__ import annotations
