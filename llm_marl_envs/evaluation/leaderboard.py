@@ -60,7 +60,7 @@ from llm_marl_envs.evaluation.submission import (
 )
 from llm_marl_envs.evaluation.suite import Suite, available_suites, data_hash, load_suite
 from llm_marl_envs.rollout.records import encode_record
-from llm_marl_envs.policies import ModelCache
+from llm_marl_envs.policies import GenerationConfig, ModelCache
 from llm_marl_envs.policies.specs import not_replayable
 from llm_marl_envs.registry import make
 
@@ -304,10 +304,12 @@ def verify_entry(
     sample: int = 8,
     seed: int = 0,
     write: Callable[[str], None] = print,
+    generation: GenerationConfig | None = None,
 ) -> dict:
-    """Replay ``sample`` randomly chosen episodes of a deterministic entry; write and return
-    ``verification.json`` (``verified`` is true when every one reproduced its actions and
-    score)."""
+    """Replay ``sample`` randomly chosen episodes of a deterministic entry, with the models
+    where ``generation`` says (device, dtype; default ``"auto"``: an entry made on the CPU in
+    float32 replays exactly there); write and return ``verification.json`` (``verified`` is true
+    when every one reproduced its actions and score)."""
     from llm_marl_envs.rollout import rollout
 
     found = entries(board)
@@ -336,7 +338,7 @@ def verify_entry(
             index = [t.name for t in suite.tasks].index(task_name)
             seed = suite.raw.get("seed", 0) * 1_000 + index
             with closing(make(task.env, **task.kwargs)) as env:
-                policies = task_policies(models, task, env, seats, seed)
+                policies = task_policies(models, task, env, seats, seed, generation)
             played = rollout(
                 task.env,
                 policies,

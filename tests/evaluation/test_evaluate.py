@@ -299,7 +299,8 @@ def test_one_model_load_plays_every_task_with_its_own_settings(tmp_path, monkeyp
         generation=GenerationConfig(dtype="float64", max_new_tokens=99),
         write=lambda _: None,
     )
-    assert loads == [{"dtype": "float64", "device": None}]  # one load, where the config says
+    # one load, where the config says
+    assert loads == [{"dtype": "float64", "device": "auto"}]
     for task, budget in (("gsm8k", 5), ("maze", 3)):  # the suite's budget, not the caller's
         turns = [t for x in all_lines(out)[task] for t in x["record"].turns]
         assert max(t.completion_tokens for t in turns) == budget
