@@ -48,6 +48,7 @@ import tyro
 
 from llm_marl_envs.models import checkpoints
 from llm_marl_envs.commands import parse_env_args
+from llm_marl_envs.policies.generation import resolve_device, resolve_dtype_for
 
 T = TypeVar("T")
 
@@ -112,37 +113,6 @@ def cli(cls: type[T], argv: Sequence[str] | None, description: str) -> T:
 
 
 # --------------------------------------------------------------------------- device
-# Stand-ins for llm_marl_envs.policies.generation.resolve_device / resolve_dtype_for (issue 29,
-# landing beside this file): the same signatures and meaning, replaced by those once they land.
-def _resolve_device(device: str | None) -> str:
-    """``"auto"`` (or None): CUDA when available, else the CPU; an absent CUDA device is a
-    one-line ValueError naming the devices there."""
-    import torch
-
-    if device in (None, "auto"):
-        return "cuda" if torch.cuda.is_available() else "cpu"
-    try:
-        wanted = torch.device(device)
-    except RuntimeError:
-        raise ValueError(f"unknown device {device!r}: use auto, cpu, cuda or cuda:N") from None
-    count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-    if wanted.type == "cuda" and (wanted.index or 0) >= count:
-        there = ", ".join(["cpu", *(f"cuda:{i}" for i in range(count))])
-        raise ValueError(f"device {device!r} is not available here (devices: {there})")
-    return device
-
-
-def _resolve_dtype_for(device: str, dtype: str) -> str:
-    """``"auto"``: bfloat16 on a CUDA device that supports it, else float32; others as given."""
-    import torch
-
-    if dtype != "auto":
-        return dtype
-    if torch.device(device).type == "cuda" and torch.cuda.is_bf16_supported():
-        return "bfloat16"
-    return "float32"
-
-
 @dataclass(frozen=True)
 class Compute:
     """Where a trainer computes: the torch ``device`` of every model and tensor, and whether
@@ -158,11 +128,11 @@ class Compute:
         fast bf16 (a CUDA device that supports it; never by default on the CPU, where the flag
         means what it always meant). An absent device exits with one line (``SystemExit``)."""
         try:
-            resolved = _resolve_device(device)
+            resolved = resolve_device(device)
         except (ValueError, RuntimeError) as error:  # RuntimeError: torch's, for a bad name
             raise SystemExit(f"--device: {str(error).splitlines()[0]}") from None
         if bf16_autocast is None:
-            bf16_autocast = _resolve_dtype_for(resolved, "auto") == "bfloat16"
+            bf16_autocast = resolve_dtype_for(resolved, "auto") == "bfloat16"
         compute = cls(resolved, bf16_autocast)
         if compute.bf16_autocast and compute.type == "cpu":
             warn_if_bf16_is_slow()
