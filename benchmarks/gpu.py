@@ -536,7 +536,11 @@ def trainer_row(name: str, folder: Path, plan: Plan, device: str, work: Path) ->
         "iterations": len(rows),
         "first_iteration_s": rows[0]["seconds"],
         "seconds_per_iteration": seconds,
-        **{key: max(r[key] for r in rows) for key in rows[0] if key.startswith("peak_")},
+        **{
+            key: max((r[key] for r in rows if r.get(key) is not None), default=None)
+            for key in rows[0]
+            if key.startswith("peak_")
+        },
     }
     if not plan.shape:  # the CPU figures are the real model's: no comparison for a shrunk one
         reference, source = CPU_REFERENCE[name]
@@ -777,7 +781,9 @@ def trainers_part(trainers: Any) -> str:
         if missing(row):
             lines.append(f"- `{name}.py`: {missing(row)}")
             continue
-        peaks = ", ".join(f"{k} {v:,.0f}" for k, v in row.items() if k.startswith("peak_"))
+        peaks = ", ".join(
+            f"{k} {v:,.0f}" for k, v in row.items() if k.startswith("peak_") and v is not None
+        )
         line = (
             f"- `{name}.py`: {row['iterations']} iterations, first {row['first_iteration_s']:.1f} "
             f"s, then **{row['seconds_per_iteration']:.2f} s per iteration**; {peaks}"
