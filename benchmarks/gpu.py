@@ -221,24 +221,14 @@ def _first_line(error: BaseException) -> str:
 
 
 def pick_device(requested: str) -> str:
-    """The torch device for ``--device``; a one-line error when it is not on this machine."""
-    import torch
-
+    """The torch device for ``--device``; a one-line error when it is not on this machine (the
+    package's resolver says which devices are)."""
     from llm_marl_envs.policies.generation import resolve_device
 
-    device = resolve_device(requested)
-    if device.startswith("cuda"):
-        count = torch.cuda.device_count() if torch.cuda.is_available() else 0
-        index = int(device.partition(":")[2] or 0)
-        if index >= count:
-            there = f"{count} CUDA device(s)" if count else "no CUDA device"
-            raise SystemExit(
-                f"gpu.py: --device {requested}: this machine has {there} (torch "
-                f"{torch.__version__}); use --device cpu or --device auto"
-            )
-    elif device != "cpu":
-        raise SystemExit(f"gpu.py: --device {requested}: use auto, cpu, cuda or cuda:N")
-    return device
+    try:
+        return resolve_device(requested)
+    except ValueError as error:
+        raise SystemExit(f"gpu.py: --device {requested}: {error}; or --device cpu") from None
 
 
 def machine(device: str) -> dict[str, Any]:

@@ -93,7 +93,7 @@ def test_an_absent_gpu_is_a_one_line_error_naming_the_fix():
     with pytest.raises(SystemExit) as stop:
         bench.pick_device("cuda:0")
     message = str(stop.value)
-    assert "\n" not in message and "no CUDA device" in message and "--device cpu" in message
+    assert "\n" not in message and "CUDA device" in message and "--device cpu" in message
     assert bench.pick_device("cpu") == "cpu" and bench.pick_device("auto") == "cpu"
 
 
