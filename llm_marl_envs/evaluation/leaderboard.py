@@ -2,16 +2,21 @@
 
 A **board** is a folder (default ``./leaderboard``) of entries, one folder each:
 ``entries/<id>/results.json`` (an ``llm-marl eval`` result), ``entries/<id>/episodes/`` (its
-per-episode records, gzipped) and, once verified, ``entries/<id>/verification.json``. The
+per-episode records, gzipped) and, once verified, ``entries/<id>/verification.json``
+(``verifications/<id>.json`` for a shipped entry; ``verification.key`` seals them). The
 package ships entries of its own (``llm_marl_envs/evaluation/entries/``: random, scripted, the tiny
 model and the embedded SmolLM2 on the ``lite`` suite) so a site can be built on day one.
 
 * :func:`add_entry` refuses a result whose suite hash, env spec hashes or data hashes do not
   match this package's suite (the message names which), or whose scores do not follow from its
   episodes; the scores are recomputed from the episodes by this package.
-* :func:`verify_entry` replays a random sample of a deterministic entry's episodes (greedy
-  models, scripted and random policies) and marks it verified when each reproduces its actions
-  and its score.
+* :func:`verify_entry` loads a deterministic entry's models (greedy models, scripted and
+  random policies), checks their weights against the manifest and regenerates a secret,
+  stratified sample of its episodes sized by a stated power
+  (:mod:`llm_marl_envs.evaluation.verification`); the verification is bound to the entry's
+  files by their hashes and sealed with the board's key, so :func:`build_board` shows it only
+  while both hold. A shipped entry verified on a board is written to that board, never into
+  the installed package.
 * :func:`build_board` assembles the entries (shipped and added) of one suite into the data of
   the site (overall and per-task tables with tie ranks, transcripts, manifests, cross-play);
   :func:`build` writes the static site with :func:`llm_marl_envs.evaluation.site.build_site`.
@@ -23,26 +28,22 @@ one it cannot be told apart from, and entries whose intervals overlap usually sh
 
 from __future__ import annotations
 
-import datetime as _dt
 import gzip
 import json
-import random
 import shutil
 import warnings
 from collections.abc import Callable
-from contextlib import closing
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from llm_marl_envs.evaluation.evaluate import load_episodes, load_runs, slug, task_policies
+from llm_marl_envs.evaluation import verification
+from llm_marl_envs.evaluation.evaluate import load_episodes, load_runs, slug
 from llm_marl_envs.evaluation.metrics import item_value, metric_info
 from llm_marl_envs.evaluation.results import score
 from llm_marl_envs.evaluation.stats import Interval, tie_ranks
 from llm_marl_envs.evaluation.suite import Suite, data_hash, load_suite
-from llm_marl_envs.policies import ModelCache
 from llm_marl_envs.policies.specs import not_replayable
-from llm_marl_envs.registry import make
 
 __all__ = [
     "DEFAULT_BOARD",
@@ -178,15 +179,18 @@ def verify_entry(
     entry: str,
     board: str | Path = DEFAULT_BOARD,
     *,
-    sample: int = 8,
-    seed: int = 0,
+    sample: int | None = None,
+    secret: int | None = None,
     write: Callable[[str], None] = print,
 ) -> dict:
-    """Replay ``sample`` randomly chosen episodes of a deterministic entry; write and return
-    ``verification.json`` (``verified`` is true when every one reproduced its actions and
-    score)."""
-    from llm_marl_envs.rollout import rollout
-
+    """Verify an entry of a deterministic team (:func:`~llm_marl_envs.evaluation.verification.
+    verify_folder`: its models loaded and checked against the manifest, a secret stratified
+    sample of ``sample`` episodes regenerated, default the size of the stated power); write the
+    verification, sealed with the board's key, into ``board`` (a shipped entry's goes to
+    ``<board>/verifications/<id>.json``: the installed package is never written) and return
+    it (``verified`` is true when the models match and every sampled episode reproduced)."""
+    if board is None:
+        raise LeaderboardError("verify writes into a board folder: give one (--board)")
     found = entries(board)
     if entry not in found:
         raise LeaderboardError(f"no entry {entry!r}; entries: {', '.join(found) or 'none'}")
@@ -198,66 +202,35 @@ def verify_entry(
     why = _deterministic(results)
     if why:
         raise LeaderboardError(f"{entry} cannot be verified by replay: {why}")
-    pool: list[tuple[str, dict]] = []
-    for task in results["tasks"]:
-        pool += [(task, line) for line in load_episodes(folder / "episodes" / f"{task}.jsonl.gz")]
-    chosen = random.Random(seed).sample(pool, min(sample, len(pool)))
-    batch = results["manifest"].get("batch_size", 8)
-    models = ModelCache()
-    checks = []
-    try:
-        for task_name in sorted({t for t, _ in chosen}):
-            task = suite.task(task_name)
-            lines = [line for t, line in chosen if t == task_name]
-            seats = results["manifest"]["tasks"][task_name]["seats"]
-            index = [t.name for t in suite.tasks].index(task_name)
-            seed = suite.raw.get("seed", 0) * 1_000 + index
-            with closing(make(task.env, **task.kwargs)) as env:
-                policies = task_policies(models, task, env, seats, seed)
-            played = rollout(
-                task.env,
-                policies,
-                seeds=[line["seed"] for line in lines],
-                reset_options=[line["options"] for line in lines],
-                batch_size=batch,
-                env_kwargs=task.kwargs,
-                progress=False,
-            )
-            for line, record in zip(lines, played.episodes, strict=True):
-                before = [t.action for t in line["record"].turns]
-                after = [t.action for t in record.turns]
-                value = item_value(task.primary, [line["record"]], task)
-                again = item_value(task.primary, [record], task)
-                checks.append(
-                    {
-                        "task": task_name,
-                        "key": line["key"],
-                        "sample": line["sample"],
-                        "actions_match": before == after,
-                        "score": value,
-                        "replayed_score": again,
-                    }
-                )
-                write(
-                    f"  {task_name} {line['key']}: "
-                    + ("reproduced" if before == after and value == again else "DIFFERS")
-                )
-    finally:
-        models.close()
-    reproduced = sum(c["actions_match"] and c["score"] == c["replayed_score"] for c in checks)
-    import llm_marl_envs
+    result = verification.verify_folder(
+        folder, suite, results, sample=sample, secret=secret, write=write
+    )
+    path = verification_path(board, entry, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sealed = verification.seal(result, verification.board_key(Path(board), create=True))
+    path.write_text(json.dumps(sealed, indent=1) + "\n", encoding="utf-8")
+    return sealed
 
-    verification = {
-        "verified": reproduced == len(checks) and bool(checks),
-        "sampled": len(checks),
-        "reproduced": reproduced,
-        "seed": seed,
-        "package_version": llm_marl_envs.__version__,
-        "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "episodes": checks,
-    }
-    (folder / "verification.json").write_text(json.dumps(verification, indent=1) + "\n")
-    return verification
+
+def verification_path(board: str | Path | None, entry_id: str, folder: Path) -> Path:
+    """Where ``board`` keeps an entry's verification: in the entry's folder, or
+    ``<board>/verifications/<id>.json`` for a shipped entry (the package is not written)."""
+    if board is not None and folder.parent == shipped_entries():
+        return Path(board) / "verifications" / f"{entry_id}.json"
+    return folder / "verification.json"
+
+
+def _trust(board: str | Path | None, entry_id: str, folder: Path, results: dict) -> dict:
+    """The entry's verification as ``build`` shows it (:func:`verification.check`: the board's
+    sealed one, else a shipped entry's own), with the badge's ``summary``."""
+    path = verification_path(board, entry_id, folder)
+    key = verification.board_key(Path(board)) if board is not None else None
+    if path.is_file() or folder.parent != shipped_entries():
+        trust = verification.check(path, folder, key)
+    else:
+        trust = verification.check(folder / "verification.json", folder, None, shipped=True)
+    trust["summary"] = verification.summary(trust, results.get("board", {}).get("replay"))
+    return trust
 
 
 # --------------------------------------------------------------------------- build
@@ -299,11 +272,7 @@ def build_board(
         if problems:  # measured on another version of the suite: not comparable
             warnings.warn(f"entry {entry_id} left out: {'; '.join(problems)}", stacklevel=2)
             continue
-        verification = folder / "verification.json"
-        verified = (
-            json.loads(verification.read_text())["verified"] if verification.exists() else None
-        )
-        rows.append((entry_id, folder, results, verified))
+        rows.append((entry_id, folder, results, _trust(board, entry_id, folder, results)))
     tasks = [
         {
             "name": t.name,
@@ -316,7 +285,7 @@ def build_board(
         for t in suite.tasks
     ]
     built = []
-    for entry_id, folder, results, verified in rows:
+    for entry_id, folder, results, trust in rows:
         task_blocks = {}
         for name, block in results["tasks"].items():
             task = suite.task(name)
@@ -336,10 +305,11 @@ def build_board(
                 "name": meta.get("name", results["entry"]),
                 "team": results["team"],
                 "kind": meta.get("kind", "model"),
-                "verified": verified,
+                "verified": trust["verified"],
+                "verification": {k: v for k, v in trust.items() if k != "models"},
                 "overall": dict(results["overall"]) if results.get("overall") else None,
                 "tasks": task_blocks,
-                "manifest": results.get("manifest", {}),
+                "manifest": _shown_manifest(results.get("manifest", {}), trust),
             }
         )
     _rank(built, tasks)
@@ -361,6 +331,15 @@ def build_board(
         "entries": sorted(built, key=lambda e: (e["overall"] or {}).get("rank", 10**9)),
         "crossplay": crossplay,
     }
+
+
+def _shown_manifest(manifest: dict, trust: dict) -> dict:
+    """The manifest as the site shows it: its models are the ones verification loaded (their
+    ids and weights hashes from the weights); an unverified entry's claims are marked so."""
+    if trust["verified"]:
+        return {**manifest, "policies": trust["models"]}
+    claims = manifest.get("policies", {})
+    return {**manifest, "policies": {s: {**c, "unverified": True} for s, c in claims.items()}}
 
 
 def _rank(built: list[dict], tasks: list[dict]) -> None:
