@@ -60,6 +60,16 @@ DEFAULT_BOARD = Path("leaderboard")
 #: Episodes per task shown in an entry's transcript pages (the first ones, in item order).
 TRANSCRIPT_EPISODES = 20
 
+#: What a "verified" badge means, as the site states it.
+VERIFICATION_RULE = (
+    "verified: the entry's models were loaded and their weights hash to what its manifest "
+    "claims, and a secret sample of its episodes, drawn from every task, was regenerated "
+    "with the same actions and scores; the sample is sized so that if "
+    f"{verification.FORGED_FRACTION:.0%} of the episodes were forged it would catch one with "
+    f"probability >= {verification.POWER} (hypergeometric, however the forgeries are spread "
+    "over the tasks); a file changed after verification loses the badge"
+)
+
 
 class LeaderboardError(ValueError):
     """A result that cannot join the board, or an entry that is not there."""
@@ -327,6 +337,7 @@ def build_board(
             "this entry's (lower bound above its upper bound), LMArena's rule: an entry never "
             "ranks below one it cannot be told apart from"
         ),
+        "verification_rule": VERIFICATION_RULE,
         "tasks": tasks,
         "entries": sorted(built, key=lambda e: (e["overall"] or {}).get("rank", 10**9)),
         "crossplay": crossplay,

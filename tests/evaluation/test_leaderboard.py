@@ -174,8 +174,9 @@ def test_cli_add_and_verify(evaluated, tmp_path, capsys):
 
 @pytest.mark.slow
 def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch, capsys):
-    """The entries that ship with the package match this package's lite suite, are verified,
-    and make a real site on day one (with their cross-play)."""
+    """The entries that ship with the package match this package's lite suite, are verified
+    (but the trained one, whose checkpoint does not ship), and make a real site on day one
+    (with their cross-play)."""
     monkeypatch.chdir(tmp_path)
     assert main(["leaderboard", "build"]) == 0
     index = tmp_path / "leaderboard-site" / "index.html"
@@ -190,7 +191,12 @@ def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch
     ):
         assert name in page
     data = build_board("lite", tmp_path / "leaderboard")
-    assert len(data["entries"]) == 5 and all(e["verified"] for e in data["entries"])
+    verified = {e["id"]: e["verified"] for e in data["entries"]}
+    assert verified == dict.fromkeys(["scripted", "default", "tiny", "random"], True) | {
+        "cory-imdb": False
+    }
+    cory = {e["id"]: e for e in data["entries"]}["cory-imdb"]["verification"]["summary"]
+    assert "unverified" in cory and "could not be loaded" in cory
     kinds = {e["id"]: e["kind"] for e in data["entries"]}
     assert kinds["cory-imdb"] == "trained" and kinds["default"] == "model"
     assert [e["id"] for e in data["entries"]][0] == "scripted"  # ranked first overall
