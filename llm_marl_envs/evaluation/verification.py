@@ -177,7 +177,7 @@ def _load_models(
                 task_policies(models, suite.task(name), env, task["seats"], 0)
         except Exception as error:  # any failure to load leaves the model unchecked
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
-            return {}, [f"task {name}: a model could not be loaded ({reason})"]
+            return {}, [f"task {name}: a seat's model could not be loaded ({reason})"]
     loaded = models.describe()
     return loaded, _model_problems(results["manifest"].get("policies", {}), loaded)
 
@@ -246,6 +246,7 @@ def verify_folder(
     import llm_marl_envs
 
     secret = secrets.randbits(64) if secret is None else secret
+    files = content_hashes(folder)  # what is read below is what the verification binds
     pool = {t: load_episodes(folder / "episodes" / f"{t}.jsonl.gz") for t in results["tasks"]}
     sizes = {task: len(lines) for task, lines in pool.items()}
     size = sample_size(sizes) if sample is None else min(sample, sum(sizes.values()))
@@ -277,7 +278,7 @@ def verify_folder(
         },
         "regenerated": sum(map(_ok, checks)),
         "models": loaded,
-        "files": content_hashes(folder),
+        "files": files,
         "package_version": llm_marl_envs.__version__,
         "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "episodes": checks,

@@ -196,7 +196,7 @@ def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch
         "cory-imdb": False
     }
     cory = {e["id"]: e for e in data["entries"]}["cory-imdb"]["verification"]["summary"]
-    assert "unverified" in cory and "could not be loaded" in cory
+    assert "unverified" in cory and "model could not be loaded" in cory
     kinds = {e["id"]: e["kind"] for e in data["entries"]}
     assert kinds["cory-imdb"] == "trained" and kinds["default"] == "model"
     assert [e["id"] for e in data["entries"]][0] == "scripted"  # ranked first overall

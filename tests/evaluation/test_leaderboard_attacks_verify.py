@@ -229,13 +229,16 @@ def test_a_model_that_cannot_be_loaded_is_unverified(tmp_path):
     """Attack: seats name a model the verifier cannot load: never "verified"."""
 
     def seat(manifest):
-        manifest["tasks"]["maze"]["seats"] = {"gnome_0": "hf:/nonexistent/model", "gnome_1": "x"}
+        manifest["tasks"]["maze"]["seats"] = {
+            "gnome_0": "hf:/nonexistent/model",
+            "gnome_1": "scripted",
+        }
 
     board = tmp_path / "board"
     with_manifest(shipped_entries() / "scripted", board, "ghost", seat)
     result = verify_entry("ghost", board, **QUIET)
     assert not result["verified"] and result["regenerated"] == 0
-    assert "a model could not be loaded" in result["problems"][0]
+    assert "task maze: a seat's model could not be loaded" in result["problems"][0]
     assert "unverified" in shown(board, "ghost")["verification"]["summary"]
 
 
