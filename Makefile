@@ -6,7 +6,8 @@
 #               ruff format --check) and run the test suite, which also runs the docstring
 #               examples and builds the docs site strictly (CI)
 #   make test-quick  set up, then run the tests not marked slow (the inner loop, under 2 min)
-#   make bench  set up, then run the benchmarks (results in docs/benchmarks/)
+#   make bench  set up, then run the benchmarks (results in docs/benchmarks/; benchmarks/gpu.py
+#               runs its quick CPU check where there is no GPU)
 #   make docs   set up, then build the documentation site into site/ (offline, warnings are errors)
 #   make clean        remove .venv and build outputs (keeps the converted model cache)
 #   make clean-cache  remove the converted model cache too (~520 MB; rebuilt on next use)
@@ -56,6 +57,7 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/eval_harness.py --label "scripted players and the tiny test model"
 	$(OFFLINE) $(BIN)/python benchmarks/leaderboard_site.py
 	$(OFFLINE) $(BIN)/python benchmarks/ray_scaling.py
+	$(OFFLINE) $(BIN)/python benchmarks/gpu.py $$(command -v nvidia-smi >/dev/null || echo --device cpu --quick)
 
 docs: $(STAMP)
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir site

@@ -8,6 +8,7 @@ Multi-Agent Reinforcement Learning", NeurIPS 2024 (arXiv 2410.06101); see docs/b
     python baselines/cory.py --lora --shared-base --lr 1e-4   # both agents on one base model
     python baselines/cory.py --env llm_marl_envs/GSM8K-v0 --env-kwargs '{"difficulty": 2}'
     python baselines/cory.py --resume                     # continue a killed run exactly
+    python baselines/cory.py --device cuda                # on the GPU, in bf16 autocast
 
 **Agents.** Two copies of the same pretrained LM, "A" and "B", each an independent PPO learner:
 the causal LM, a value head (a scalar linear head on the last hidden state, initialised small)
@@ -32,6 +33,12 @@ the clipped PPO loss: max(-A rho, -A clip(rho, 1 +- clip)) + vf_coef * 0.5 * max
 (V_clip - G)^2). eta follows the adaptive controller of Ziegler et al. (2019):
 eta *= 1 + clip(KL / target - 1, -0.2, 0.2) * batch_size / horizon, KL = mean summed KL.
 
+**Device.** ``--device`` (``auto``: CUDA when available) holds every model (the policies,
+whose rollouts generate there, the reference, the value heads, the LoRA adapters) and every
+tensor of the update; weights are initialised on the CPU, then moved. The scoring and training
+passes run under bf16 autocast for that device with ``--bf16-autocast`` (default: on a CUDA
+device with bf16, off on the CPU); ``training.Compute`` is the one place this is decided.
+
 **Role exchange.** After every ``swap_every`` iterations A and B swap roles (model, value head,
 optimizer and KL controller travel together): metrics say ``role_swap: true`` on the iteration
 after which the roles were exchanged, and ``pioneer_model`` names the model that played pioneer.
@@ -51,8 +58,11 @@ Every random stream (episode seeds, sampling, mini-batch order) is derived from 
 iteration), so ``--resume`` replays a killed run exactly; checkpoints are written atomically and
 verified on resume, a bad one falls back to the previous one
 (``llm_marl_envs.models.checkpoints``).
-The command line (tyro), the checkpoint and resume check, the logs and the curves are the
-skeleton shared with ``magrpo.py`` (``baselines/training.py``).
+Machine-dependent metrics (:data:`TIMING_KEYS`): seconds per iteration (``seconds``, its
+``rollout_seconds`` and ``train_seconds``), ``cpu_seconds``, ``peak_rss_mb`` and the iteration's
+``peak_gpu_memory_mb`` (None on the CPU). The command line (tyro), the checkpoint and resume
+check, the logs and the curves are the skeleton shared with ``magrpo.py``
+(``baselines/training.py``).
 """
 
 from __future__ import annotations
@@ -114,7 +124,14 @@ ENV_DEFAULTS = {
     },
 }
 #: Metrics that measure the machine, not the algorithm (they differ between identical runs).
-TIMING_KEYS = ("seconds", "rollout_seconds", "train_seconds", "cpu_seconds", "peak_rss_mb")
+TIMING_KEYS = (
+    "seconds",
+    "rollout_seconds",
+    "train_seconds",
+    "cpu_seconds",
+    "peak_rss_mb",
+    "peak_gpu_memory_mb",
+)
 EVAL_SEED = 2**40  # evaluation episodes reset with EVAL_SEED + k (training seeds stay far below)
 
 
@@ -180,9 +197,13 @@ class Args:
     """LoRA rank"""
     lora_alpha: int = 16
     """LoRA alpha"""
-    bf16_autocast: bool = False
-    """bfloat16 autocast in the scoring and training passes (generation stays float32): ~1.5x
-    faster on CPUs with AVX512-BF16/AMX, many times slower on CPUs without them"""
+    device: str = "auto"
+    """where every model and tensor lives: auto (CUDA when available, else the CPU), cpu, cuda
+    or cuda:N"""
+    bf16_autocast: training.AutoFlag = None
+    """bfloat16 autocast in the scoring and training passes (weights and generation stay
+    float32); None: on a CUDA device with bf16, off on the CPU (~1.5x faster on CPUs with
+    AVX512-BF16/AMX, many times slower on CPUs without them)"""
     threads: int = 0
     """torch CPU threads (0: torch's default, one per core)"""
     seed: int = 0
@@ -250,8 +271,8 @@ class KLController:
 def gae(rewards, values, mask, gamma: float, lam: float):
     """Advantages and returns of right-padded sequences ``(batch, T)``; V after the end is 0."""
     advantages = torch.zeros_like(rewards)
-    running = torch.zeros(rewards.shape[0])
-    next_value = torch.zeros(rewards.shape[0])
+    running = torch.zeros_like(rewards[:, 0])
+    next_value = torch.zeros_like(rewards[:, 0])
     for t in reversed(range(rewards.shape[1])):
         delta = rewards[:, t] + gamma * next_value - values[:, t]
         running = (delta + gamma * lam * running) * mask[:, t]
@@ -308,8 +329,12 @@ class Learner:
         return {k: v for k, v in self.policy.model.named_parameters() if id(v) in names}
 
 
-def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | None, int]:
-    """Learners "A" (and "B" for cory), the frozen reference (None with LoRA) and the pad id."""
+def build_learners(
+    args: Args, device: str
+) -> tuple[dict[str, Learner], torch.nn.Module | None, int]:
+    """Learners "A" (and "B" for cory), the frozen reference (None with LoRA) and the pad id,
+    on ``device``. Every weight is initialised on the CPU (the same values on any device), then
+    moved there, the optimizers built after."""
     base, tokenizer = load_model(args.model)
     labels = ["A", "B"] if args.algo == "cory" else ["A"]
     generation = {
@@ -321,7 +346,7 @@ def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | No
     reference = None
     models = [base] + [copy.deepcopy(base) for _ in labels[1:] if not args.shared_base]
     if not args.lora:
-        reference = copy.deepcopy(base).requires_grad_(False)
+        reference = copy.deepcopy(base).requires_grad_(False).to(device)
     learners = {}
     with seeded(args.seed):  # LoRA and value-head initialisation; the global RNG is left alone
         for i, label in enumerate(labels):
@@ -335,7 +360,7 @@ def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | No
                 if args.lora:
                     policy.add_lora(r=args.lora_r, alpha=args.lora_alpha)
                     policy.adapter = "default"
-            policy.model.eval()  # no dropout: the PPO ratio must be 1 before the first step
+            policy.model.eval().to(device)  # no dropout: the PPO ratio must be 1 at first
             if policy.adapter is None:
                 params = list(policy.model.parameters())
             else:
@@ -345,6 +370,7 @@ def build_learners(args: Args) -> tuple[dict[str, Learner], torch.nn.Module | No
             head = torch.nn.Linear(base.config.hidden_size, 1)
             torch.nn.init.normal_(head.weight, std=1e-3)
             torch.nn.init.zeros_(head.bias)
+            head.to(device)
             optimizer = torch.optim.AdamW([*params, *head.parameters()], lr=args.lr)
             kl_ctl = KLController(
                 args.kl_coef, args.kl_target if args.adaptive_kl else None, args.kl_horizon
@@ -365,7 +391,7 @@ def forward(learner, prompts, completions, targets, run, reference=False):
     elif reference:
         context = model.disable_adapter()
     learner.policy.activate()
-    with context, torch.autocast("cpu", dtype=torch.bfloat16, enabled=run.bf16_autocast):
+    with context, run.compute.autocast():
         _, mask, *hidden, logits = completion_logprobs(
             model,
             prompts,
@@ -386,13 +412,14 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
     prompts = [t.prompt_ids for t in turns]
     completions = [t.completion_ids for t in turns]
     n, width = len(turns), max(len(c) for c in completions)
-    targets = padded(completions, width)
+    device = run.compute.device
+    targets = padded(completions, width).to(device)
     chunks = [
         list(range(i, min(i + run.mini_batch_size, n))) for i in range(0, n, run.mini_batch_size)
     ]
 
     # 1. Old log-probs, values and full-vocabulary KL to the reference, before any update.
-    old_logprobs, old_values, kl, mask = (torch.zeros(n, width) for _ in range(4))
+    old_logprobs, old_values, kl, mask = (torch.zeros(n, width, device=device) for _ in range(4))
     with torch.no_grad():
         for idx in chunks:
             sub = ([prompts[i] for i in idx], [completions[i] for i in idx], targets[idx])
@@ -405,9 +432,9 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
 
     # 2. Per-token rewards: -eta * KL everywhere, + the task reward at the last token.
     eta = learner.kl_ctl.value
-    scores = torch.tensor([float(t.reward) for t in turns])
+    scores = torch.tensor([float(t.reward) for t in turns], device=device)
     rewards = -eta * kl
-    rewards[torch.arange(n), mask.sum(1).long() - 1] += scores
+    rewards[torch.arange(n, device=device), mask.sum(1).long() - 1] += scores
     advantages, returns = gae(rewards, old_values, mask, run.gamma, run.lam)
     advantages = whiten(advantages, mask)
 
@@ -416,9 +443,14 @@ def ppo_update(learner: Learner, turns, run, rng: np.random.Generator) -> dict[s
     for _ in range(run.ppo_epochs):
         order = rng.permutation(n)
         for start in range(0, n, run.mini_batch_size):
-            idx = torch.as_tensor(order[start : start + run.mini_batch_size])
+            picked = order[start : start + run.mini_batch_size]
+            idx = torch.as_tensor(picked, device=device)
             logprobs, _, values, m = forward(
-                learner, [prompts[i] for i in idx], [completions[i] for i in idx], targets[idx], run
+                learner,
+                [prompts[i] for i in picked],
+                [completions[i] for i in picked],
+                targets[idx],
+                run,
             )
             k = m.shape[1]
             adv, ret = advantages[idx, :k], returns[idx, :k]
@@ -576,8 +608,9 @@ def evaluate(args: Args, roles: dict[str, Learner], env_kwargs: dict, updates: i
 DEFAULT_RUN_MINUTES = 21
 
 
-def plan(args: Args) -> str:
-    """What the run will do, in order, and how long the default run took when measured."""
+def plan(args: Args, compute: training.Compute) -> str:
+    """What the run will do, where, in order, and how long the default run took when measured
+    (on the CPU)."""
     evaluations = (
         f"an evaluation of {args.eval_episodes} fixed episodes before training, every "
         f"{args.eval_every} iterations and at the end"
@@ -586,11 +619,11 @@ def plan(args: Args) -> str:
     )
     text = (
         f"{args.algo} on {args.env.split('/')[-1]} with the {args.model!r} model, seed "
-        f"{args.seed}: loading the models, then {evaluations}; {args.iterations} iterations of "
-        f"{args.batch_size} episodes; results in {args.out_dir}"
+        f"{args.seed}, {compute.describe()}: loading the models, then {evaluations}; "
+        f"{args.iterations} iterations of {args.batch_size} episodes; results in {args.out_dir}"
     )
     defaults = Args()
-    same = all(
+    same = compute.type == "cpu" and all(
         getattr(args, k) == getattr(defaults, k)
         for k in ("env", "model", "iterations", "batch_size", "eval_episodes", "lora")
     )
@@ -602,15 +635,17 @@ def plan(args: Args) -> str:
 def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     """Run (or resume) training; returns the metrics and ``{role: learner}`` at the end."""
     args = resolve(args)
-    training.warn_if_bf16_is_slow(args.bf16_autocast)
+    compute = training.Compute.of(args.device, args.bf16_autocast)
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     out = Path(args.out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    tqdm.write(plan(args))  # before the first slow step (loading models), so a user knows
-    learners, ref_model, pad_id = build_learners(args)
+    tqdm.write(plan(args, compute))  # before the first slow step (loading models)
+    learners, ref_model, pad_id = build_learners(args, compute.device)
     # The update code reads these run constants from one object.
-    run = SimpleNamespace(**dataclasses.asdict(args), ref_model=ref_model, pad_id=pad_id)
+    run = SimpleNamespace(
+        **dataclasses.asdict(args), ref_model=ref_model, pad_id=pad_id, compute=compute
+    )
     reward_mode = "collective" if args.algo == "cory" else "individual"
     env_kwargs = {**args.env_kwargs, "reward_mode": reward_mode}
     title = f"{args.algo} on {args.env.split('/')[-1]}, seed {args.seed}"
@@ -643,6 +678,7 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, desc=args.algo)
     for iteration in bar:
         tick, cpu_tick = time.perf_counter(), time.process_time()
+        compute.reset_peak_memory()
         roles = seated()
         policies = {role: learner.policy for role, learner in roles.items()}
         policies.setdefault("observer_0", observer_stub)  # ppo: the observer is not trained
@@ -682,6 +718,7 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
             train_seconds=seconds - rollout_seconds,
             cpu_seconds=time.process_time() - cpu_tick,
             peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+            peak_gpu_memory_mb=compute.peak_memory_mb(),
         )
         metrics.append(row)
         training.append_log(out / "metrics.jsonl", row)

@@ -35,10 +35,14 @@ Choices worth knowing:
 * ``max_new_tokens`` defaults to 48 (the paper uses 256): a CPU budget. On TL;DR it caps the
   detailed summary near 35 words, so a length ratio of 1.6-3.2 needs the concise agent to stop
   early: a shorter summarizer is the first thing MAGRPO can learn there.
-* ``--bf16-autocast`` (default off) runs the training forward/backward under CPU bf16 autocast;
-  the weights and AdamW state stay float32, generation stays float32. It pays only on CPUs with
-  native bf16 (AVX512-BF16 or AMX: ~1.6x faster); elsewhere torch emulates bf16 and it is many
-  times slower, so the trainer warns (``llm_marl_envs.models.cpu_bf16_is_fast``).
+* ``--device`` (``auto``: CUDA when available) is where the models, their rollouts and the
+  update run; ``peak_gpu_memory_mb`` in the metrics is an iteration's peak GPU memory (None on
+  the CPU).
+* ``--bf16-autocast`` runs the training forward/backward under bf16 autocast for that device
+  (default: on a CUDA device with bf16, off on the CPU); the weights and AdamW state stay
+  float32, generation stays float32. On the CPU it pays only with native bf16 (AVX512-BF16 or
+  AMX: ~1.6x faster); elsewhere torch emulates bf16 and it is many times slower, so the trainer
+  warns (``llm_marl_envs.models.cpu_bf16_is_fast``).
 * ``max_grad_norm`` 1.0 (TRL's default; the paper does not say); 0 disables clipping.
 
 Randomness and resuming: the episode seeds of iteration ``i`` are ``seed * 1_000_000 + i * B + b``
@@ -61,6 +65,7 @@ Usage::
     python baselines/magrpo.py --model tiny --iterations 3 --max-new-tokens 16 --lr 1e-3
     python baselines/magrpo.py --env llm_marl_envs/CoopCoding-v0 --env-kwargs num_turns=2 --lr 1e-5
     python baselines/magrpo.py --resume                         # continue runs/magrpo-...-1
+    python baselines/magrpo.py --device cuda                    # on the GPU, in bf16 autocast
 
 Evaluation: ``eval_episodes`` fixed tasks (episode seeds from :data:`EVAL_SEED`, far from any
 training seed, so never trained on), played with the same sampling seeds every time before the
@@ -115,6 +120,7 @@ TIMING_KEYS = (
     "gen_tokens_per_s",
     "train_tokens_per_s",
     "peak_rss_mb",
+    "peak_gpu_memory_mb",
 )
 
 #: Evaluation episodes reset with ``EVAL_SEED + k``; training seeds (``seed * 1_000_000 + ...``)
@@ -133,11 +139,15 @@ class Args:
     """'magrpo' (a model + optimizer per agent) or 'grpo' (one shared model plays every agent)"""
     model: str = "default"
     """'default' (embedded SmolLM2-135M-Instruct), 'tiny' (random test model), Hub id or folder"""
+    device: str = "auto"
+    """where the models, their generation and training run: auto (CUDA when available, else
+    the CPU), cpu, cuda or cuda:N"""
     dtype: str = "float32"
     """weight dtype; keep float32 to train all weights (bf16 weights lose lr-sized updates)"""
-    bf16_autocast: bool = False
-    """training forward/backward under CPU bf16 autocast (weights stay fp32): ~1.5x faster on
-    CPUs with AVX512-BF16/AMX, many times slower on CPUs without them"""
+    bf16_autocast: training.AutoFlag = None
+    """training forward/backward under bf16 autocast (weights stay fp32); None: on a CUDA
+    device with bf16, off on the CPU (~1.5x faster on CPUs with AVX512-BF16/AMX, many times
+    slower on CPUs without them)"""
     lora: bool = False
     """train LoRA adapters (HFPolicy.add_lora) instead of all weights: less memory, larger lr"""
     lora_r: int = 16
@@ -234,7 +244,9 @@ def derive_seed(*parts: int) -> int:
     return int(np.random.SeedSequence(list(parts)).generate_state(1, np.uint64)[0] >> np.uint64(1))
 
 
-def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, float, int]:
+def policy_gradient_step(
+    learner, episodes, advantages, args, compute: training.Compute
+) -> tuple[dict, float, int]:
     """One optimizer step on ``-(1/N) sum_e A_e sum_turns sum_t log pi`` over the learner's turns.
 
     Returns the loss per agent (its share of the sum), the gradient norm (before clipping)
@@ -253,14 +265,14 @@ def policy_gradient_step(learner, episodes, advantages, args) -> tuple[dict, flo
     chunk = max(1, -(-len(samples) // args.gradient_accumulation))
     for begin in range(0, len(samples), chunk):
         part = samples[begin : begin + chunk]
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=args.bf16_autocast):
+        with compute.autocast():
             logprobs, mask = completion_logprobs(
                 model,
                 [s[1] for s in part],
                 [s[2] for s in part],
                 pad_id=learner["policy"].tokenizer.pad_token_id,
             )
-        advantage = torch.tensor([s[3] for s in part], dtype=torch.float32)
+        advantage = torch.tensor([s[3] for s in part], dtype=torch.float32, device=compute.device)
         per_sample = -advantage * (logprobs * mask).sum(dim=1) / len(episodes)
         per_sample.sum().backward()  # micro-batch gradients add up to the full batch's
         for (agent, *_), value in zip(part, per_sample.tolist(), strict=True):
@@ -395,7 +407,7 @@ def evaluate(args: Args, policies: dict, learners: list[dict], env_kwargs: dict,
 def main(argv=None) -> list[dict]:
     """Train; returns the metrics of every iteration (also in ``<out-dir>/metrics.jsonl``)."""
     args = parse_args(argv)
-    training.warn_if_bf16_is_slow(args.bf16_autocast)
+    compute = training.Compute.of(args.device, args.bf16_autocast)
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     env_name = args.env.split("/")[-1]
     out_dir = Path(args.out_dir or f"runs/{args.algo}-{env_name}-{args.seed}")
@@ -410,7 +422,8 @@ def main(argv=None) -> list[dict]:
         else "no evaluations"
     )
     tqdm.write(  # before the first slow step (loading the models), so a user knows
-        f"{args.algo} on {env_name} with the {args.model!r} model, seed {args.seed}: loading "
+        f"{args.algo} on {env_name} with the {args.model!r} model, seed {args.seed}, "
+        f"{compute.describe()}: loading "
         f"{models} model(s), then {args.iterations} iterations of {args.batch_size} groups of "
         f"{args.group_size} episodes ({n_episodes} per iteration; measured with the defaults: "
         f"about 90 s per iteration on 2 CPU cores) and {evaluations}; results in {out_dir}"
@@ -422,6 +435,7 @@ def main(argv=None) -> list[dict]:
         policy = HFPolicy.from_spec(
             args.model,
             dtype=args.dtype,
+            device=compute.device,
             max_new_tokens=args.max_new_tokens,
             do_sample=True,
             temperature=args.temperature,
@@ -470,6 +484,7 @@ def main(argv=None) -> list[dict]:
     )
     for iteration in bar:
         tick = time.perf_counter()
+        compute.reset_peak_memory()
 
         # 1. Rollout: B groups of G episodes; group b plays the task of seed*1e6 + iteration*B + b.
         for index, learner in enumerate(learners):
@@ -496,7 +511,7 @@ def main(argv=None) -> list[dict]:
         tick_train = time.perf_counter()
         losses, grad_norms, train_tokens = {}, {}, 0
         for learner in learners:
-            loss, norm, tokens = policy_gradient_step(learner, episodes, advantages, args)
+            loss, norm, tokens = policy_gradient_step(learner, episodes, advantages, args, compute)
             losses.update(loss)
             grad_norms["+".join(learner["agents"])] = norm
             train_tokens += tokens
@@ -538,6 +553,7 @@ def main(argv=None) -> list[dict]:
             "gen_tokens_per_s": gen_tokens / rollout_seconds,
             "train_tokens_per_s": train_tokens / train_seconds,
             "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB
+            "peak_gpu_memory_mb": compute.peak_memory_mb(),  # None on the CPU
         }
         metrics.append(row)
         training.append_log(out_dir / "metrics.jsonl", row)

@@ -6,10 +6,17 @@ JSONL logs and the curves.
   does): one ``--kebab-case`` option per field, ``--flag`` / ``--no-flag`` for booleans, the
   docstring under each field as its help, its default shown; :data:`JsonDict` reads
   environment arguments in ``llm-marl``'s syntax (``--env-kwargs difficulty=2`` or a JSON
-  object ``'{"difficulty": 2}'``).
+  object ``'{"difficulty": 2}'``); :data:`AutoFlag` is a ``--flag`` / ``--no-flag`` pair whose
+  default (None) the device decides.
+* **Device.** :class:`Compute` is where a run computes (``--device``: ``auto``, ``cpu``,
+  ``cuda``, ``cuda:N``; an absent device is refused in one line naming the devices there) and
+  whether its scoring and training passes run under bf16 autocast (``--bf16-autocast``; by
+  default on a CUDA device that has bf16, off on the CPU): the autocast context for that
+  device, the line the plan prints, and the peak GPU memory of an iteration.
 * **Checkpoints.** :func:`save_checkpoint` writes ``<out-dir>/checkpoint/iteration-NNNNNN/``
   (``state.json`` with the next iteration, the args and the metrics so far, plus the trainer's
-  extras; one ``learner_<name>.pt`` per learner; ``manifest.json``), atomically and checksummed,
+  extras; one ``learner_<name>.pt`` per learner, its tensors moved to the CPU, so a checkpoint
+  written on a GPU is the one a CPU run writes; ``manifest.json``), atomically and checksummed,
   in the package's one checkpoint format (:mod:`llm_marl_envs.models.checkpoints`, which the
   ``ckpt:`` policy reads too); :func:`load_checkpoint` returns the newest one that verifies
   (a bad one costs one line on stderr and the previous one is tried), after
@@ -31,6 +38,7 @@ import json
 import sys
 import warnings
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from types import MappingProxyType
 from typing import Annotated, Any, TypeVar
@@ -40,12 +48,23 @@ import tyro
 
 from llm_marl_envs.models import checkpoints
 from llm_marl_envs.commands import parse_env_args
+from llm_marl_envs.policies.generation import resolve_device, resolve_dtype_for
 
 T = TypeVar("T")
 
-#: Arguments that a ``--resume`` may change (each trainer has some of them); any other change
-#: is refused by :func:`check_resume`.
-RESUMABLE_CHANGES = ("iterations", "resume", "checkpoint_every", "out_dir", "threads", "progress")
+#: Arguments that a ``--resume`` may change (each trainer has some of them): the length of the
+#: run, how often it saves, where it writes, and where and in what precision it computes (a run
+#: trained on a GPU resumes on the CPU); any other change is refused by :func:`check_resume`.
+RESUMABLE_CHANGES = (
+    "iterations",
+    "resume",
+    "checkpoint_every",
+    "out_dir",
+    "threads",
+    "progress",
+    "device",
+    "bf16_autocast",
+)
 
 
 # --------------------------------------------------------------------------- command line
@@ -69,6 +88,11 @@ JsonDict = Annotated[
 ]
 
 
+#: A field type: a ``--flag`` / ``--no-flag`` pair whose default, None, leaves the choice to the
+#: trainer (``--bf16-autocast``: on where the device has fast bf16).
+AutoFlag = tyro.conf.DisallowNone[bool | None]
+
+
 def cli(cls: type[T], argv: Sequence[str] | None, description: str) -> T:
     """``cls`` (an ``Args`` dataclass) from ``argv`` (None: ``sys.argv[1:]``) with tyro.
 
@@ -88,15 +112,77 @@ def cli(cls: type[T], argv: Sequence[str] | None, description: str) -> T:
     return tyro.cli(cls, args=argv, description=description)
 
 
-def warn_if_bf16_is_slow(bf16_autocast: bool) -> None:
-    """Warn when ``--bf16-autocast`` runs on a CPU that emulates bf16."""
+# --------------------------------------------------------------------------- device
+@dataclass(frozen=True)
+class Compute:
+    """Where a trainer computes: the torch ``device`` of every model and tensor, and whether
+    the scoring and training passes run under bf16 autocast (weights, optimizer states and
+    generation stay float32)."""
+
+    device: str
+    bf16_autocast: bool
+
+    @classmethod
+    def of(cls, device: str, bf16_autocast: bool | None) -> Compute:
+        """``--device`` and ``--bf16-autocast`` resolved: None autocasts where the device has
+        fast bf16 (a CUDA device that supports it; never by default on the CPU, where the flag
+        means what it always meant). An absent device exits with one line (``SystemExit``)."""
+        try:
+            resolved = resolve_device(device)
+        except (ValueError, RuntimeError) as error:  # RuntimeError: torch's, for a bad name
+            raise SystemExit(f"--device: {str(error).splitlines()[0]}") from None
+        if bf16_autocast is None:
+            bf16_autocast = resolve_dtype_for(resolved, "auto") == "bfloat16"
+        compute = cls(resolved, bf16_autocast)
+        if compute.bf16_autocast and compute.type == "cpu":
+            warn_if_bf16_is_slow()
+        return compute
+
+    @property
+    def type(self) -> str:
+        """``"cpu"`` or ``"cuda"``: the device type that autocast and the memory counters take."""
+        import torch
+
+        return torch.device(self.device).type
+
+    def autocast(self) -> Any:
+        """The autocast context of the scoring and training passes (off: a no-op)."""
+        import torch
+
+        return torch.autocast(self.type, dtype=torch.bfloat16, enabled=self.bf16_autocast)
+
+    def describe(self) -> str:
+        """``"on cuda in bfloat16 autocast (weights float32)"``, ``"on cpu in float32"``: for
+        the plan line."""
+        precision = "bfloat16 autocast (weights float32)" if self.bf16_autocast else "float32"
+        return f"on {self.device} in {precision}"
+
+    def reset_peak_memory(self) -> None:
+        """Start measuring an iteration's peak GPU memory (nothing to do on the CPU)."""
+        if self.type == "cuda":
+            import torch
+
+            torch.cuda.reset_peak_memory_stats(self.device)
+
+    def peak_memory_mb(self) -> float | None:
+        """GPU memory allocated at most since :meth:`reset_peak_memory`, in MiB; None on the
+        CPU (``peak_rss_mb`` measures that)."""
+        if self.type != "cuda":
+            return None
+        import torch
+
+        return torch.cuda.max_memory_allocated(self.device) / 2**20
+
+
+def warn_if_bf16_is_slow() -> None:
+    """Warn that ``--bf16-autocast`` on this CPU is emulated (when it is)."""
     from llm_marl_envs.models import cpu_bf16_is_fast
 
-    if bf16_autocast and not cpu_bf16_is_fast():
+    if not cpu_bf16_is_fast():
         warnings.warn(
             "--bf16-autocast on a CPU without AVX512-BF16/AMX: torch emulates bf16 and "
             "training is many times slower than float32",
-            stacklevel=3,
+            stacklevel=3,  # the trainer's line that resolved its Compute
         )
 
 
@@ -140,10 +226,25 @@ def save_checkpoint(
 ) -> None:
     """Everything ``--resume`` needs, as ``<out_dir>/checkpoint/iteration-<iteration>/``:
     ``state.json`` (the next iteration, the args, the metrics so far and ``extra``, JSON values
-    only) and one ``<name>.pt`` per payload, written atomically with a sha256 per file; the
-    previous checkpoint stays as the fallback."""
+    only) and one ``<name>.pt`` per payload (its tensors on the CPU: :func:`on_cpu`), written
+    atomically with a sha256 per file; the previous checkpoint stays as the fallback."""
     state = {"iteration": iteration, "args": dataclasses.asdict(args), "metrics": metrics, **extra}
-    checkpoints.save(out_dir / "checkpoint", iteration, state, payloads)
+    checkpoints.save(out_dir / "checkpoint", iteration, state, on_cpu(payloads))
+
+
+def on_cpu(value: Any) -> Any:
+    """``value`` with every tensor in it (in dicts, lists and tuples) detached and moved to the
+    CPU: what a checkpoint holds, whichever device trained (a resume on another device moves
+    it back with ``load_state_dict`` / ``copy_``)."""
+    import torch
+
+    if isinstance(value, torch.Tensor):
+        return value.detach().cpu()
+    if isinstance(value, dict):
+        return {key: on_cpu(item) for key, item in value.items()}
+    if isinstance(value, (list, tuple)):
+        return type(value)(on_cpu(item) for item in value)
+    return value
 
 
 def load_checkpoint(out_dir: Path, args: Any) -> tuple[dict, dict[str, Any]] | None:

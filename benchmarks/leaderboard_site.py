@@ -188,7 +188,7 @@ def in_browser(index: Path, repeats: int, chromium: str) -> dict:
     runs = []
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        column = 4  # the overall score
+        column = 2  # the overall score
         for _ in range(repeats):
             page = browser.new_page(viewport={"width": 1400, "height": 900})
             page.goto(index.as_uri(), wait_until="load")

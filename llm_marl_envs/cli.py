@@ -14,11 +14,18 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     table. Policy specs: ``default``, ``tiny``, ``hf:NAME_OR_PATH``, ``openai:URL[#MODEL]``,
     ``scripted``, ``random``. For ``openai:`` policies, ``--timeout S`` (default 60) is the
     total deadline of one request attempt (connect, send, whole answer), ``--retries N``
-    (default 3) the retries after a failed attempt, and ``--max-response-bytes`` (default 32M)
+    (default 3) the retries after a failed attempt, ``--concurrency N`` (default: the batch size)
+    the requests in flight, and ``--max-response-bytes`` (default 32M)
     the largest answer body accepted; ``--max-record-bytes`` (default 64M) the largest episode
     record written (a larger one is skipped and counted). If a policy fails the command prints what finished
     ("N finished episode(s) kept") and exits 1; on Ctrl-C it does the same and exits 130.
     ``--executor ray [--num-workers N]`` steps the environments on Ray actors (``docs/ray.md``).
+    ``--batch-size auto`` (the default) is 8 episodes in lockstep on the CPU and 256 on a GPU.
+``llm-marl rollout | play | demo | eval | leaderboard verify ... [--device D] [--dtype T] [--compile]``
+    Where models run (``docs/gpu.md``): ``--device auto`` (the default: CUDA when available,
+    else the CPU), ``cpu``, ``cuda``, ``cuda:N``; ``--dtype auto`` (the default: bfloat16 on a
+    GPU that has it, float32 on the CPU) or a dtype name; ``--compile`` generates with a static
+    KV cache and ``torch.compile`` (CUDA only). An ``openai:`` server places its model itself.
 ``llm-marl play ENV_ID [--human AGENT] [--policy SPEC]``
     Play one or more agents yourself in the terminal against models or scripted policies.
 ``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ...) [--tasks NAME ...] [--out DIR]``
@@ -43,10 +50,13 @@ from pathlib import Path
 
 import llm_marl_envs
 from llm_marl_envs.evaluation.cli import (
+    add_batch_size_option,
     add_eval_parser,
     add_executor_options,
     add_leaderboard_parser,
+    add_placement_options,
     executor_options,
+    placement,
     run_eval,
     run_leaderboard,
 )
@@ -62,6 +72,7 @@ from llm_marl_envs.commands import (
     summary_table,
 )
 from llm_marl_envs.policies import GenerationConfig, ModelCache
+from llm_marl_envs.policies.generation import resolve_batch_size
 from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
 from llm_marl_envs.policies.specs import POLICY_SPECS
 from llm_marl_envs.registry import (
@@ -128,15 +139,16 @@ def env_pages() -> dict[str, str]:
 
 
 def _generation(args: argparse.Namespace) -> GenerationConfig:
-    """Model settings from the command line (temperature 0 = greedy). Without
-    ``--max-new-tokens`` the budget is each environment's (the policy factory sets it)."""
+    """Model settings from the command line (temperature 0 = greedy; where models run:
+    ``--device``, ``--dtype``, ``--compile``). Without ``--max-new-tokens`` the budget is each
+    environment's (the policy factory sets it)."""
     sampling = args.temperature > 0
     return GenerationConfig(
         max_new_tokens=args.max_new_tokens,
         do_sample=sampling,
         temperature=args.temperature if sampling else 1.0,
         top_p=args.top_p if sampling else 1.0,
-        dtype=args.dtype,
+        **placement(args),
     )
 
 
@@ -154,11 +166,7 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--top-p", type=float, default=1.0, help="nucleus sampling (with --temperature > 0)"
     )
-    parser.add_argument(
-        "--dtype",
-        default=None,
-        help="model weights: float32 (default) or bf16 (faster batches on CPUs with AMX)",
-    )
+    add_placement_options(parser)
 
 
 def _positive_float(text: str) -> float:
@@ -281,7 +289,7 @@ def _main(argv: list[str] | None) -> int:
     )
     _add_env_options(p_roll)
     p_roll.add_argument("--episodes", type=int, default=8, help="number of episodes")
-    p_roll.add_argument("--batch-size", type=int, default=8, help="episodes played in lockstep")
+    add_batch_size_option(p_roll, "episodes played in lockstep")
     p_roll.add_argument(
         "--group-size",
         type=int,
@@ -312,6 +320,14 @@ def _main(argv: list[str] | None) -> int:
         default=3,
         metavar="N",
         help="openai: policies: retries after a timeout, connection error, HTTP 429 or 5xx (default 3)",
+    )
+    p_roll.add_argument(
+        "--concurrency",
+        type=int,
+        default=None,
+        metavar="N",
+        help="openai: policies: requests in flight at once (default: the batch size, so a "
+        "server such as vLLM batches every episode's turn)",
     )
     p_roll.add_argument(
         "--max-response-bytes",
@@ -414,6 +430,7 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
             "timeout": args.timeout,
             "max_retries": args.retries,
             "max_response_bytes": args.max_response_bytes,
+            "concurrency": args.concurrency or resolve_batch_size(args.batch_size, args.device),
         }
     )
     printed: list[str] = []

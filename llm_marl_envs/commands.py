@@ -24,6 +24,7 @@ from llm_marl_envs.policies import (
     Prompt,
     build_policies,
 )
+from llm_marl_envs.policies.generation import resolve_batch_size
 from llm_marl_envs.registry import make, spec
 from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord
@@ -241,7 +242,7 @@ def run_rollout(
     policy: str = "default",
     agent_policies: Mapping[str, str] | None = None,
     episodes: int = 8,
-    batch_size: int = 8,
+    batch_size: int | str = "auto",
     seed: int = 0,
     group_size: int = 1,
     env_kwargs: Mapping[str, Any] | None = None,
@@ -260,13 +261,15 @@ def run_rollout(
 
     Model policies generate as ``generation`` says (default: greedy, the environment's token
     budget), seeded with ``seed``; they are loaded into ``models`` (default: a cache of this
-    call's own, closed at the end).
+    call's own, closed at the end). ``batch_size="auto"``: 8 episodes in lockstep on the CPU,
+    256 on a GPU (:func:`~llm_marl_envs.policies.generation.resolve_batch_size`).
 
     Raises :class:`~llm_marl_envs.rollout.RolloutError` after printing what finished.
     """
     spec(env_id)
     env_kwargs = dict(env_kwargs or {})
     factory = PolicyFactory(env_id, seed, generation=generation, models=models)
+    batch_size = resolve_batch_size(batch_size, factory.generation.device)
     with closing(make(env_id, **env_kwargs)) as env:
         policies = build_policies(factory, env, agent_policies, default=policy)
     try:

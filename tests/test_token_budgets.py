@@ -40,7 +40,12 @@ def test_unknown_id_is_the_usual_error():
 
 def _args(max_new_tokens, temperature=0.0):
     return argparse.Namespace(
-        max_new_tokens=max_new_tokens, dtype=None, temperature=temperature, top_p=0.9
+        max_new_tokens=max_new_tokens,
+        device="auto",
+        dtype="auto",
+        compile=False,
+        temperature=temperature,
+        top_p=0.9,
     )
 
 

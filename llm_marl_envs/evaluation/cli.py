@@ -8,9 +8,10 @@
     ``--pairings A B ...`` plays cross-play instead (:mod:`llm_marl_envs.evaluation.pairings`):
     solo, homogeneous and heterogeneous pairs in both seat orders, into ``crossplay.json``.
 ``llm-marl leaderboard add DIR | verify ENTRY | build``
-    Adds an evaluation to a board (``./leaderboard``) after checking its hashes, verifies an
-    entry (its models checked, a secret sample of its episodes regenerated), or builds the
-    static site of the shipped and added entries (:mod:`llm_marl_envs.evaluation.leaderboard`).
+    Adds an evaluation to a board (``./leaderboard``) after checking its hashes and replaying
+    every episode's actions, verifies an entry (its models checked, a secret sample of its
+    episodes regenerated), or builds the static site of the shipped and added entries
+    (:mod:`llm_marl_envs.evaluation.leaderboard`).
 """
 
 from __future__ import annotations
@@ -18,7 +19,15 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-__all__ = ["add_eval_parser", "add_leaderboard_parser", "run_eval", "run_leaderboard"]
+__all__ = [
+    "add_batch_size_option",
+    "add_eval_parser",
+    "add_leaderboard_parser",
+    "add_placement_options",
+    "placement",
+    "run_eval",
+    "run_leaderboard",
+]
 
 
 def add_eval_parser(sub) -> None:
@@ -51,20 +60,67 @@ def add_eval_parser(sub) -> None:
         "--out", default=None, help="output folder (default: results/<suite>-<team>)"
     )
     p_eval.add_argument("--name", default=None, help="the entry's name (default: the team)")
-    p_eval.add_argument(
-        "--batch-size", type=int, default=8, help="episodes played in lockstep per task"
-    )
+    add_batch_size_option(p_eval, "episodes played in lockstep per task (a task's items x samples)")
     p_eval.add_argument(
         "--data",
         nargs="+",
         metavar="TASK=PATH",
         help="read a task's data from a local copy in the Hub's schema (the full suite)",
     )
-    p_eval.add_argument(
-        "--dtype", default=None, help="model weights: float32 (default) or bfloat16"
-    )
+    add_placement_options(p_eval)
     p_eval.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_executor_options(p_eval)
+
+
+def add_placement_options(parser) -> None:
+    """``--device``, ``--dtype`` and ``--compile``: where model policies run (``rollout``,
+    ``play``, ``demo``, ``eval``, ``leaderboard verify``); an ``openai:`` server ignores them."""
+    parser.add_argument(
+        "--device",
+        default="auto",
+        help="where models run: auto (CUDA when available, else the CPU; default), cpu, cuda, "
+        "cuda:N",
+    )
+    parser.add_argument(
+        "--dtype",
+        default="auto",
+        help="model weights: auto (bfloat16 on a GPU that has it, float32 on the CPU; "
+        "default), float32, bfloat16 (bf16), float16",
+    )
+    parser.add_argument(
+        "--compile",
+        action="store_true",
+        help="generate with a static KV cache and torch.compile (CUDA only; the first calls "
+        "pay the compile)",
+    )
+
+
+def placement(args: argparse.Namespace) -> dict:
+    """The ``device``, ``dtype`` and ``compile`` fields of a ``GenerationConfig`` from
+    :func:`add_placement_options`' options."""
+    return {"device": args.device, "dtype": args.dtype, "compile": args.compile}
+
+
+def add_batch_size_option(parser, help: str) -> None:
+    """``--batch-size auto|N`` (rollout and eval): auto is 8 on the CPU and 256 on a GPU, whose
+    model policies split each call into micro-batches that fit its free memory
+    (:func:`~llm_marl_envs.policies.generation.resolve_batch_size`)."""
+    parser.add_argument(
+        "--batch-size",
+        type=_batch_size,
+        default="auto",
+        metavar="auto|N",
+        help=f"{help}; auto (default): 8 on the CPU, 256 on a GPU (each model call split into "
+        "micro-batches that fit its free memory)",
+    )
+
+
+def _batch_size(text: str) -> int | str:
+    if text == "auto":
+        return text
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be auto or an int >= 1, got {text}")
+    return int(text)
 
 
 def add_executor_options(parser) -> None:
@@ -105,16 +161,16 @@ def run_eval(args: argparse.Namespace) -> int:
     from llm_marl_envs.evaluation.suite import load_suite
     from llm_marl_envs.commands import parse_assignments
     from llm_marl_envs.policies import GenerationConfig
+    from llm_marl_envs.policies.generation import resolve_batch_size
     from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 
-    if args.batch_size < 1:
-        raise ValueError("--batch-size must be at least 1")
+    args.batch_size = resolve_batch_size(args.batch_size, args.device)  # cross-play's too
     suite = load_suite(args.suite)
     if args.data:
         suite = suite.with_data_sources(
             {k: str(v) for k, v in parse_assignments(args.data, "--data").items()}
         )
-    generation = GenerationConfig(dtype=args.dtype)  # the suite sets the rest, per task
+    generation = GenerationConfig(**placement(args))  # the suite sets the rest, per task
     where = executor_options(args)
     if args.pairings:
         return _run_pairings(args, suite, generation, where)
@@ -266,6 +322,7 @@ def add_leaderboard_parser(sub) -> None:
         help="episodes to regenerate (default: enough to catch 5%% forged episodes with "
         "probability >= 0.95; the power of a smaller sample is printed)",
     )
+    add_placement_options(p_verify)
     p_build = board_sub.add_parser("build", help="write the static leaderboard site")
     p_build.add_argument("--suite", default="lite", help="the suite whose entries to show")
     p_build.add_argument("--out", default="leaderboard-site", help="output folder")
@@ -291,7 +348,14 @@ def run_leaderboard(args: argparse.Namespace) -> int:
     if args.board_command == "verify":
         if args.sample is not None and args.sample < 1:
             raise ValueError("--sample must be at least 1")
-        result = leaderboard.verify_entry(args.entry, args.board, sample=args.sample)
+        from llm_marl_envs.policies import GenerationConfig
+
+        result = leaderboard.verify_entry(
+            args.entry,
+            args.board,
+            sample=args.sample,
+            generation=GenerationConfig(**placement(args)),
+        )
         sample = result["sample"]
         print(
             f"{args.entry}: {'verified' if result['verified'] else 'NOT verified'}: "

@@ -163,10 +163,14 @@ def task_policies(
     return build_policies(factory, env, assignment)
 
 
-def _placement(generation: GenerationConfig | None) -> dict[str, str]:
-    """Where the models run, as ``run.json`` records it (the fields that are set)."""
-    where = {"device": generation.device, "dtype": generation.dtype} if generation else {}
-    return {name: value for name, value in where.items() if value is not None}
+def _placement(generation: GenerationConfig | None) -> dict[str, Any]:
+    """Where the models run, as ``run.json`` records it: the fields asked for other than the
+    defaults (``"auto"``, no compile), so a run of the defaults resumes a run made before they
+    existed; where the models did run is in the manifest (its ``policies`` block)."""
+    if generation is None:
+        return {}
+    where = {"device": generation.device, "dtype": generation.dtype, "compile": generation.compile}
+    return {name: value for name, value in where.items() if value not in (None, "auto", False)}
 
 
 def _task_seed(suite_seed: int, task_index: int) -> int:

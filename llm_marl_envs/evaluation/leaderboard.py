@@ -8,8 +8,12 @@ package ships entries of its own (``llm_marl_envs/evaluation/entries/``: random,
 model and the embedded SmolLM2 on the ``lite`` suite) so a site can be built on day one.
 
 * :func:`add_entry` refuses a result whose suite hash, env spec hashes or data hashes do not
-  match this package's suite (the message names which), or whose scores do not follow from its
-  episodes; the scores are recomputed from the episodes by this package.
+  match this package's suite (the message names which), then replays every episode's
+  recorded actions through this package's environments
+  (:mod:`llm_marl_envs.evaluation.replay`) and scores the entry from the replay alone: a
+  record or a score that differs refuses it, naming the task, item and field. What a
+  submission may hold (complete tasks, no links, size limits, clean names) is checked by
+  :mod:`llm_marl_envs.evaluation.submission`; shipped ids are protected.
 * :func:`verify_entry` loads a deterministic entry's models (greedy models, scripted and
   random policies), checks their weights against the manifest and regenerates a secret,
   stratified sample of its episodes sized by a stated power
@@ -33,17 +37,34 @@ import json
 import shutil
 import warnings
 from collections.abc import Callable
+from contextlib import closing
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.evaluation import verification
-from llm_marl_envs.evaluation.evaluate import load_episodes, load_runs, slug
+from llm_marl_envs.evaluation.evaluate import (
+    TaskRun,
+    _episode_line,
+    load_runs,
+    slug,
+)
 from llm_marl_envs.evaluation.metrics import item_value, metric_info
+from llm_marl_envs.evaluation.replay import episode_difference, first_difference, replay_task
 from llm_marl_envs.evaluation.results import score
 from llm_marl_envs.evaluation.stats import Interval, tie_ranks
-from llm_marl_envs.evaluation.suite import Suite, data_hash, load_suite
+from llm_marl_envs.evaluation.submission import (
+    LeaderboardError,
+    display_name,
+    name_key,
+    read_episodes,
+    read_results,
+)
+from llm_marl_envs.evaluation.suite import Suite, available_suites, data_hash, load_suite
+from llm_marl_envs.rollout.records import encode_record
+from llm_marl_envs.policies import GenerationConfig
 from llm_marl_envs.policies.specs import not_replayable
+from llm_marl_envs.registry import make
 
 __all__ = [
     "DEFAULT_BOARD",
@@ -71,26 +92,31 @@ VERIFICATION_RULE = (
 )
 
 
-class LeaderboardError(ValueError):
-    """A result that cannot join the board, or an entry that is not there."""
-
-
 def shipped_entries() -> Path:
     """The folder of the entries that ship with the package."""
     return Path(str(resources.files("llm_marl_envs.evaluation") / "entries"))
 
 
 def entries(board: str | Path | None = DEFAULT_BOARD, shipped: bool = True) -> dict[str, Path]:
-    """Entry id -> folder: the shipped ones, then ``board``'s (an added entry with a shipped
-    entry's id replaces it)."""
-    found: dict[str, Path] = {}
-    for root in ([shipped_entries()] if shipped else []) + ([Path(board)] if board else []):
-        folder = root if root == shipped_entries() else root / "entries"
-        if folder.is_dir():
-            for entry in sorted(folder.iterdir()):
-                if (entry / "results.json").is_file():
-                    found[entry.name] = entry
+    """Entry id -> folder: the shipped ones, then ``board``'s. A board entry never replaces or
+    shadows a shipped one: one whose id is a shipped entry's (in any case) is left out."""
+    found = _entry_folders(shipped_entries()) if shipped else {}
+    protected = {entry_id.casefold() for entry_id in _entry_folders(shipped_entries())}
+    added = Path(board) / "entries" if board else None
+    if added is not None and added.resolve() == shipped_entries().resolve():
+        added = None  # the package's own board (scripts/ship_leaderboard_entries.py)
+    for entry_id, folder in _entry_folders(added).items():
+        if entry_id.casefold() in protected:
+            warnings.warn(f"{folder} left out: {entry_id!r} is a shipped entry's id", stacklevel=2)
+        else:
+            found[entry_id] = folder
     return found
+
+
+def _entry_folders(folder: Path | None) -> dict[str, Path]:
+    if folder is None or not folder.is_dir():
+        return {}
+    return {e.name: e for e in sorted(folder.iterdir()) if (e / "results.json").is_file()}
 
 
 def _read(folder: Path) -> dict:
@@ -100,32 +126,62 @@ def _read(folder: Path) -> dict:
 # --------------------------------------------------------------------------- add
 def check_result(results: dict, folder: Path) -> tuple[Suite, list[str]]:
     """The suite of ``results`` after checking its hashes against this package's suite;
-    returns it and the problems found (empty: the result may join)."""
-    if results.get("schema") != "llm-marl-envs/results/1":
-        raise LeaderboardError(f"{folder}: not an llm-marl eval result (schema)")
-    meta = results["suite"]
-    suite = load_suite(meta["name"])
-    problems = []
-    if suite.version != meta["version"] or suite.hash() != meta["hash"]:
-        problems.append(
-            f"suite {meta['name']}-v{meta['version']} hash {meta['hash'][:19]} is not this "
-            f"package's {suite.label} ({suite.hash()[:19]}); evaluate again with this version"
+    returns it and the problems found (empty: the result may join). Every task with data rows
+    must record the hash of the rows it read, and it must be this package's."""
+    try:
+        meta, manifest = results["suite"], results["manifest"]["tasks"]
+        name, version, suite_hash = meta["name"], meta["version"], str(meta["hash"])
+        named = list(results["tasks"])
+        if not isinstance(results["tasks"], dict) or not isinstance(manifest, dict):
+            raise TypeError("tasks and manifest.tasks are objects")
+    except (KeyError, TypeError) as error:
+        raise LeaderboardError(f"{folder}: not an llm-marl eval result ({error})") from None
+    if name not in available_suites():
+        raise LeaderboardError(
+            f"{folder}: suite {name!r} is not one of this package's ({', '.join(available_suites())})"
         )
-        return suite, problems
-    manifest = results.get("manifest", {}).get("tasks", {})
-    for name in results["tasks"]:
-        task = suite.task(name)
-        given = manifest.get(name, {})
+    suite = load_suite(name)
+    if suite.version != version or suite.hash() != suite_hash:
+        problem = (
+            f"suite {name}-v{version} hash {suite_hash[:19]} is not this package's "
+            f"{suite.label} ({suite.hash()[:19]}); evaluate again with this version"
+        )
+        return suite, [problem]
+    problems = []
+    for task_name in named:
+        if task_name not in {t.name for t in suite.tasks}:
+            problems.append(f"task {task_name!r} is not a task of {suite.label}")
+            continue
+        task = suite.task(task_name)
+        given = manifest.get(task_name)
+        given = given if isinstance(given, dict) else {}
         if given.get("env_spec_hash") != task.spec_hash():
             problems.append(
-                f"task {name}: env spec hash {str(given.get('env_spec_hash'))[:19]} differs "
+                f"task {task_name}: env spec hash {str(given.get('env_spec_hash'))[:19]} differs "
                 f"from {task.env}'s here ({task.spec_hash()[:19]}): another env version, "
                 "arguments or generation settings"
             )
-        if given.get("data_hash") is not None and task.kwargs.get("data_source") == "bundled":
-            if given["data_hash"] != data_hash(task):  # bundled rows can be checked here
-                problems.append(f"task {name}: the data rows differ from the packaged ones")
+        problems += _data_problems(task, given.get("data_hash"))
     return suite, problems
+
+
+def _data_problems(task, given: Any) -> list[str]:
+    """Why ``given`` is not the hash of the data rows ``task`` plays here (none: it is)."""
+    try:
+        expected = data_hash(task)
+    except Exception as error:  # a loader's own error (no network, no local copy): one line
+        return [
+            f"task {task.name}: its data cannot be read here to check the data hash "
+            f"({type(error).__name__}: {str(error)[:80]})"
+        ]
+    if expected is None or given == expected:
+        return []
+    if given is None:
+        return [
+            f"task {task.name}: no data hash; a task with data rows records the hash of the "
+            "rows it read (llm-marl eval writes it)"
+        ]
+    return [f"task {task.name}: the data rows differ from the ones this package reads"]
 
 
 def add_entry(
@@ -136,38 +192,106 @@ def add_entry(
     name: str | None = None,
     kind: str = "model",
 ) -> Path:
-    """Check the evaluation in ``result_dir`` and copy it into ``board`` as an entry; returns
-    the entry's folder. Raises :class:`LeaderboardError` naming each mismatch."""
+    """Check the evaluation in ``result_dir``, replay every episode's actions, and copy it into
+    ``board`` as an entry scored from the replay; returns the entry's folder. Raises
+    :class:`LeaderboardError` naming each mismatch (task, item and field)."""
     folder = Path(result_dir)
-    if not (folder / "results.json").is_file():
-        raise LeaderboardError(f"no results.json in {folder}: run llm-marl eval first")
-    results = _read(folder)
+    results = read_results(folder)
     suite, problems = check_result(results, folder)
-    if not problems:
-        assignments = {k: v["team"] for k, v in results["tasks"].items()}
-        rescored = score(
-            suite, load_runs(suite, folder, assignments), entry=results["entry"], team=None
-        )
-        for task, block in results["tasks"].items():
-            if rescored["tasks"].get(task, {}).get("metrics") != block["metrics"]:
-                problems.append(f"task {task}: the scores do not follow from its episodes")
     if problems:
         raise LeaderboardError(f"{folder} cannot join the board: " + "; ".join(problems))
-    entry_id = slug(entry_id or name or results["entry"], "entry")
-    target = Path(board) / "entries" / entry_id
-    if target.exists():
+    name = display_name(name or results.get("entry") or "")
+    entry_id = _new_id(entry_id or name, name, Path(board))
+    episodes = read_episodes(folder, suite)
+    rescored, problems = replayed_scores(suite, results, episodes)
+    if problems:
+        raise LeaderboardError(f"{folder} cannot join the board: " + "; ".join(problems))
+    entry = {key: results.get(key) for key in ("schema", "entry", "team", "suite", "manifest")}
+    entry.update({key: rescored[key] for key in ("complete", "overall", "tasks")})
+    entry["board"] = {"id": entry_id, "name": name, "kind": kind}
+    return _write_entry(Path(board) / "entries" / entry_id, suite, entry, episodes)
+
+
+def replayed_scores(suite: Suite, results: dict, episodes: dict) -> tuple[dict, list[str]]:
+    """The scores of ``episodes`` (task -> (item, sample, record)) recomputed from their
+    replay (:mod:`llm_marl_envs.evaluation.replay`), and where the submission differs from it:
+    an episode (task, item, sample and field) or a score of ``results``."""
+    runs, problems = _replayed_runs(suite, results, episodes)
+    if problems:
+        shown = problems[:3] + ([f"and {len(problems) - 3} more"] if len(problems) > 3 else [])
+        return {}, [f"{len(problems)} episode(s) do not replay: " + "; ".join(shown)]
+    rescored = score(suite, runs, entry=str(results.get("entry")), team=None)
+    for name in sorted(set(results["tasks"]) | set(rescored["tasks"])):
+        found = first_difference(
+            results["tasks"].get(name), rescored["tasks"].get(name), f"tasks.{name}"
+        )
+        if found:
+            problems.append(f"task {name}: the scores do not follow from its episodes ({found})")
+    for key in ("overall", "complete"):
+        found = first_difference(results.get(key), rescored[key], key)
+        if found:
+            problems.append(f"{key}: the score does not follow from the episodes ({found})")
+    return rescored, problems
+
+
+def _replayed_runs(suite: Suite, results: dict, episodes: dict) -> tuple[list[TaskRun], list]:
+    """Each present task's replayed episodes as a :class:`TaskRun` (seats from the manifest),
+    and the episodes whose replay differs from their record."""
+    runs, problems = [], []
+    for task in (t for t in suite.tasks if t.name in episodes):
+        played = []
+        for (item, sample, record), again in zip(
+            episodes[task.name], replay_task(task, episodes[task.name]), strict=True
+        ):
+            found = episode_difference(record, again)
+            if found:
+                problems.append(f"task {task.name}, item {item.key} sample {sample}: {found}")
+            played.append((item, sample, again))
+        seats = (results["manifest"]["tasks"].get(task.name) or {}).get("seats") or {}
+        runs.append(TaskRun(task, played, 0.0, None, seats))
+    return runs, problems
+
+
+def _new_id(requested: str, name: str, board: Path) -> str:
+    """A free entry id from ``requested``, after checking that ``name`` is free too."""
+    entry_id = slug(requested, "entry")
+    if entry_id.startswith("."):
+        raise LeaderboardError(f"an entry id cannot start with '.' ({entry_id!r}); choose --id")
+    if entry_id.casefold() in {e.casefold() for e in entries(None)}:
+        raise LeaderboardError(
+            f"{entry_id!r} is the id of an entry shipped with the package; choose another --id"
+        )
+    taken = {e.casefold() for e in _entry_folders(board / "entries")}
+    if entry_id.casefold() in taken or (board / "entries" / entry_id).exists():
         raise LeaderboardError(f"the board already has an entry {entry_id!r}; choose --id")
+    for other, folder in entries(board).items():
+        results = _read(folder)
+        shown = (results.get("board") or {}).get("name") or results.get("entry")
+        if name_key(str(shown)) == name_key(name):
+            raise LeaderboardError(
+                f"the name {name!r} is entry {other!r}'s; give the entry another --name"
+            )
+    return entry_id
+
+
+def _write_entry(target: Path, suite: Suite, entry: dict, episodes: dict) -> Path:
+    """Write the entry's results and its episodes (re-encoded from the checked records,
+    gzipped) to ``target``, whole or not at all."""
     tmp = target.with_name(target.name + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
     (tmp / "episodes").mkdir(parents=True)
-    for source in sorted((folder / "episodes").iterdir()):
-        if source.name.endswith(".jsonl"):  # gzipped, byte-identical for the same file
-            packed = gzip.compress(source.read_bytes(), mtime=0)
-            (tmp / "episodes" / (source.name + ".gz")).write_bytes(packed)
-        elif source.name.endswith((".meta.json", ".jsonl.gz")):
-            shutil.copy2(source, tmp / "episodes" / source.name)
-    results["board"] = {"id": entry_id, "name": name or results["entry"], "kind": kind}
-    (tmp / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    for task_name, played in episodes.items():
+        task = suite.task(task_name)
+        lines = [
+            _episode_line(task, item, sample, encode_record(record).decode("utf-8").rstrip("\n"))
+            for item, sample, record in played
+        ]
+        packed = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
+        (tmp / "episodes" / f"{task_name}.jsonl.gz").write_bytes(packed)
+        given = entry["manifest"]["tasks"][task_name]
+        meta = {"wall_seconds": given.get("wall_seconds"), "data_hash": data_hash(task)}
+        (tmp / "episodes" / f"{task_name}.meta.json").write_text(json.dumps(meta) + "\n")
+    (tmp / "results.json").write_text(json.dumps(entry, indent=1) + "\n", encoding="utf-8")
     tmp.rename(target)
     return target
 
@@ -192,10 +316,13 @@ def verify_entry(
     sample: int | None = None,
     secret: int | None = None,
     write: Callable[[str], None] = print,
+    generation: GenerationConfig | None = None,
 ) -> dict:
     """Verify an entry of a deterministic team (:func:`~llm_marl_envs.evaluation.verification.
     verify_folder`: its models loaded and checked against the manifest, a secret stratified
-    sample of ``sample`` episodes regenerated, default the size of the stated power); write the
+    sample of ``sample`` episodes regenerated, default the size of the stated power, with the
+    models where ``generation`` says: device, dtype; default ``"auto"``, and an entry made on
+    the CPU in float32 regenerates exactly there); write the
     verification, sealed with the board's key, into ``board`` (a shipped entry's goes to
     ``<board>/verifications/<id>.json``: the installed package is never written) and return
     it (``verified`` is true when the models match and every sampled episode reproduced)."""
@@ -213,7 +340,7 @@ def verify_entry(
     if why:
         raise LeaderboardError(f"{entry} cannot be verified by replay: {why}")
     result = verification.verify_folder(
-        folder, suite, results, sample=sample, secret=secret, write=write
+        folder, suite, results, sample=sample, secret=secret, write=write, generation=generation
     )
     path = verification_path(board, entry, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -244,11 +371,14 @@ def _trust(board: str | Path | None, entry_id: str, folder: Path, results: dict)
 
 
 # --------------------------------------------------------------------------- build
-def _transcript(line: dict, task) -> dict:
-    record = line["record"]
+#: Display names of the policy specs that load no model (a model's name is its model id).
+BASELINE_NAMES = {"scripted": "scripted players", "random": "random text"}
+
+
+def _transcript(item, sample: int, record, task) -> dict:
     value = item_value(task.primary, [record], task)
     return {
-        "key": f"{line['key']}" + (f" sample {line['sample']}" if task.samples > 1 else ""),
+        "key": f"{item.key}" + (f" sample {sample}" if task.samples > 1 else ""),
         "score": value,
         "turns": [
             {
@@ -263,6 +393,52 @@ def _transcript(line: dict, task) -> dict:
     }
 
 
+def _task_display(task) -> dict:
+    """What the site shows of a task: its metrics, their directions, ranges (the interval
+    bars' scales) and caveats (secondary metrics that do not measure quality)."""
+    infos = {m: metric_info(m)[0] for m in task.metrics}
+    return {
+        "name": task.name,
+        "env": task.env,
+        "primary": task.primary,
+        "metrics": list(task.metrics),
+        "higher_is_better": {m: info.higher_is_better for m, info in infos.items()},
+        "bounds": {m: [info.low, info.high] for m, info in infos.items()},
+        "caveats": {m: info.caveat for m, info in infos.items() if info.caveat},
+        "expected": len(task.items) * task.samples,
+        "description": task.description,
+    }
+
+
+def _scored_entry(suite: Suite, folder: Path, results: dict, transcripts: int) -> dict:
+    """An entry's scores recomputed from its episode records (the intervals, task scores and
+    overall stored in ``results.json`` are not read), whether it played every item of the
+    suite, and its first ``transcripts`` episodes per task."""
+    assignments = {name: block["team"] for name, block in results["tasks"].items()}
+    runs = load_runs(suite, folder, assignments)
+    rescored = score(suite, runs, entry=results["entry"], team=None)
+    tasks = {}
+    for run in runs:
+        block = rescored["tasks"][run.task.name]
+        tasks[run.task.name] = {
+            "team": block["team"],
+            "metrics": block["metrics"],
+            "score": block["score"],
+            "played": len(run.episodes),
+            "complete": block["items"] == len(run.task.items),
+            "episodes": [_transcript(*e, run.task) for e in run.episodes[:transcripts]],
+        }
+    played = sum(block["played"] for block in tasks.values())
+    expected = sum(len(task.items) * task.samples for task in suite.tasks)
+    complete = len(tasks) == len(suite.tasks) and all(b["complete"] for b in tasks.values())
+    return {
+        "overall": rescored["overall"],
+        "complete": complete,
+        "items": {"played": played, "expected": expected},
+        "tasks": tasks,
+    }
+
+
 def build_board(
     suite_name: str = "lite",
     board: str | Path | None = DEFAULT_BOARD,
@@ -271,7 +447,10 @@ def build_board(
     transcripts: int = TRANSCRIPT_EPISODES,
 ) -> dict[str, Any]:
     """The site's data (see :func:`llm_marl_envs.evaluation.site.build_site`) for the entries of
-    one suite: shipped and added ones whose results match this package's suite."""
+    one suite: shipped and added ones whose results match this package's suite, scored again
+    from their episode records."""
+    from llm_marl_envs.evaluation.site import rank_order
+
     suite = load_suite(suite_name)
     rows = []
     for entry_id, folder in entries(board, shipped).items():
@@ -283,31 +462,9 @@ def build_board(
             warnings.warn(f"entry {entry_id} left out: {'; '.join(problems)}", stacklevel=2)
             continue
         rows.append((entry_id, folder, results, _trust(board, entry_id, folder, results)))
-    tasks = [
-        {
-            "name": t.name,
-            "env": t.env,
-            "primary": t.primary,
-            "metrics": list(t.metrics),
-            "higher_is_better": {m: metric_info(m)[0].higher_is_better for m in t.metrics},
-            "description": t.description,
-        }
-        for t in suite.tasks
-    ]
+    tasks = [_task_display(t) for t in suite.tasks]
     built = []
     for entry_id, folder, results, trust in rows:
-        task_blocks = {}
-        for name, block in results["tasks"].items():
-            task = suite.task(name)
-            path = folder / "episodes" / f"{name}.jsonl.gz"
-            if not path.exists():
-                path = folder / "episodes" / f"{name}.jsonl"
-            shown = load_episodes(path)[:transcripts] if path.exists() else []
-            task_blocks[name] = {
-                "team": block["team"],
-                "metrics": block["metrics"],
-                "episodes": [_transcript(line, task) for line in shown],
-            }
         meta = results.get("board", {})
         built.append(
             {
@@ -317,63 +474,97 @@ def build_board(
                 "kind": meta.get("kind", "model"),
                 "verified": trust["verified"],
                 "verification": {k: v for k, v in trust.items() if k != "models"},
-                "overall": dict(results["overall"]) if results.get("overall") else None,
-                "tasks": task_blocks,
+                **_scored_entry(suite, folder, results, transcripts),
                 "manifest": _shown_manifest(results.get("manifest", {}), trust),
             }
         )
     _rank(built, tasks)
-    crossplay = {}
-    for root in ([shipped_entries()] if shipped else []) + ([Path(board)] if board else []):
-        path = root / f"crossplay-{suite.label}.json"
-        if path.is_file():
-            crossplay.update(json.loads(path.read_text()))
+    crossplay = _shipped_crossplay(suite) if shipped else {}
     return {
         "title": f"llm_marl_envs leaderboard: suite {suite.label}",
         "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
         "generated": max((e["manifest"].get("finished", "") for e in built), default=""),
         "rank_rule": (
-            "rank = 1 + the number of entries whose 95% bootstrap interval lies wholly above "
+            "rank = 1 + the number of entries whose 95% interval lies wholly above "
             "this entry's (lower bound above its upper bound), LMArena's rule: an entry never "
-            "ranks below one it cannot be told apart from"
+            "ranks below one it cannot be told apart from; entries that did not play every "
+            "item of the suite are not ranked"
         ),
         "verification_rule": VERIFICATION_RULE,
         "tasks": tasks,
-        "entries": sorted(built, key=lambda e: (e["overall"] or {}).get("rank", 10**9)),
-        "crossplay": crossplay,
+        "entries": rank_order(built, lambda e: e["overall"]),
+        "crossplay": _crossplay_display(suite, crossplay, built),
     }
 
 
 def _shown_manifest(manifest: dict, trust: dict) -> dict:
     """The manifest as the site shows it: its models are the ones verification loaded (their
-    ids and weights hashes from the weights); an unverified entry's claims are marked so."""
+    ids and weights hashes from the weights); an unverified entry shows none, its manifest's
+    claims kept apart as ``claimed_policies``."""
     if trust["verified"]:
         return {**manifest, "policies": trust["models"]}
-    claims = manifest.get("policies", {})
-    return {**manifest, "policies": {s: {**c, "unverified": True} for s, c in claims.items()}}
+    return {**manifest, "policies": {}, "claimed_policies": manifest.get("policies", {})}
+
+
+def _shipped_crossplay(suite: Suite) -> dict:
+    """The cross-play that ships with the package. A cross-play file in a board folder is never
+    read: cross-play cannot be added to a board (``add`` refuses it), so nothing unchecked
+    overrides the shipped matrix."""
+    path = shipped_entries() / f"crossplay-{suite.label}.json"
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
 
 
 def _rank(built: list[dict], tasks: list[dict]) -> None:
-    """Tie ranks overall and per task (primary metric), in place."""
-    scored = [e for e in built if e["overall"]]
+    """Tie ranks overall and per task (primary metric), in place, among the entries that
+    played every item (overall: of every task); the others stay unranked."""
+    scored = [e for e in built if e["overall"] and e["complete"]]
     ranks = tie_ranks([Interval.from_dict(e["overall"]) for e in scored])
     for entry, rank in zip(scored, ranks, strict=True):
         entry["overall"]["rank"] = rank
     for task in tasks:
+        name, primary = task["name"], task["primary"]
         have = [
             e
             for e in built
-            if (e["tasks"].get(task["name"]) or {}).get("metrics", {}).get(task["primary"])
+            if (e["tasks"].get(name) or {}).get("complete")
+            and e["tasks"][name]["metrics"].get(primary)
         ]
         ranks = tie_ranks(
-            [
-                Interval.from_dict(e["tasks"][task["name"]]["metrics"][task["primary"]])
-                for e in have
-            ],
-            higher_is_better=task["higher_is_better"][task["primary"]],
+            [Interval.from_dict(e["tasks"][name]["metrics"][primary]) for e in have],
+            higher_is_better=task["higher_is_better"][primary],
         )
         for entry, rank in zip(have, ranks, strict=True):
-            entry["tasks"][task["name"]]["rank"] = rank
+            entry["tasks"][name]["rank"] = rank
+
+
+def _model_names(built: list[dict]) -> dict[str, str]:
+    """Policy spec -> display name: a model's id as its policy describes it in a manifest
+    (without the parenthesised details), or the baselines' names."""
+    names = dict(BASELINE_NAMES)
+    for entry in built:
+        for spec, described in (entry["manifest"].get("policies") or {}).items():
+            model_id = (described or {}).get("model_id")
+            if model_id:
+                names.setdefault(spec, model_id.split(" (")[0])
+    return names
+
+
+def _crossplay_display(suite: Suite, crossplay: dict, built: list[dict]) -> dict:
+    """The cross-play blocks with the models' display names and each side's seats: seats
+    cycle (:class:`~llm_marl_envs.evaluation.evaluate.Team`), so the row model holds the
+    even-numbered seats and the column model the odd ones (a 4-player Donor game: 0 and 2,
+    1 and 3)."""
+    names = _model_names(built)
+    shown = {}
+    for name, block in crossplay.items():
+        task = suite.task(name) if name in {t.name for t in suite.tasks} else None
+        extra = {"names": {m: names.get(m, m) for m in block["models"]}}
+        if task is not None:
+            with closing(make(task.env, **task.kwargs)) as env:
+                agents = list(env.possible_agents)
+            extra["seat_groups"] = [agents[0::2], agents[1::2]]
+        shown[name] = {**block, **extra}
+    return shown
 
 
 def build(

@@ -61,6 +61,7 @@ class MetricInfo:
     per_agent: bool = True  # NAME/AGENT is allowed
     team: bool = True  # NAME alone is allowed
     description: str = ""
+    caveat: str = ""  # why the metric is not a measure of quality, where it is not
 
 
 def _turns(episode: Any, agent: str | None) -> list[Any]:
@@ -198,12 +199,28 @@ def _return(episodes, agent, task):
 
 
 METRICS: dict[str, MetricInfo] = {
-    "sentiment": MetricInfo(_sentiment, -1.0, 1.0, description="mean sentiment score"),
+    "sentiment": MetricInfo(
+        _sentiment,
+        -1.0,
+        1.0,
+        description="mean sentiment score",
+        caveat="includes the review's own opening, not only the model's text",
+    ),
     "continuation_sentiment": MetricInfo(
         _continuation_sentiment, -1.0, 1.0, description="sentiment of the continuation alone"
     ),
-    "joint_reward": MetricInfo(_joint_reward, None, None, description="mean joint reward"),
-    "reward_share": MetricInfo(_reward_share, description="joint reward / its maximum"),
+    "joint_reward": MetricInfo(
+        _joint_reward,
+        None,
+        None,
+        description="mean joint reward",
+        caveat="the raw reward on the task's own scale, unreadable text included",
+    ),
+    "reward_share": MetricInfo(
+        _reward_share,
+        description="joint reward / its maximum",
+        caveat="on the writing tasks it pays for form: random text earns some of it",
+    ),
     "readable_reward_share": MetricInfo(
         _readable_reward_share, per_agent=False, description="reward share of readable text"
     ),
@@ -218,15 +235,23 @@ METRICS: dict[str, MetricInfo] = {
         higher_is_better=False,
         per_agent=False,
         description="steps / shortest path, solved mazes",
+        caveat="over solved mazes only: an entry that solves fewer is judged on fewer",
     ),
     "final_resources": MetricInfo(
-        _game("mean_final_resources"), 0.0, None, description="mean final resources"
+        _game("mean_final_resources"),
+        0.0,
+        None,
+        description="mean final resources",
+        caveat="what the players kept, not how well they cooperated",
     ),
     "donation_fraction": MetricInfo(
         _game("mean_donation_fraction"), description="mean share of resources donated"
     ),
     "format_failure": MetricInfo(
-        _format_failure, higher_is_better=False, description="turns the env could not read"
+        _format_failure,
+        higher_is_better=False,
+        description="turns the env could not read",
+        caveat="a format check, not quality: 0 only says the env could read every turn",
     ),
     "return": MetricInfo(_return, None, None, team=False, description="an agent's return"),
 }

@@ -1,13 +1,16 @@
 """Scores and manifests of evaluation results (the ``results.json`` of ``llm-marl eval``).
 
 **Scores.** For each task, every metric of the suite is computed per item (a frozen task
-instance; :mod:`llm_marl_envs.evaluation.metrics`) and summarised by its mean with a 95% percentile
-bootstrap interval over items and ``n`` (:func:`llm_marl_envs.evaluation.stats.bootstrap_mean`). A
+instance; :mod:`llm_marl_envs.evaluation.metrics`) and summarised by its mean with a 95%
+interval over items and ``n`` (:func:`llm_marl_envs.evaluation.stats.score_interval` on the
+metric's range: Wilson for 0/1 outcomes, else a bootstrap at least one item's swing wide). A
 task's **score** is its primary metric on a 0..1 scale where 1 is best; the **overall** score
 is the mean of the task scores, with an interval from a stratified bootstrap (items resampled
 within each task, the task means averaged), so every task weighs the same whatever its number
-of items. Bootstrap seeds come from the suite hash, the task and the metric: the same records
-always give the same numbers.
+of items, widened if need be to what the task scores' own intervals imply (their half-widths
+combined in quadrature, divided by the number of tasks), so it does not collapse either.
+Bootstrap seeds come from the suite hash, the task and the metric: the same records always
+give the same numbers.
 
 **Manifest.** What a result was measured with: package version (and git commit when run from
 a checkout), the suite's hash, each env's spec hash and the hash of the data rows used, the
@@ -29,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from llm_marl_envs.evaluation.metrics import item_value, normalise
-from llm_marl_envs.evaluation.stats import Interval, bootstrap_mean, stable_seed
+from llm_marl_envs.evaluation.metrics import item_value, metric_info, normalise
+from llm_marl_envs.evaluation.stats import Interval, score_interval, stable_seed, widen
 
 __all__ = ["RESAMPLES", "manifest", "overall_interval", "score"]
 
@@ -39,13 +42,25 @@ RESAMPLES = 2000
 SCHEMA = "llm-marl-envs/results/1"
 
 
-def _interval(values: list[float], seed: int) -> dict | None:
-    return bootstrap_mean(values, resamples=RESAMPLES, seed=seed).to_dict() if values else None
+def _interval(values: list[float], seed: int, metric: str | None = None) -> dict[str, Any] | None:
+    """The interval of ``metric``'s per-item values on its range (a task score's: 0..1)."""
+    if not values:
+        return None
+    info = metric_info(metric)[0] if metric else None
+    low, high = (info.low, info.high) if info else (0.0, 1.0)
+    return score_interval(values, low, high, resamples=RESAMPLES, seed=seed).to_dict()
 
 
-def overall_interval(task_scores: list[list[float]], seed: int, level: float = 0.95) -> Interval:
+def overall_interval(
+    task_scores: list[list[float]],
+    seed: int,
+    level: float = 0.95,
+    task_intervals: list[Interval] | None = None,
+) -> Interval:
     """Mean over tasks of each task's mean score, with a stratified percentile bootstrap
-    interval (each task's items resampled on their own, then the task means averaged)."""
+    interval (each task's items resampled on their own, then the task means averaged),
+    widened to ``sqrt(sum of the task intervals' squared half-widths) / tasks`` on each side
+    when ``task_intervals`` are given (module docstring)."""
     if not task_scores or any(len(v) == 0 for v in task_scores):
         raise ValueError("every task needs at least one scored item")
     rng = np.random.default_rng(seed)
@@ -59,7 +74,11 @@ def overall_interval(task_scores: list[list[float]], seed: int, level: float = 0
     tail = (1.0 - level) / 2 * 100
     lo, hi = np.percentile(replicates, [tail, 100 - tail])
     n = sum(len(v) for v in task_scores)
-    return Interval(mean, float(min(lo, mean)), float(max(hi, mean)), n)
+    interval = Interval(mean, float(min(lo, mean)), float(max(hi, mean)), n)
+    if not task_intervals:
+        return interval
+    half = np.sqrt(sum((i.width / 2) ** 2 for i in task_intervals)) / len(task_intervals)
+    return widen(interval, float(2 * half), 0.0, 1.0)
 
 
 def score(suite, runs, *, entry: str, team) -> dict[str, Any]:
@@ -67,6 +86,7 @@ def score(suite, runs, *, entry: str, team) -> dict[str, Any]:
     suite_hash = suite.hash()
     tasks: dict[str, Any] = {}
     scores: list[list[float]] = []
+    score_intervals: list[Interval] = []
     for run in runs:
         task = run.task
         by_item: dict[int, list] = defaultdict(list)
@@ -81,6 +101,7 @@ def score(suite, runs, *, entry: str, team) -> dict[str, Any]:
             m: _interval(
                 [v[m] for v in per_item.values() if v[m] is not None],
                 stable_seed(suite_hash, task.name, m),
+                m,
             )
             for m in task.metrics
         }
@@ -102,9 +123,12 @@ def score(suite, runs, *, entry: str, team) -> dict[str, Any]:
         }
         if normalised:
             scores.append(normalised)
+            score_intervals.append(Interval.from_dict(tasks[task.name]["score"]))
     complete = {t.name for t in suite.tasks} == set(tasks)
     overall = (
-        overall_interval(scores, stable_seed(suite_hash, "overall")).to_dict()
+        overall_interval(
+            scores, stable_seed(suite_hash, "overall"), task_intervals=score_intervals
+        ).to_dict()
         if complete and len(scores) == len(tasks)  # partial results are not comparable
         else None
     )

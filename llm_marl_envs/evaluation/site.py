@@ -3,15 +3,21 @@
 :func:`build_site` turns the board data (made by
 :func:`llm_marl_envs.evaluation.leaderboard.build_board`; the shape is checked, see below) into:
 
-* ``index.html``: the suite, the rank rule, the overall table (rank, entry, kind, verified,
-  overall score, each task's primary metric) and one table per task (every metric), each score
-  as ``mean [lo, hi] (n)``, the overall and primary ones with an interval bar on the column's
-  common scale; rows of one rank shaded alike (a tie group, ``2=``); every column sortable by
-  a click; then the cross-play heatmaps with the solo scores, collaboration gaps and
-  seat-order effects;
-* ``entries/<id>.html``: an entry's team, verification, scores and manifest;
+* ``index.html``: the suite, the rank rule, the overall table (rank, entry with its kind and
+  verification, the overall score and the task scores it averages: each task's primary metric
+  on 0..1, 1 best) and one table per task (every metric, raw; caveats under the table where a
+  secondary metric is not a measure of quality), each score as ``mean [lo, hi] (n)``, the
+  overall and primary ones with an interval bar on the metric's own range (0..1 for shares,
+  the metric's bounds otherwise) with a zero line; rows by rank, by score within a rank, and
+  the rows of one rank shaded alike (a tie group, ``2=``); entries that did not play every
+  item unranked and marked incomplete; every column sortable by a click; then the cross-play
+  heatmaps by model name, with the solo scores, collaboration gaps and seat-order effects;
+* ``entries/<id>.html``: an entry's team, verification, scores with their tie marks, manifest;
 * ``transcripts/<id>/<task>.html``: an entry's kept episodes of a task, turn by turn (each score
-  in the tables links here);
+  in the tables links here); an action over :data:`ACTION_LIMIT` characters (an observation
+  over :data:`OBSERVATION_LIMIT`) is cut with a note, and episodes past :data:`PAGE_LIMIT`
+  bytes of page are left out with a note, so a hostile transcript cannot make a page no
+  browser loads;
 * ``style.css`` and ``sort.js``: the look and the column sorting (no libraries, no network).
 
 The tables are plain HTML, readable with JavaScript off; ``sort.js`` only reorders rows by
@@ -26,18 +32,25 @@ The board (keys marked ``?`` may be left out)::
 
     {"title", "suite": {"name", "version", "hash"}, "generated"?, "rank_rule",
      "tasks": [{"name", "env", "primary", "metrics": [...], "higher_is_better"?: {metric: bool},
+                "bounds"?: {metric: [low | None, high | None]}, "caveats"?: {metric: text},
                 "description"?}],
      "entries": [{"id", "name", "kind"?, "verified"?: True | False | None, "team"?,
+                  "verification"?: {"summary"?: text}, "complete"?: bool,
+                  "items"?: {"played", "expected"},
                   "overall"?: {"mean", "lo", "hi", "n", "rank"?} | None,
                   "tasks": {task: {"rank"?, "team"?, "metrics": {metric: interval | None},
+                                   "score"?: interval (the primary metric on 0..1),
                                    "episodes"?: [{"key", "score"?, "turns": [{"agent",
                                    "observation", "action", "reward"?, "format_error"?}]}]}},
                   "manifest": {...}}],
-     "crossplay"?: {task: {"models": [...], "seats"?, "primary"?,
+     "crossplay"?: {task: {"models": [...], "names"?: {model: display name}, "seats"?,
+                           "seat_groups"?: [[row seats], [column seats]], "primary"?,
                            "matrix": [[interval | None]] (row: the model in the first seat),
                            "solo"?, "gap"?, "seat_order"?: {"A|B": interval}}}}
 
-where an interval is ``{"mean", "lo", "hi", "n"}``.
+where an interval is ``{"mean", "lo", "hi", "n"}``. A metric without ``bounds`` is drawn on
+0..1 where its values fit there, else on the column's own extent (0 included); a task block
+without ``score`` shows its primary metric in the overall table.
 """
 
 from __future__ import annotations
@@ -55,7 +68,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-__all__ = ["build_site", "file_id", "validate_board"]
+__all__ = ["build_site", "file_id", "rank_order", "validate_board"]
 
 #: The files and folders :func:`build_site` writes (and replaces) in its output folder.
 GENERATED = ("index.html", "style.css", "sort.js", "entries", "transcripts")
@@ -66,6 +79,11 @@ _SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # as HTML text in UTF-8: they show as U+FFFD.
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 VERIFIED = {True: "verified", False: "not reproduced", None: "not checked"}
+#: Characters of an action (of an observation) shown in a transcript page; the rest is cut.
+ACTION_LIMIT = 4_000
+OBSERVATION_LIMIT = 16_000
+#: Bytes of transcript page past which further episodes are left out (with a note).
+PAGE_LIMIT = 4_000_000
 
 
 # --------------------------------------------------------------------------- checks
@@ -225,15 +243,28 @@ def _interval_text(value: dict) -> str:
 
 # --------------------------------------------------------------------------- pieces
 class Scale:
-    """A column's common scale for its interval bars: from min(0, lowest bound) to the
-    highest bound."""
+    """The range an interval bar is drawn on, ``[low, high]``, with a zero line where 0 lies
+    inside it."""
 
-    def __init__(self, values: list[dict | None]) -> None:
-        bounds = [v[k] for v in values if v for k in ("lo", "hi", "mean") if _finite(v[k])]
-        self.low = min([0.0, *bounds])
-        self.high = max([self.low, *bounds])
+    def __init__(self, low: float, high: float) -> None:
+        self.low, self.high = float(low), float(high)
         if self.high - self.low < 1e-12:
             self.high = self.low + 1.0
+
+    @classmethod
+    def of(cls, bounds: Any, values: list[dict | None]) -> Scale:
+        """The metric's own range (``bounds``: ``[low, high]``, None for an open end); an open
+        end takes the column's extent (0 included); no bounds at all: 0..1 when the values
+        fit there."""
+        seen = [v[k] for v in values if v for k in ("lo", "hi", "mean") if _finite(v[k])]
+        low, high = (
+            bounds if isinstance(bounds, (list, tuple)) and len(bounds) == 2 else (None,) * 2
+        )
+        if bounds is None and all(0.0 <= x <= 1.0 for x in seen):
+            low, high = 0.0, 1.0
+        low = low if _finite(low) else min([0.0, *seen])
+        high = high if _finite(high) else max([low, *seen])
+        return cls(low, high)
 
     def pct(self, value: Any) -> float:
         """Where ``value`` lies on the scale, in percent (clamped)."""
@@ -243,13 +274,23 @@ class Scale:
         return round(100 * share, 1)
 
     def bar(self, value: dict) -> str:
-        """The interval as a band and the mean as a tick (CSS, positioned in percent)."""
+        """The interval as a band, the mean as a tick and 0 as a line (CSS, in percent)."""
         lo, hi, mean = self.pct(value["lo"]), self.pct(value["hi"]), self.pct(value["mean"])
+        zero = (
+            f'<span class="zero" style="left:{self.pct(0.0)}%"></span>'
+            if self.low <= 0.0 <= self.high
+            else ""
+        )
         return (
-            f'<span class="bar" aria-hidden="true"><span class="ci" style="left:{lo}%;'
+            f'<span class="bar" aria-hidden="true">{zero}<span class="ci" style="left:{lo}%;'
             f'width:{max(round(hi - lo, 1), 0.0)}%"></span><span class="mu" '
             f'style="left:{mean}%"></span></span>'
         )
+
+
+#: The scale of task scores (0..1) and of their differences (cross-play gaps, seat order).
+SHARE = Scale(0.0, 1.0)
+DIFFERENCE = Scale(-1.0, 1.0)
 
 
 def _score_cell(value: dict | None, scale: Scale | None, link: str | None = None) -> str:
@@ -270,32 +311,80 @@ def _header(columns: list[tuple[str, str, str]]) -> str:
     cells = "".join(
         f'<th scope="col" data-type="{kind}" aria-sort="none"'
         + (f' title="{_e(tip)}"' if tip else "")
-        + f'><button type="button">{_e(label)}</button></th>'
+        + f'><button type="button">{_e(label).replace("/", "/<wbr>")}</button></th>'
         for label, kind, tip in columns
     )
     return f"<thead><tr>{cells}</tr></thead>"
 
 
+def rank_order(entries: list[dict], interval_of, higher_is_better: bool = True) -> list[dict]:
+    """Entries by rank (unranked last), by score within a rank (a tie group), then in the
+    order given (a stable sort). ``interval_of(entry)``: its ranked interval (with ``rank``)
+    or None."""
+
+    def key(entry: dict) -> tuple:
+        interval = interval_of(entry) or {}
+        rank, mean = interval.get("rank"), interval.get("mean")
+        score = mean if _finite(mean) else -math.inf if higher_is_better else math.inf
+        return (rank is None, rank or 0, -score if higher_is_better else score)
+
+    return sorted(entries, key=key)
+
+
+def _rank_text(rank: int | None, shared: int) -> str:
+    return "—" if rank is None else (f"{rank}=" if shared > 1 else str(rank))
+
+
 def _rank_rows(ranks: list[int | None]) -> list[tuple[str, str]]:
     """Per row (in rank order): its band class, alternating from one tie group to the next,
-    and its rank cell (``2=`` when the rank is shared)."""
+    and its rank cell (``2=`` when the rank is shared, a dash when unranked)."""
     counts = Counter(r for r in ranks if r is not None)
     rows, band, previous = [], 1, object()
     for rank in ranks:
         if rank != previous:
             band, previous = 1 - band, rank
         shared = counts[rank] if rank is not None else 0
-        text = "—" if rank is None else (f"{rank}=" if shared > 1 else str(rank))
-        tip = f' title="{shared} entries share rank {rank}"' if shared > 1 else ""
-        cell = f'<td class="num rank" data-sort="{_sort_key(rank)}"{tip}>{text}</td>'
+        tip = (
+            f' title="{shared} entries share rank {rank}"'
+            if shared > 1
+            else ' title="not ranked: it did not play every item"'
+            if rank is None
+            else ""
+        )
+        cell = (
+            f'<td class="num rank" data-sort="{_sort_key(rank)}"{tip}>'
+            f"{_rank_text(rank, shared)}</td>"
+        )
         rows.append((f"band{band}", cell))
     return rows
 
 
-def _entry_link(entry: dict) -> str:
+def _verification(entry: dict) -> tuple[str, str]:
+    """The badge's class and text: the board's summary of what was checked (made by
+    the leaderboard's verify), else whether a replay reproduced the entry."""
+    state = VERIFIED.get(entry.get("verified"), "not checked")
+    summary = (entry.get("verification") or {}).get("summary")
+    return state.replace(" ", "-"), str(summary) if summary else state
+
+
+def _badges(entry: dict) -> str:
+    """The entry's verification badge, and an incomplete mark for a partial run."""
+    css, text = _verification(entry)
+    badges = f'<span class="badge {css}">{_e(text)}</span>'
+    if entry.get("complete") is False:
+        items = entry.get("items") or {}
+        played = f": {items['played']} of {items['expected']} episodes" if items else ""
+        badges += f' <span class="badge incomplete">incomplete{_e(played)}</span>'
+    return badges
+
+
+def _entry_cell(entry: dict) -> str:
+    """The entry's name (linked to its page), its kind and badges on a second line."""
+    kind = f'<span class="kind">{_e(entry["kind"])}</span> ' if entry.get("kind") else ""
     return (
         f'<td class="name" data-sort="{_e(entry["name"].lower())}"><a href="entries/'
-        f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a></td>'
+        f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a>'
+        f'<span class="meta">{kind}{_badges(entry)}</span></td>'
     )
 
 
@@ -305,93 +394,117 @@ def _transcript_link(entry: dict, task: str) -> str:
 
 def _metric_tip(task: dict, metric: str) -> str:
     better = (task.get("higher_is_better") or {}).get(metric)
-    return {True: "higher is better", False: "lower is better"}.get(better, "")
+    tip = {True: "higher is better", False: "lower is better"}.get(better, "")
+    caveat = (task.get("caveats") or {}).get(metric) if metric != task["primary"] else None
+    return f"{tip}; {caveat}" if caveat and tip else caveat or tip
 
 
-def _by_rank(entries: list[dict], rank_of) -> list[dict]:
-    """Entries in rank order (unranked last), otherwise in board order (a stable sort)."""
-    return sorted(entries, key=lambda e: (rank_of(e) is None, rank_of(e) or 0))
+def _task_score(entry: dict, task: dict) -> dict | None:
+    """The task's score as the overall averages it (its primary metric on 0..1)."""
+    block = entry["tasks"].get(task["name"]) or {}
+    if "score" in block:
+        return block["score"]
+    return (block.get("metrics") or {}).get(task["primary"])
+
+
+OVERALL_TIP = (
+    "the mean of the task scores (each task's primary metric on 0..1, 1 best: the columns to "
+    "the right), 95% interval, episodes"
+)
 
 
 def _overall_table(board: dict) -> str:
     tasks = board["tasks"]
-    entries = _by_rank(board["entries"], lambda e: (e.get("overall") or {}).get("rank"))
+    entries = rank_order(board["entries"], lambda e: e.get("overall"))
     columns = [
         ("rank", "num", board["rank_rule"]),
-        ("entry", "text", ""),
-        ("kind", "text", ""),
-        ("verified", "text", "replayed episodes reproduce the entry's actions and scores"),
-        ("overall", "num", "mean over the tasks, 95% bootstrap interval, episodes"),
+        ("entry", "text", "its kind and what was verified below the name"),
+        ("overall", "num", OVERALL_TIP),
     ]
-    columns += [(t["name"], "num", f"{t['primary']} ({t['env']})") for t in tasks]
-
-    def primary(entry: dict, task: dict) -> dict | None:
-        block = entry["tasks"].get(task["name"]) or {}
-        return (block.get("metrics") or {}).get(task["primary"])
-
-    overall_scale = Scale([e.get("overall") for e in entries])
-    scales = [Scale([primary(e, t) for e in entries]) for t in tasks]
+    columns += [
+        (t["name"], "num", f"task score: {t['primary']} ({t['env']}) on 0..1, 1 best")
+        for t in tasks
+    ]
     ranks = [(e.get("overall") or {}).get("rank") for e in entries]
     rows = []
     for entry, (band, rank_cell) in zip(entries, _rank_rows(ranks), strict=True):
-        verified = VERIFIED.get(entry.get("verified"), "not checked")
-        kind = entry.get("kind") or ""
-        cells = [
-            rank_cell,
-            _entry_link(entry),
-            f'<td data-sort="{_e(kind)}">{_e(kind)}</td>',
-            f'<td data-sort="{verified}"><span class="badge {verified.replace(" ", "-")}">'
-            f"{verified}</span></td>",
-            _score_cell(entry.get("overall"), overall_scale),
-        ]
-        for task, scale in zip(tasks, scales, strict=True):
+        cells = [rank_cell, _entry_cell(entry), _score_cell(entry.get("overall"), SHARE)]
+        for task in tasks:
             ran = task["name"] in entry["tasks"]
             link = _transcript_link(entry, task["name"]) if ran else None
-            cells.append(_score_cell(primary(entry, task), scale, link))
+            cells.append(_score_cell(_task_score(entry, task), SHARE, link))
         rows.append(f'<tr class="{band}">{"".join(cells)}</tr>')
     return (
-        f'<div class="scroll"><table class="sortable" id="overall">{_header(columns)}'
+        '<p class="note">The task columns are the <strong>task scores</strong> the overall '
+        "score averages: each task's primary metric on a 0..1 scale where 1 is best (a "
+        "sentiment of -1..1 becomes 0..1, so neutral text scores 0.5). The task tables below "
+        "show the raw metrics.</p>"
+        f'<div class="scroll"><table class="sortable compact" id="overall">{_header(columns)}'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
     )
 
 
+def _caveats(task: dict) -> dict[str, str]:
+    """Secondary metric (its name before ``/``) -> why it is not a measure of quality."""
+    notes: dict[str, str] = {}
+    for metric in task["metrics"]:
+        text = (task.get("caveats") or {}).get(metric)
+        if text and metric != task["primary"]:
+            notes.setdefault(metric.partition("/")[0], text)
+    return notes
+
+
 def _task_section(board: dict, task: dict) -> str:
-    name, metrics = task["name"], task["metrics"]
+    name, metrics, primary = task["name"], task["metrics"], task["primary"]
+    better = (task.get("higher_is_better") or {}).get(primary, True)
     ran = [e for e in board["entries"] if name in e["tasks"]]
-    ran = _by_rank(ran, lambda e: e["tasks"][name].get("rank"))
-    columns = [("rank", "num", f"by {task['primary']}"), ("entry", "text", "")]
+    ran = rank_order(ran, lambda e: _ranked(e["tasks"][name], primary), better)
+    columns = [("rank", "num", f"by {primary}"), ("entry", "text", "")]
     columns += [(m, "num", _metric_tip(task, m)) for m in metrics]
-    # Interval bars for the primary metric (the ranking one); the others as numbers, which
-    # keeps a 100-entry page light.
-    scales = [
-        Scale([e["tasks"][name]["metrics"].get(m) for e in ran]) if m == task["primary"] else None
-        for m in metrics
-    ]
+    # An interval bar for the primary metric (the ranking one), on its own range; the
+    # others as numbers, which keeps a 100-entry page light.
+    scale = Scale.of(
+        (task.get("bounds") or {}).get(primary),
+        [e["tasks"][name]["metrics"].get(primary) for e in ran],
+    )
     ranks = [e["tasks"][name].get("rank") for e in ran]
     rows = []
     for entry, (band, rank_cell) in zip(ran, _rank_rows(ranks), strict=True):
         block = entry["tasks"][name]
         link = _transcript_link(entry, name)
-        cells = [rank_cell, _entry_link(entry)]
-        for metric, scale in zip(metrics, scales, strict=True):
-            cells.append(_score_cell(block["metrics"].get(metric), scale, link))
+        cells = [rank_cell, _entry_cell(entry)]
+        for metric in metrics:
+            shown = scale if metric == primary else None
+            cells.append(_score_cell(block["metrics"].get(metric), shown, link))
         rows.append(f'<tr class="{band}">{"".join(cells)}</tr>')
     missing = len(board["entries"]) - len(ran)
     note = f" {missing} entries did not run it." if missing else ""
     description = f"{_e(task['description'].rstrip('.'))}. " if task.get("description") else ""
+    caveats = "".join(
+        f"<li><code>{_e(metric)}</code>: {_e(text)}</li>" for metric, text in _caveats(task).items()
+    )
+    if caveats:
+        caveats = f'<div class="caveats"><p>Not measures of quality:</p><ul>{caveats}</ul></div>'
+
     return (
         f'<section class="task" id="task-{_e(task_file(name))}"><h3>{_e(name)} '
         f"<small>{_e(task['env'])}</small></h3><p>{description}Ranked by "
-        f"<code>{_e(task['primary'])}</code>; hover a column name for its direction.{note}</p>"
+        f"<code>{_e(primary)}</code>; hover a column name for its direction.{note}</p>"
         f'<div class="scroll"><table class="sortable">{_header(columns)}<tbody>{"".join(rows)}'
-        "</tbody></table></div></section>"
+        f"</tbody></table></div>{caveats}</section>"
     )
 
 
-def _heat_cell(value: dict | None, scale: Scale, row: str, col: str) -> str:
+def _ranked(block: dict, primary: str) -> dict | None:
+    """A task block's primary interval with the block's rank."""
+    value = (block.get("metrics") or {}).get(primary)
+    return {**value, "rank": block.get("rank")} if value else {"rank": block.get("rank")}
+
+
+def _heat_cell(value: dict | None, row: str, col: str) -> str:
     if not value:
         return '<td class="num heat none" data-sort="">—</td>'
-    share = scale.pct(value["mean"]) / 100
+    share = SHARE.pct(value["mean"]) / 100
     light = round(96 - 52 * share)
     ink = " dark" if light < 62 else ""
     tip = (
@@ -405,74 +518,113 @@ def _heat_cell(value: dict | None, scale: Scale, row: str, col: str) -> str:
     )
 
 
+def _seats(data: dict) -> tuple[str, str]:
+    """The seats of the row model and of the column model, in words."""
+    groups = data.get("seat_groups")
+    if groups and len(groups) == 2 and all(groups):
+        return tuple(" and ".join(str(seat) for seat in group) for group in groups)
+    seats = data.get("seats") or ["the first seat", "the second seat"]
+    return str(seats[0]), str(seats[-1])
+
+
+def _effects(data: dict, model) -> str:
+    """The solo scores and collaboration gaps, then the seat-order effects, of one task."""
+    models = data["models"]
+    solo, gap = data.get("solo") or {}, data.get("gap") or {}
+    named = [m for m in models if m in solo or m in gap]
+    named += sorted(m for m in {*solo, *gap} if m not in named)
+    if named:
+        effects = (
+            '<div class="scroll"><table class="effects"><thead><tr><th scope="col">model</th>'
+            '<th scope="col">solo</th><th scope="col">collaboration gap (with itself minus '
+            "solo)</th></tr></thead><tbody>"
+            + "".join(
+                f'<tr><th scope="row">{model(m)}</th>{_score_cell(solo.get(m), SHARE)}'
+                f"{_score_cell(gap.get(m), DIFFERENCE)}</tr>"
+                for m in named
+            )
+            + "</tbody></table></div>"
+        )
+    else:
+        effects = (
+            '<p class="note">No solo condition: this task has no fully observed variant, so '
+            "no collaboration gap.</p>"
+        )
+    order = data.get("seat_order") or {}
+    if order:
+        first = _seats(data)[0]
+        effects += (
+            '<div class="scroll"><table class="effects"><thead><tr><th scope="col">pair A | B'
+            f'</th><th scope="col">seat order: A first minus B first (first = {_e(first)})'
+            "</th></tr></thead><tbody>"
+            + "".join(
+                f'<tr><th scope="row">{_pair(pair, model)}</th>{_score_cell(v, DIFFERENCE)}</tr>'
+                for pair, v in order.items()
+            )
+            + "</tbody></table></div>"
+        )
+    return effects
+
+
+def _pair(pair: str, model) -> str:
+    first, _, second = pair.partition("|")
+    return f"{model(first)} | {model(second)}" if second else _e(pair)
+
+
+CROSSPLAY_INTRO = (
+    "Each task's primary metric on 0..1 (1 best) for every pair of models. <strong>Solo</strong>"
+    ": the model alone, in every seat of the task's fully observed variant (the maze with one "
+    "player who sees all the walls and the treasure); the <strong>collaboration gap</strong> is "
+    "the model paired with a copy of itself on the ordinary, partially observed task minus "
+    "solo, paired by item (negative: it does worse when the task is split). The "
+    "<strong>seat-order effect</strong> of a pair is A first minus B first. Differences are "
+    "drawn on -1..1 with a line at 0."
+)
+
+
 def _crossplay_section(board: dict) -> str:
     crossplay = board.get("crossplay") or {}
     order = [t["name"] for t in board["tasks"] if t["name"] in crossplay]
     order += sorted(name for name in crossplay if name not in order)
     ids = {e["id"] for e in board["entries"]}
     primaries = {t["name"]: t["primary"] for t in board["tasks"]}
-
-    def model(name: str) -> str:
-        if name in ids:
-            return f'<a href="entries/{file_id(name)}.html">{_e(name)}</a>'
-        return _e(name)
-
     blocks = []
     for name in order:
         data = crossplay[name]
+        names = data.get("names") or {}
+
+        def model(spec: str, names: dict = names) -> str:
+            label = _e(names.get(spec, spec))
+            tip = f' title="policy spec {_e(spec)}"' if names.get(spec, spec) != spec else ""
+            if spec in ids:
+                return f'<a href="entries/{file_id(spec)}.html"{tip}>{label}</a>'
+            return f"<span{tip}>{label}</span>" if tip else label
+
         models, matrix = data["models"], data["matrix"]
-        seats = data.get("seats") or ["the first seat", "the second seat"]
+        row_seats, column_seats = _seats(data)
         metric = data.get("primary") or primaries.get(name, "")
-        scale = Scale([cell for row in matrix for cell in row])
         head = "".join(f'<th scope="col">{model(m)}</th>' for m in models)
         rows = "".join(
             f'<tr><th scope="row">{model(m)}</th>'
-            + "".join(_heat_cell(v, scale, m, other) for v, other in zip(row, models, strict=True))
+            + "".join(
+                _heat_cell(v, names.get(m, m), names.get(other, other))
+                for v, other in zip(row, models, strict=True)
+            )
             + "</tr>"
             for m, row in zip(models, matrix, strict=True)
         )
-        solo, gap = data.get("solo") or {}, data.get("gap") or {}
-        effects = ""
-        named = [m for m in models if m in solo or m in gap]
-        named += sorted(m for m in {*solo, *gap} if m not in named)
-        if named:
-            effect_scale = Scale([*solo.values(), *gap.values()])
-            effects += (
-                '<table class="effects"><thead><tr><th scope="col">model</th><th scope="col">'
-                'solo</th><th scope="col">collaboration gap (paired minus solo)</th></tr></thead>'
-                "<tbody>"
-                + "".join(
-                    f'<tr><th scope="row">{model(m)}</th>{_score_cell(solo.get(m), effect_scale)}'
-                    f"{_score_cell(gap.get(m), effect_scale)}</tr>"
-                    for m in named
-                )
-                + "</tbody></table>"
-            )
-        order_effects = data.get("seat_order") or {}
-        if order_effects:
-            order_scale = Scale(list(order_effects.values()))
-            effects += (
-                '<table class="effects"><thead><tr><th scope="col">pair (A|B)</th>'
-                f'<th scope="col">seat order: A first minus B first (first = {_e(seats[0])})'
-                "</th></tr></thead><tbody>"
-                + "".join(
-                    f'<tr><th scope="row">{_e(pair)}</th>{_score_cell(v, order_scale)}</tr>'
-                    for pair, v in order_effects.items()
-                )
-                + "</tbody></table>"
-            )
         blocks.append(
             f'<section class="crossplay" id="crossplay-{_e(task_file(name))}"><h3>{_e(name)} '
             f"<small>{_e(metric)}</small></h3>"
-            f'<div class="scroll"><table class="heatmap"><caption>Row: the model in '
-            f"{_e(seats[0])}; column: the model in {_e(seats[-1])}. Mean [95% interval]; darker "
-            "is higher.</caption><thead>"
-            f"<tr><td></td>{head}</tr></thead><tbody>{rows}</tbody></table></div>{effects}"
-            "</section>"
+            f'<p class="note">Row: the model in {_e(row_seats)}; column: the model in '
+            f"{_e(column_seats)}. Mean [95% interval]; darker is higher.</p>"
+            '<div class="scroll"><table class="heatmap"><thead>'
+            f"<tr><td></td>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
+            f"{_effects(data, model)}</section>"
         )
     if not blocks:
         return ""
-    return '<h2 id="crossplay">Cross-play</h2>' + "".join(blocks)
+    return f'<h2 id="crossplay">Cross-play</h2><p>{CROSSPLAY_INTRO}</p>' + "".join(blocks)
 
 
 # --------------------------------------------------------------------------- pages
@@ -501,18 +653,34 @@ def _index(board: dict) -> str:
         f"version {_e(suite['version'])}, hash <code>{_e(suite['hash'])}</code>; "
         f"{len(board['entries'])} entries{generated}.</p>"
         f'<p class="rule"><strong>Ranks.</strong> {_e(board["rank_rule"].rstrip("."))}.</p>'
-        "<p>Each score is <em>mean [lo, hi] (n)</em>: the mean, its 95% bootstrap interval "
-        "(the bar, on the column's scale; the tick is the mean) and the number of episodes. "
-        "Rows in one shade share a rank (a tie group, marked <em>=</em>). Click a column "
-        "name to sort, a score to read its episodes, an entry for its manifest.</p>"
-        f'<nav><a href="#overall-section">overall</a>{nav}</nav></header>'
+        "<p>Each score is <em>mean [lo, hi] (n)</em>: the mean, its 95% interval (Wilson for "
+        "pass/fail outcomes, else a bootstrap at least one item's swing wide) and the number "
+        "of items. The bar draws the interval on the metric's own range (0..1 for shares), "
+        "the tick is the mean and the thin line is 0. Rows go by rank, then by score; rows in "
+        "one shade share a rank (a tie group, marked <em>=</em>). Click a column name to "
+        "sort, a score to read its episodes, an entry for its manifest.</p></header>"
+        f'<nav><a href="#overall-section">overall</a>{nav}</nav>'
         f'<main><section id="overall-section"><h2>Overall</h2>{_overall_table(board)}</section>'
         f"<h2>Tasks</h2>{tasks}{_crossplay_section(board)}</main>"
     )
     return _page(board["title"], body, script=True)
 
 
+def _shared_ranks(board: dict, entry: dict) -> tuple[int, dict[str, int]]:
+    """How many entries share ``entry``'s overall rank, and its rank in each task."""
+    rank = (entry.get("overall") or {}).get("rank")
+    overall = sum((e.get("overall") or {}).get("rank") == rank for e in board["entries"])
+    tasks = {}
+    for name, block in entry["tasks"].items():
+        mine = block.get("rank")
+        tasks[name] = sum(
+            (e["tasks"].get(name) or {}).get("rank") == mine for e in board["entries"]
+        )
+    return overall, tasks
+
+
 def _entry_page(board: dict, entry: dict) -> str:
+    shared_overall, shared = _shared_ranks(board, entry)
     rows = []
     for task in board["tasks"]:
         name = task["name"]
@@ -525,67 +693,95 @@ def _entry_page(board: dict, entry: dict) -> str:
             continue
         value = (block.get("metrics") or {}).get(task["primary"])
         text = _interval_text(value) if value else "—"
+        rank = _rank_text(block.get("rank"), shared.get(name, 0))
         rows.append(
-            f'<tr><th scope="row">{_e(name)}</th><td class="num">{_e(block.get("rank") or "—")}'
-            f'</td><td class="num"><a href="../{_transcript_link(entry, name)}">{text}</a></td>'
+            f'<tr><th scope="row">{_e(name)}</th><td class="num rank">{_e(rank)}</td>'
+            f'<td class="num"><a href="../{_transcript_link(entry, name)}">{text}</a> '
+            f"<small>{_e(task['primary'])}</small></td>"
             f'<td class="num">{len(block.get("episodes") or [])}</td></tr>'
         )
     overall = entry.get("overall")
+    rank = _rank_text(overall.get("rank"), shared_overall) if overall else "—"
     summary = (
-        f"Overall {_interval_text(overall)}, rank {_e(overall.get('rank', '—'))}."
-        if overall
-        else "No overall score."
+        f"Overall {_interval_text(overall)}, rank {_e(rank)}." if overall else "No overall score."
     )
     manifest = json.dumps(entry["manifest"], indent=2, ensure_ascii=False, default=str)
     team = json.dumps(entry.get("team"), ensure_ascii=False, default=str)
-    verified = VERIFIED.get(entry.get("verified"), "not checked")
     kind = f"{_e(entry['kind'])}, " if entry.get("kind") else ""
     body = (
         f'<nav><a href="../index.html">&larr; leaderboard</a></nav>'
-        f"<h1>{_e(entry['name'])}</h1><p>Entry <code>{_e(entry['id'])}</code>, "
-        f'{kind}<span class="badge {verified.replace(" ", "-")}">'
-        f"{verified}</span>. {summary}</p><p>Team: <code>{_e(team)}</code></p>"
-        '<h2>Tasks</h2><table class="plain"><thead><tr><th scope="col">task</th>'
-        '<th scope="col">rank</th><th scope="col">primary metric (links to the transcripts)</th>'
-        f'<th scope="col">episodes kept</th></tr></thead><tbody>{"".join(rows)}</tbody></table>'
+        f'<h1 class="name">{_e(entry["name"])}</h1><p>Entry <code>{_e(entry["id"])}</code>, '
+        f"{kind}{_badges(entry)}. {summary}</p><p>Team: <code>{_e(team)}</code></p>"
+        '<h2>Tasks</h2><div class="scroll"><table class="plain"><thead><tr>'
+        '<th scope="col">task</th><th scope="col">rank</th><th scope="col">primary metric '
+        '(links to the transcripts)</th><th scope="col">episodes kept</th></tr></thead>'
+        f"<tbody>{''.join(rows)}</tbody></table></div>"
         f'<h2>Manifest</h2><pre class="manifest">{_e(manifest)}</pre>'
     )
     return _page(f"{entry['name']}: {board['title']}", body, depth=1)
 
 
-def _turn(turn: dict) -> str:
-    error = turn.get("format_error")
-    flag = f' <span class="error">format error: {_e(error)}</span>' if error else ""
-    reward = f" <small>reward {_fmt(turn.get('reward'))}</small>" if "reward" in turn else ""
+def _cut(text: Any, limit: int) -> str:
+    """``text``, or its first ``limit`` characters and a note of how many were cut."""
+    text = str(text)
+    if len(text) <= limit:
+        return _e(text)
     return (
-        f'<li class="turn"><p class="who">{_e(turn["agent"])}{reward}{flag}</p>'
-        f"<details><summary>observation</summary><pre>{_e(turn['observation'])}</pre>"
-        f'</details><pre class="action">{_e(turn["action"])}</pre></li>'
+        f'{_e(text[:limit])}<span class="cut">[… {len(text) - limit:,} more characters not '
+        "shown; the episode file holds them all]</span>"
     )
 
 
-def _transcript_page(board: dict, entry: dict, task: str, block: dict) -> str:
-    episodes = block.get("episodes") or []
-    parts = []
+def _turn(turn: dict) -> str:
+    error = turn.get("format_error")
+    flag = f' <span class="error">format error: {_cut(error, ACTION_LIMIT)}</span>' if error else ""
+    reward = f" <small>reward {_fmt(turn.get('reward'))}</small>" if "reward" in turn else ""
+    return (
+        f'<li class="turn"><p class="who">{_e(turn["agent"])}{reward}{flag}</p>'
+        f"<details><summary>observation</summary><pre>"
+        f"{_cut(turn['observation'], OBSERVATION_LIMIT)}</pre></details>"
+        f'<pre class="action">{_cut(turn["action"], ACTION_LIMIT)}</pre></li>'
+    )
+
+
+def _episodes(episodes: list[dict]) -> tuple[list[str], int]:
+    """The episodes' HTML, as many as fit in :data:`PAGE_LIMIT` bytes, and how many are left
+    out."""
+    parts, size = [], 0
     for k, episode in enumerate(episodes):
         score = f": score {_fmt(episode.get('score'))}" if "score" in episode else ""
-        parts.append(
+        part = (
             f'<details class="episode" id="episode-{k}"{" open" if k == 0 else ""}><summary>'
             f"{_e(episode['key'])}{score} <small>({len(episode['turns'])} turns)</small>"
             f'</summary><ol class="turns">{"".join(_turn(t) for t in episode["turns"])}</ol>'
             "</details>"
         )
+        size += len(part.encode("utf-8", "replace"))
+        if size > PAGE_LIMIT and parts:
+            return parts, len(episodes) - k
+        parts.append(part)
+    return parts, 0
+
+
+def _transcript_page(board: dict, entry: dict, task: str, block: dict) -> str:
+    episodes = block.get("episodes") or []
+    parts, left_out = _episodes(episodes)
     team = json.dumps(block.get("team") or entry.get("team"), ensure_ascii=False, default=str)
     shown = (
         f"{len(episodes)} episodes kept, in item order; the first one is open."
         if episodes
         else "No episodes were kept for this task."
     )
+    if left_out:
+        shown += (
+            f" The last {left_out} are left out: this page would pass "
+            f"{PAGE_LIMIT // 1_000_000} MB; the episode file holds them."
+        )
     body = (
         f'<nav><a href="../../index.html">&larr; leaderboard</a> · <a href="../../entries/'
         f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a></nav>'
-        f"<h1>{_e(entry['name'])}: {_e(task)}</h1><p>Seats: <code>{_e(team)}</code>. {shown}</p>"
-        + "".join(parts)
+        f'<h1 class="name">{_e(entry["name"])}: {_e(task)}</h1><p>Seats: <code>{_e(team)}'
+        f"</code>. {shown}</p>" + "".join(parts)
     )
     return _page(f"{entry['name']}: {task}", body, depth=2)
 

@@ -1,14 +1,35 @@
-"""Statistics of the leaderboard: bootstrap intervals, paired comparisons and tied ranks.
+"""Statistics of the leaderboard: score intervals, paired comparisons and tied ranks.
 
-**Scores.** Every score is reported as an :class:`Interval`: the mean over episodes (or items),
-its number of observations ``n``, and a 95% **percentile bootstrap** interval (Efron &
-Tibshirani, 1993, *An Introduction to the Bootstrap*, ch. 13): the values are resampled with
-replacement ``resamples`` times (2,000 by default), the mean of each resample is taken, and
-the interval is the 2.5th and 97.5th percentiles of those 2,000 means (``numpy.quantile``,
-linear interpolation). It needs no normality assumption and respects a score's bounds (a pass
-rate's interval never leaves [0, 1]). The point estimate is the plain mean (``math.fsum``,
-so it does not depend on the order of the values), and the interval is widened, if need be,
-to contain it.
+**Scores.** Every score is reported as an :class:`Interval`: the mean over items, its number
+of observations ``n``, and a 95% interval from :func:`score_interval`, which picks by what the
+values are (the point estimate is always the plain mean, ``math.fsum``, independent of order):
+
+* **0/1 outcomes** (every value at an end of the metric's range ``[low, high]``: pass/fail,
+  solved/unsolved) get the **Wilson score interval** (Wilson, 1927, JASA 22:209; recommended
+  for small n by Brown, Cai & DasGupta, 2001, "Interval Estimation for a Binomial
+  Proportion", Statistical Science 16:101). With ``k`` of ``n`` at the top end,
+  ``p = k / n`` and ``z`` the normal quantile of the level (1.96 at 95%)::
+
+      centre = (p + z^2 / 2n) / (1 + z^2 / n)
+      half   = z / (1 + z^2 / n) * sqrt(p (1 - p) / n + z^2 / 4n^2)
+      [lo, hi] = [centre - half, centre + half], mapped back onto [low, high]
+
+  It stays honest at 0/n and n/n, where the bootstrap (and the Wald interval) collapse to a
+  point: 0 of 16 gives [0, 0.194], 16 of 16 gives [0.806, 1]. Wilson rather than Jeffreys:
+  both have near-nominal coverage at small n, but Wilson is closed-form (no beta quantiles,
+  so no SciPy) and its bounds are exactly 0 and 1 at the ends.
+* **Bounded continuous scores** (a range ``[low, high]``, values inside it) get a 95%
+  **percentile bootstrap** (Efron & Tibshirani, 1993, *An Introduction to the Bootstrap*,
+  ch. 13; :func:`bootstrap_mean`) **with a floor on its width of one item's swing**,
+  ``(high - low) / n``: the change of the mean when one item moves from one end of the range
+  to the other. A bootstrap only sees the spread the sample shows, so n identical scores give
+  a zero-width interval that claims a precision no n items can show, and the tie rule below
+  would then separate entries on nothing (16 Donor games at exactly 0.500 would rank strictly
+  above 0.465 [0.433, 0.498]). The floor keeps the interval centred on the mean where it can
+  and shifts it inside the range where it cannot.
+* **Unbounded metrics** (``joint_reward``, ``steps_ratio``, ``final_resources``) keep the
+  plain bootstrap: there is no range to scale a floor by. They are shown, never ranked (a
+  task is ranked on its primary metric, which must be bounded).
 
 **Comparisons.** Two entries are compared on the episodes both played (same task, same seed:
 the same key), by the mean of the per-episode differences with a **paired bootstrap** interval
@@ -53,6 +74,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from statistics import NormalDist
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -65,9 +87,12 @@ __all__ = [
     "Interval",
     "bootstrap_mean",
     "paired_difference",
+    "score_interval",
     "stable_seed",
     "summarize",
     "tie_ranks",
+    "widen",
+    "wilson",
 ]
 
 #: Default confidence level of every interval.
@@ -153,9 +178,13 @@ def _as_values(values: Iterable[float], what: str = "values") -> np.ndarray:
     return array
 
 
-def _check_options(level: float, resamples: int, method: str = "auto") -> None:
+def _check_level(level: float) -> None:
     if not 0.0 < level < 1.0:
         raise ValueError(f"level must be between 0 and 1 (exclusive), got {level!r}")
+
+
+def _check_options(level: float, resamples: int, method: str = "auto") -> None:
+    _check_level(level)
     if isinstance(resamples, bool) or not isinstance(resamples, (int, np.integer)):
         raise ValueError(f"resamples must be an integer, got {resamples!r}")
     if resamples < 1:
@@ -243,6 +272,62 @@ def bootstrap_mean(
 def summarize(values: Iterable[float]) -> Interval:
     """:func:`bootstrap_mean` with the defaults (95%, 2,000 resamples, seed 0)."""
     return bootstrap_mean(values)
+
+
+def wilson(successes: int, n: int, *, level: float = LEVEL) -> Interval:
+    """The Wilson score interval of ``successes`` out of ``n`` (module docstring): never of
+    zero width, exactly 0 below at 0/n and exactly 1 above at n/n."""
+    if not 0 <= successes <= n or n < 1:
+        raise ValueError(f"wilson needs 0 <= successes <= n and n >= 1, got {successes} of {n}")
+    _check_level(level)
+    z = NormalDist().inv_cdf((1.0 + level) / 2.0)
+    p = successes / n
+    shrink = 1.0 + z * z / n
+    centre = (p + z * z / (2 * n)) / shrink
+    half = z / shrink * math.sqrt(p * (1.0 - p) / n + z * z / (4 * n * n))
+    lo = 0.0 if successes == 0 else min(p, max(0.0, centre - half))
+    hi = 1.0 if successes == n else max(p, min(1.0, centre + half))
+    return Interval(p, lo, hi, n)
+
+
+def widen(interval: Interval, width: float, low: float, high: float) -> Interval:
+    """``interval`` widened, if need be, to at least ``width`` inside ``[low, high]``: centred
+    on the mean where the range allows, shifted inside it where it does not."""
+    lo = min(interval.lo, interval.mean - width / 2)
+    hi = max(interval.hi, interval.mean + width / 2)
+    if lo < low:
+        lo, hi = low, max(hi, low + width)
+    if hi > high:
+        lo, hi = min(lo, high - width), high
+    return Interval(interval.mean, max(lo, low), min(hi, high), interval.n)
+
+
+def score_interval(
+    values: Iterable[float],
+    low: float | None = None,
+    high: float | None = None,
+    *,
+    level: float = LEVEL,
+    resamples: int = RESAMPLES,
+    seed: int = 0,
+) -> Interval:
+    """The mean of a metric's ``values`` on its range ``[low, high]`` with the interval the
+    module docstring chooses: Wilson for 0/1 outcomes (every value at ``low`` or ``high``),
+    else the bootstrap widened to one item's swing, ``(high - low) / n``; the plain bootstrap
+    when the range is not bounded on both sides (``low`` or ``high`` None)."""
+    array = _as_values(values)
+    if low is None or high is None:
+        return bootstrap_mean(array, level=level, resamples=resamples, seed=seed)
+    if not low < high or array.min() < low or array.max() > high:
+        raise ValueError(f"values must lie in the metric's range [{low}, {high}]")
+    at_top = array == high
+    if bool(np.all(at_top | (array == low))):
+        share = wilson(int(at_top.sum()), array.size, level=level)
+        mean = math.fsum(array.tolist()) / array.size
+        lo, hi = (low + (high - low) * bound for bound in (share.lo, share.hi))
+        return Interval(mean, min(lo, mean), max(hi, mean), array.size)
+    interval = bootstrap_mean(array, level=level, resamples=resamples, seed=seed)
+    return widen(interval, (high - low) / array.size, low, high)
 
 
 def paired_difference(

@@ -52,7 +52,7 @@ from typing import Any
 from llm_marl_envs.evaluation.evaluate import load_episodes, task_policies
 from llm_marl_envs.evaluation.metrics import item_value
 from llm_marl_envs.evaluation.suite import Suite
-from llm_marl_envs.policies import ModelCache
+from llm_marl_envs.policies import GenerationConfig, ModelCache
 from llm_marl_envs.registry import make
 
 __all__ = [
@@ -167,14 +167,14 @@ def _model_problems(claimed: Mapping[str, dict], loaded: Mapping[str, dict]) -> 
 
 
 def _load_models(
-    suite: Suite, results: dict, models: ModelCache
+    suite: Suite, results: dict, models: ModelCache, generation: GenerationConfig | None
 ) -> tuple[dict[str, dict], list[str]]:
     """Load every model of the entry's seats; their identities from the loaded weights, and
     the problems (a model that cannot be loaded, a claim that differs)."""
     for name, task in results["manifest"]["tasks"].items():
         try:
             with closing(make(suite.task(name).env, **suite.task(name).kwargs)) as env:
-                task_policies(models, suite.task(name), env, task["seats"], 0)
+                task_policies(models, suite.task(name), env, task["seats"], 0, generation)
         except Exception as error:  # any failure to load leaves the model unchecked
             reason = str(error).splitlines()[0] if str(error) else type(error).__name__
             return {}, [f"task {name}: a seat's model could not be loaded ({reason})"]
@@ -189,6 +189,7 @@ def _regenerate(
     chosen: list[tuple[str, dict]],
     models: ModelCache,
     write: Callable[[str], None],
+    generation: GenerationConfig | None,
 ) -> list[dict]:
     """Play each chosen episode again with the entry's seats; one check per episode."""
     from llm_marl_envs.rollout import rollout
@@ -201,7 +202,7 @@ def _regenerate(
         seats = results["manifest"]["tasks"][task_name]["seats"]
         seed = suite.raw.get("seed", 0) * 1_000 + names.index(task_name)  # as evaluate seeds
         with closing(make(task.env, **task.kwargs)) as env:
-            policies = task_policies(models, task, env, seats, seed)
+            policies = task_policies(models, task, env, seats, seed, generation)
         played = rollout(
             task.env,
             policies,
@@ -238,11 +239,13 @@ def verify_folder(
     sample: int | None = None,
     secret: int | None = None,
     write: Callable[[str], None] = print,
+    generation: GenerationConfig | None = None,
 ) -> dict:
     """The verification of the entry in ``folder`` (its ``results`` already checked against
     ``suite``): models checked, then a secret stratified sample regenerated (``sample``
     episodes, default :func:`sample_size`'s; ``secret``: the draw's seed, default a fresh
-    ``secrets.randbits(64)``). Not written anywhere: the caller does that."""
+    ``secrets.randbits(64)``; the models where ``generation`` says). Not written anywhere:
+    the caller does that."""
     import llm_marl_envs
 
     secret = secrets.randbits(64) if secret is None else secret
@@ -254,11 +257,11 @@ def verify_folder(
     forged = forged_count(sum(sizes.values()))
     models = ModelCache()
     try:
-        loaded, problems = _load_models(suite, results, models)
+        loaded, problems = _load_models(suite, results, models, generation)
         checks = (
             []
             if problems
-            else _regenerate(suite, results, draw(pool, drawn, secret), models, write)
+            else _regenerate(suite, results, draw(pool, drawn, secret), models, write, generation)
         )
     finally:
         models.close()

@@ -1,7 +1,7 @@
 """Checkpoints of trained models: one format, written by the reference trainers, read by ``ckpt:``.
 
 ``baselines/cory.py`` and ``baselines/magrpo.py`` write their runs' checkpoints with
-:func:`save` (through ``baselines/common.py``, which adds the ``--resume`` checks), and the
+:func:`save` (through ``baselines/training.py``, which adds the ``--resume`` checks), and the
 ``ckpt:RUN_DIR#LEARNER`` policy (:mod:`llm_marl_envs.policies.checkpoint`) reads them with
 :func:`verify` and :func:`load`. One layout::
 
@@ -194,7 +194,8 @@ def _payload_names(files: dict[str, dict]) -> list[str]:
 
 def load(folder: Path, names: Iterable[str] | None = None) -> tuple[dict, dict[str, Any]]:
     """The state and the payloads ``names`` (default: all) of a checkpoint :func:`verify`
-    accepted. Raises :class:`BadCheckpoint` for a file that does not load."""
+    accepted, their tensors on the CPU. Raises :class:`BadCheckpoint` for a file that does not
+    load."""
     if names is None:
         names = _payload_names(_manifest_files(folder))
     state = _read(folder / STATE, lambda path: json.loads(path.read_bytes()))
@@ -203,9 +204,11 @@ def load(folder: Path, names: Iterable[str] | None = None) -> tuple[dict, dict[s
 
 
 def _torch_load(path: Path) -> Any:
+    """A payload with its tensors on the CPU, whichever device wrote them (a run trained on a
+    GPU resumes on the CPU, and the caller moves them on to its own device)."""
     import torch
 
-    return torch.load(path, weights_only=True)
+    return torch.load(path, map_location="cpu", weights_only=True)
 
 
 def _read(path: Path, reader: Any) -> Any:

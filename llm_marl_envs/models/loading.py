@@ -6,7 +6,12 @@ import os
 from typing import Any
 
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.models.runtime import prepare_tokenizer, resolve_dtype
+from llm_marl_envs.models.runtime import (
+    prepare_tokenizer,
+    resolve_device,
+    resolve_dtype,
+    resolve_dtype_for,
+)
 
 __all__ = ["load_model"]
 
@@ -21,13 +26,19 @@ def load_model(
             :func:`llm_marl_envs.models.load_default_model`), ``"tiny"`` (the random test
             model, :func:`llm_marl_envs.models.tiny_model`), or a Hugging Face Hub id / local
             folder for ``AutoModelForCausalLM.from_pretrained``.
-        dtype: Weight dtype (default float32); a ``torch.dtype`` or its name.
-        device: Where to put the model (default: CPU).
+        dtype: Weight dtype: ``"auto"`` (bfloat16 on a CUDA device that has it, float32 on
+            the CPU), a ``torch.dtype`` or its name; None: float32
+            (:func:`~llm_marl_envs.models.runtime.resolve_dtype_for`).
+        device: Where to put the model: ``"auto"`` (CUDA when available), ``"cpu"``,
+            ``"cuda"``, ``"cuda:N"``; None: the CPU. An absent CUDA device is a one-line
+            ``ValueError`` (:func:`~llm_marl_envs.models.runtime.resolve_device`).
 
     Returns:
         The model in eval mode and its tokenizer, with a pad token and left padding.
     """
     spec_text = os.fspath(spec)
+    device = resolve_device(device)  # an absent device fails here, before any loading
+    dtype = resolve_dtype_for(device, dtype)
     if spec_text == "default":
         from llm_marl_envs.models.embedded import load_default_model
 
@@ -45,7 +56,6 @@ def load_model(
     prepare_tokenizer(tokenizer)
     if model.generation_config.pad_token_id is None:
         model.generation_config.pad_token_id = tokenizer.pad_token_id
-    if device is not None:
-        model.to(device)
+    model.to(device)
     model.eval()
     return model, tokenizer

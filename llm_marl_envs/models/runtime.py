@@ -1,6 +1,12 @@
-"""Small helpers the model modules share: the user cache folder, dtype names, tokenizer
-set-up for batched generation, and a seeded RNG context that leaves the caller's global torch
-RNG as it was. They import nothing else of the package but ``core``."""
+"""Small helpers the model modules share: the user cache folder, where a model runs (device and
+dtype, ``"auto"`` included), tokenizer set-up for batched generation, and a seeded RNG context
+that leaves the caller's global torch RNG as it was. They import nothing else of the package
+but ``core``.
+
+:func:`resolve_device` and :func:`resolve_dtype_for` are the one place a device or dtype
+request is resolved (``llm_marl_envs.policies.generation`` exports them with
+:class:`~llm_marl_envs.policies.GenerationConfig`; the loaders here need them too, below the
+policies' layer)."""
 
 from __future__ import annotations
 
@@ -12,7 +18,15 @@ from typing import Any
 
 from llm_marl_envs.core.optional import require
 
-__all__ = ["cache_dir", "cpu_bf16_is_fast", "prepare_tokenizer", "resolve_dtype", "seeded"]
+__all__ = [
+    "cache_dir",
+    "cpu_bf16_is_fast",
+    "prepare_tokenizer",
+    "resolve_device",
+    "resolve_dtype",
+    "resolve_dtype_for",
+    "seeded",
+]
 
 _DTYPE_NAMES = {
     "float32": "float32",
@@ -66,6 +80,68 @@ def resolve_dtype(dtype: Any) -> Any:
     if name is None:
         raise ValueError(f"unknown dtype {dtype!r}; use one of {sorted(set(_DTYPE_NAMES))}")
     return getattr(torch, name)
+
+
+def resolve_device(device: str | None) -> str:
+    """The torch device a request names: ``"auto"`` is ``"cuda"`` when CUDA is available, else
+    ``"cpu"``; None is ``"cpu"`` (where the loaders put a model); ``"cpu"``, ``"cuda"``,
+    ``"cuda:N"`` (and other torch devices) as given.
+
+    Raises a one-line ``ValueError`` naming the devices that are there when a requested CUDA
+    device is absent (no CUDA, or an index out of range), or when ``device`` names no device.
+    """
+    if device is None:
+        return "cpu"
+    if device == "auto":
+        return "cuda" if _cuda_count() else "cpu"
+    torch = require("torch", "train", f"running a model on {device!r}")
+    try:
+        parsed = torch.device(device)
+    except (RuntimeError, TypeError, ValueError):
+        raise ValueError(
+            f"unknown device {device!r}; use auto, cpu, cuda or cuda:N (here: {_devices_here()})"
+        ) from None
+    if parsed.type == "cuda":
+        count = _cuda_count()
+        index = 0 if parsed.index is None else parsed.index
+        if index >= count:
+            raise ValueError(
+                f"device {device!r} is not on this machine, which has {_devices_here()}; "
+                "use --device auto or one of those"
+            )
+    return device
+
+
+def resolve_dtype_for(device: str | None, dtype: Any) -> str:
+    """The torch dtype name (``"float32"``, ``"bfloat16"``, ...) for a model on ``device``
+    (:func:`resolve_device`'s request): ``"auto"`` is bfloat16 on a CUDA device that computes it
+    (compute capability 8.0 or newer) and float32 elsewhere (the CPU: bf16 is emulated, and slow,
+    on most CPUs, :func:`cpu_bf16_is_fast`); None is float32; a name or ``torch.dtype`` as given
+    (checked, and spelled as torch spells it)."""
+    if dtype != "auto":
+        return str(resolve_dtype(dtype)).removeprefix("torch.")
+    where = resolve_device(device)
+    if where.startswith("cuda"):
+        torch = require("torch", "train", "choosing a dtype")
+        if torch.cuda.get_device_capability(where) >= (8, 0):
+            return "bfloat16"
+    return "float32"
+
+
+def _cuda_count() -> int:
+    """CUDA devices visible to torch (0 without torch, or without a CUDA build)."""
+    try:
+        import torch
+    except ImportError:
+        return 0
+    return torch.cuda.device_count() if torch.cuda.is_available() else 0
+
+
+def _devices_here() -> str:
+    count = _cuda_count()
+    if not count:
+        return "only the cpu (no CUDA device is visible to torch)"
+    return "cpu, " + ", ".join(f"cuda:{index}" for index in range(count))
 
 
 def prepare_tokenizer(tokenizer: Any, left_padding: bool = True) -> Any:

@@ -59,7 +59,9 @@ def newest_checkpoint(run_dir: str | Path) -> Path:
 
 def checkpoint_policy(spec: str, generation: GenerationConfig | None = None):
     """An ``HFPolicy`` from ``RUN_DIR[#LEARNER]`` (the part after ``ckpt:``) that generates as
-    ``generation`` says; its weights in the run's dtype unless ``generation.dtype`` names one."""
+    ``generation`` says, on its device; its weights in the run's dtype unless
+    ``generation.dtype`` names one (``"auto"`` and None take the run's dtype when it trained in
+    another than float32)."""
     import torch
 
     from llm_marl_envs.policies.hf import HFPolicy
@@ -87,7 +89,7 @@ def checkpoint_policy(spec: str, generation: GenerationConfig | None = None):
     if not isinstance(weights, dict):
         raise CheckpointError(f"ckpt:{spec}: learner_{learner}.pt holds no weights")
     generation = generation or GenerationConfig()
-    if generation.dtype is None and args.get("dtype") not in (None, "float32"):
+    if generation.dtype in (None, "auto") and args.get("dtype") not in (None, "float32", "auto"):
         generation = generation.replace(dtype=args["dtype"])
     policy = HFPolicy.from_config(
         args["model"], generation, name=f"ckpt:{Path(path).name}#{learner}@{folder.name}"

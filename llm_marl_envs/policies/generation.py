@@ -10,15 +10,21 @@ Traceback (most recent call last):
 ValueError: top_p must be a finite number > 0 <= 1, got 0
 
 A :class:`GenerationConfig` holds the token budget, the sampling settings, the seed of the
-sampling stream and where the model runs (``device``, ``dtype``). Each model backend maps it
-onto its own API (:meth:`HFPolicy.with_generation
+sampling stream and where the model runs (``device``, ``dtype``, ``compile``). Each model
+backend maps it onto its own API (:meth:`HFPolicy.with_generation
 <llm_marl_envs.policies.hf.HFPolicy.with_generation>`, :meth:`OpenAIPolicy.with_generation
 <llm_marl_envs.policies.openai_compat.OpenAIPolicy.with_generation>`); nothing else reads a
-policy's settings.
+policy's settings. An ``openai:`` server places its model itself: it ignores ``device``,
+``dtype`` and ``compile``.
 
-``device`` is resolved here alone (:func:`resolve_device`): ``None`` leaves the model where its
-loader puts it (the CPU), ``"auto"`` picks CUDA when it is available and the CPU otherwise,
-anything else (``"cpu"``, ``"cuda"``, ``"cuda:1"``) is used as given.
+Where a model runs is resolved by :func:`resolve_device` and :func:`resolve_dtype_for` alone
+(implemented beside the model loaders, :mod:`llm_marl_envs.models.runtime`, which take the same
+values): ``device="auto"`` (the default) is CUDA when it is available and the CPU otherwise;
+``"cpu"``, ``"cuda"``, ``"cuda:N"`` are used as given, and a CUDA device that is not there is a
+one-line error naming the devices that are; None is the CPU. ``dtype="auto"`` (the default) is
+bfloat16 on a CUDA device that computes it and float32 on the CPU; None is float32.
+:func:`resolve_batch_size` turns ``batch_size="auto"`` (the episodes a rollout plays in
+lockstep) into a number for the device.
 """
 
 from __future__ import annotations
@@ -28,8 +34,24 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_marl_envs.core.validation import check_bool, check_int, check_number
+from llm_marl_envs.models.runtime import resolve_device, resolve_dtype_for
 
-__all__ = ["GenerationConfig", "resolve_device"]
+__all__ = [
+    "AUTO_BATCH_CPU",
+    "AUTO_BATCH_GPU",
+    "GenerationConfig",
+    "resolve_batch_size",
+    "resolve_device",
+    "resolve_dtype_for",
+]
+
+#: ``batch_size="auto"`` on the CPU: the episodes played in lockstep since the first release.
+AUTO_BATCH_CPU = 8
+#: ``batch_size="auto"`` on a GPU. HF ``generate`` costs about the same per step at batch 64
+#: and 256 on an H200 (the step is Python overhead), so a GPU wants many episodes in lockstep;
+#: a model policy splits each call into micro-batches that fit the free device memory
+#: (:func:`llm_marl_envs.policies.hf.fitting_batch_size`).
+AUTO_BATCH_GPU = 256
 
 
 @dataclass(frozen=True)
@@ -44,9 +66,12 @@ class GenerationConfig:
         top_p: Nucleus sampling mass, in (0, 1] (used only with ``do_sample``).
         do_sample: Sample (True) or decode greedily (False).
         seed: Seed of the sampling stream (and of scripted and random partners).
-        device: Where the model runs: None (where it loads: the CPU), ``"auto"``, ``"cpu"``,
-            ``"cuda"`` or ``"cuda:N"`` (:func:`resolve_device`).
-        dtype: Weight dtype, e.g. ``"bfloat16"``; None: the model's default (float32).
+        device: Where the model runs: ``"auto"`` (CUDA when available, else the CPU),
+            ``"cpu"``, ``"cuda"`` or ``"cuda:N"``; None: the CPU (:func:`resolve_device`).
+        dtype: Weight dtype: ``"auto"`` (bfloat16 on a CUDA device that has it, float32 on the
+            CPU), a name such as ``"bfloat16"``; None: float32 (:func:`resolve_dtype_for`).
+        compile: Generate with a static KV cache and a ``torch.compile``-d forward (CUDA
+            only; :class:`~llm_marl_envs.policies.hf.HFPolicy`).
     """
 
     max_new_tokens: int | None = None
@@ -54,8 +79,9 @@ class GenerationConfig:
     top_p: float = 1.0
     do_sample: bool = False
     seed: int = 0
-    device: str | None = None
-    dtype: str | None = None
+    device: str | None = "auto"
+    dtype: str | None = "auto"
+    compile: bool = False
 
     def __post_init__(self) -> None:
         checked = {
@@ -64,6 +90,7 @@ class GenerationConfig:
             "top_p": check_number("top_p", self.top_p, high=1, positive=True),
             "do_sample": check_bool("do_sample", self.do_sample),
             "seed": check_int("seed", self.seed),
+            "compile": check_bool("compile", self.compile),
         }
         for name in ("device", "dtype"):
             value = getattr(self, name)
@@ -83,16 +110,21 @@ class GenerationConfig:
         return dataclasses.replace(self, **changes)
 
     @property
-    def placement(self) -> tuple[str | None, str | None]:
-        """Where the weights live, ``(device, dtype)``: what a loaded model is shared by."""
-        return self.device, self.dtype
+    def placement(self) -> tuple[str, str, bool]:
+        """Where the weights live, resolved: ``(device, dtype, compile)``, e.g. ``("cpu",
+        "float32", False)``; what a loaded model is shared by."""
+        device = resolve_device(self.device)
+        return device, resolve_dtype_for(device, self.dtype), self.compile
 
 
-def resolve_device(device: str | None) -> str | None:
-    """The torch device for a :attr:`GenerationConfig.device`: ``"auto"`` is CUDA when
-    available, else the CPU; None stays None (the loader's default, the CPU)."""
-    if device != "auto":
-        return device
-    import torch
-
-    return "cuda" if torch.cuda.is_available() else "cpu"
+def resolve_batch_size(batch_size: int | str, device: str | None) -> int:
+    """Episodes played in lockstep: ``batch_size`` itself, or for ``"auto"``
+    :data:`AUTO_BATCH_CPU` (8) when ``device`` resolves to the CPU and :data:`AUTO_BATCH_GPU`
+    (256) otherwise. A one-line ``ValueError`` for anything else than ``"auto"`` or an int >= 1."""
+    if batch_size == "auto":
+        return AUTO_BATCH_CPU if resolve_device(device) == "cpu" else AUTO_BATCH_GPU
+    if isinstance(batch_size, str) and batch_size.isdigit():
+        batch_size = int(batch_size)
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"--batch-size must be auto or an int >= 1, got {batch_size!r}")
+    return batch_size

@@ -7,10 +7,10 @@
 >>> [c.text for c in policy.generate(prompts)]                        # doctest: +SKIP
 
 **Settings.** A :class:`~llm_marl_envs.policies.GenerationConfig` maps onto this class alone:
-:meth:`HFPolicy.from_config` loads the model where it says (device, dtype) and generates as it
-says; :meth:`HFPolicy.with_generation` gives a policy sharing the loaded model with other
-settings (one model, several tasks); :meth:`HFPolicy.describe` is what a results manifest
-records (model id, dtype, sha256 of the weights, ...).
+:meth:`HFPolicy.from_config` loads the model where it says (device, dtype, compile) and
+generates as it says; :meth:`HFPolicy.with_generation` gives a policy sharing the loaded model
+with other settings (one model, several tasks); :meth:`HFPolicy.describe` is what a results
+manifest records (model id, device, dtype, sha256 of the weights, ...).
 
 **Prompt.** With a chat template (by default when the tokenizer has one) the model sees
 ``prompt.messages`` rendered with ``add_generation_prompt=True``; a prompt without messages
@@ -20,7 +20,10 @@ when the messages have no system message. Without a chat template the model sees
 model's context minus ``max_new_tokens`` lose their beginning (one warning per policy).
 
 **Batching.** One call pads the prompts on the left and runs ``model.generate`` once per
-micro-batch of ``batch_size`` (default: all); completions come back in prompt order.
+micro-batch of ``batch_size``; completions come back in prompt order. Without a
+``batch_size`` a call on the CPU is one micro-batch, and one on a GPU is split into
+micro-batches that fit the free device memory (:func:`fitting_batch_size`: the KV cache of the
+call's longest prompt plus the new tokens, and the scores kept for log-probabilities).
 Generation stops at eos / ``<|im_end|>`` or after ``max_new_tokens``; with
 ``min_new_tokens`` the eos tokens are masked out for the first that many tokens (fixed-length
 completions when it equals ``max_new_tokens``).
@@ -36,6 +39,13 @@ log-softmax of the logits after temperature and top-p. With greedy decoding, or 
 ``(seed, n)`` inside a forked RNG: the same seed gives the same samples, and the caller's
 global torch RNG is left as it was. Samples depend on how prompts are grouped into
 micro-batches; greedy outputs do not.
+
+**Compile.** ``compile=True`` (``GenerationConfig.compile``, ``--compile``; CUDA only)
+generates with a static KV cache (``cache_implementation="static"``), whose fixed shapes let
+transformers run the decoding step through ``torch.compile`` (its automatic compile of the
+forward on a GPU, ``mode="reduce-overhead"``: CUDA graphs); prompts are padded to a multiple
+of 64 tokens so that few shapes are compiled. Off by default: the first calls pay the
+compile, and whether it pays off is measured by ``benchmarks/gpu.py``.
 
 **LoRA.** ``lora_adapter=path`` loads a saved peft adapter on top of the model;
 :meth:`HFPolicy.add_lora` wraps the model in a fresh trainable adapter and returns the peft
@@ -55,11 +65,17 @@ from llm_marl_envs.core.optional import require
 from llm_marl_envs.models.runtime import prepare_tokenizer, seeded
 from llm_marl_envs.models.loading import load_model
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
-from llm_marl_envs.policies.generation import GenerationConfig, resolve_device
+from llm_marl_envs.policies.generation import AUTO_BATCH_GPU, GenerationConfig, resolve_device
 
 torch = require("torch", "train", "the transformers policy (HFPolicy)")
 
-__all__ = ["HFPolicy", "weights_sha256"]
+__all__ = ["HFPolicy", "fitting_batch_size", "sequence_bytes", "weights_sha256"]
+
+#: Share of the free device memory a micro-batch's KV cache and scores may take; the rest is
+#: left to activations, the allocator's fragmentation and other processes.
+MEMORY_SAFETY = 0.5
+#: With ``compile``, prompts are left-padded to a multiple of this many tokens.
+COMPILE_PAD_MULTIPLE = 64
 
 
 class HFPolicy(Policy):
@@ -80,6 +96,8 @@ class HFPolicy(Policy):
         batch_size: Prompts per ``model.generate`` call (memory bound); None: all at once.
         device: Move the model there (``"auto"``: CUDA when available); None: leave it where
             it is.
+        compile: Generate with a static KV cache and compiled decoding steps (CUDA only; see
+            the module docstring); a one-line ``ValueError`` on another device.
         return_logprobs: Fill ``Completion.logprobs``.
         lora_adapter: Folder of a saved peft LoRA adapter to load on top of ``model``.
         lora_trainable: Load that adapter trainable (to continue training it).
@@ -102,6 +120,7 @@ class HFPolicy(Policy):
         system_prompt: str | None = None,
         batch_size: int | None = None,
         device: Any = None,
+        compile: bool = False,
         return_logprobs: bool = True,
         lora_adapter: str | os.PathLike[str] | None = None,
         lora_trainable: bool = False,
@@ -122,6 +141,12 @@ class HFPolicy(Policy):
                 model, os.fspath(lora_adapter), is_trainable=lora_trainable
             )
         self.model = model
+        self.compile = bool(compile)
+        if self.compile and not self._on_gpu():
+            raise ValueError(
+                f"compile (a static KV cache with torch.compile) needs a CUDA device; the model "
+                f"is on {self._device()}: leave out --compile, or use --device cuda"
+            )
         self.system_prompt = system_prompt
         self.batch_size = batch_size
         self.return_logprobs = return_logprobs
@@ -147,9 +172,9 @@ class HFPolicy(Policy):
         **kwargs: Any,
     ) -> HFPolicy:
         """A policy over :func:`llm_marl_envs.models.load_model` (``"default"``, ``"tiny"``, a
-        Hub id or a folder); ``device`` as :func:`~llm_marl_envs.policies.generation.resolve_device`
-        takes it; ``kwargs`` go to the constructor."""
-        model, tokenizer = load_model(spec, dtype=dtype, device=resolve_device(device))
+        Hub id or a folder) with its ``device`` and ``dtype`` (``"auto"`` included; None: the CPU
+        and float32); ``kwargs`` go to the constructor."""
+        model, tokenizer = load_model(spec, dtype=dtype, device=device)
         kwargs.setdefault("name", f"hf:{os.fspath(spec)}")
         kwargs.setdefault("model_id", _model_id(os.fspath(spec)))
         return cls(model, tokenizer, **kwargs)
@@ -158,23 +183,30 @@ class HFPolicy(Policy):
     def from_config(
         cls, spec: str | os.PathLike[str], config: GenerationConfig, **kwargs: Any
     ) -> HFPolicy:
-        """:meth:`from_spec` with the model loaded where ``config`` says (device, dtype) and
-        generating as it says; ``kwargs`` go to the constructor."""
+        """:meth:`from_spec` with the model loaded where ``config`` says (device, dtype,
+        compile) and generating as it says; ``kwargs`` go to the constructor."""
         return cls.from_spec(
-            spec, dtype=config.dtype, device=config.device, **_options(config), **kwargs
+            spec,
+            dtype=config.dtype,
+            device=config.device,
+            compile=config.compile,
+            **_options(config),
+            **kwargs,
         )
 
     def with_generation(self, config: GenerationConfig) -> HFPolicy:
         """A policy sharing this one's model that generates as ``config`` says (budget, or this
         policy's when it names none; sampling; a fresh sampling stream from ``config.seed``);
-        the model stays where it was loaded, whatever ``config.device`` / ``config.dtype`` say."""
+        the model stays where it was loaded, whatever ``config.device``, ``config.dtype`` and
+        ``config.compile`` say."""
         policy = copy.copy(self)
         policy._set_generation(**_options(config, self.max_new_tokens))
         return policy
 
     def describe(self) -> dict[str, Any]:
         """What a results manifest records about this policy: model id, checkpoint folder
-        (``ckpt:`` policies), architecture, parameter count, dtype, sha256 of the weights."""
+        (``ckpt:`` policies), architecture, parameter count, device (and the GPU's name on
+        one), dtype, sha256 of the weights."""
         params = list(self.model.parameters())
         return {
             "kind": "transformers",
@@ -183,6 +215,8 @@ class HFPolicy(Policy):
             **({"checkpoint": self.checkpoint["folder"]} if self.checkpoint else {}),
             "architecture": type(self.model).__name__,
             "parameters": sum(p.numel() for p in params),
+            "device": str(self._device()),
+            **({"gpu": torch.cuda.get_device_name(self._device())} if self._on_gpu() else {}),
             "dtype": str(params[0].dtype).replace("torch.", "") if params else None,
             "weights_sha256": weights_sha256(self.model),
         }
@@ -290,7 +324,7 @@ class HFPolicy(Policy):
         self._calls += 1
         if not prompt_ids:
             return []
-        size = self.batch_size or len(prompt_ids)
+        size = self.batch_size or self._fitting_batch_size(prompt_ids)
         completions: list[Completion] = []
         was_training = self.model.training
         self.model.eval()
@@ -308,6 +342,8 @@ class HFPolicy(Policy):
     def _generate_batch(self, prompt_ids: list[list[int]], seed: int) -> list[Completion]:
         device = self._device()
         width = max(len(ids) for ids in prompt_ids)
+        if self.compile:  # few distinct shapes, few compiles
+            width = -(-width // COMPILE_PAD_MULTIPLE) * COMPILE_PAD_MULTIPLE
         pad = self.tokenizer.pad_token_id
         input_ids = torch.full((len(prompt_ids), width), pad, dtype=torch.long)
         attention_mask = torch.zeros((len(prompt_ids), width), dtype=torch.long)
@@ -326,6 +362,8 @@ class HFPolicy(Policy):
             "return_dict_in_generate": True,
             "output_scores": self.return_logprobs,
         }
+        if self.compile:
+            options["cache_implementation"] = "static"
         if self.do_sample:
             # Exactly temperature + top-p: no top-k from the global defaults.
             options.update(temperature=self.temperature, top_p=self.top_p, top_k=0, min_p=None)
@@ -371,6 +409,25 @@ class HFPolicy(Policy):
         except StopIteration:
             return torch.device("cpu")
 
+    def _fitting_batch_size(self, prompt_ids: list[list[int]]) -> int:
+        """Prompts per ``generate`` call when no ``batch_size`` is set: all of them on the CPU;
+        on a GPU, as many as fit its free memory (:func:`fitting_batch_size`)."""
+        if not self._on_gpu():
+            return len(prompt_ids)
+        device = self._device()
+        free, _ = torch.cuda.mem_get_info(device)
+        free += torch.cuda.memory_reserved(device) - torch.cuda.memory_allocated(device)
+        per_sequence = sequence_bytes(
+            self.model.config,
+            tokens=max(len(ids) for ids in prompt_ids) + self.max_new_tokens,
+            new_tokens=self.max_new_tokens if self.return_logprobs else 0,
+            dtype_bytes=next(self.model.parameters()).element_size(),
+        )
+        return fitting_batch_size(free, per_sequence)
+
+    def _on_gpu(self) -> bool:
+        return self._device().type == "cuda"
+
     def _eos_token_ids(self) -> list[int]:
         ids: list[int] = []
         candidates: list[Any] = [self.tokenizer.eos_token_id]
@@ -412,6 +469,26 @@ def _options(config: GenerationConfig, max_new_tokens: int = 64) -> dict[str, An
         "do_sample": config.do_sample,
         "seed": config.seed,
     }
+
+
+def sequence_bytes(config: Any, tokens: int, new_tokens: int, dtype_bytes: int) -> int:
+    """Device memory one sequence of a ``generate`` call holds at its end: its KV cache,
+    ``2 (keys and values) x layers x kv_heads x head_dim x tokens x dtype_bytes``, and the
+    float32 scores of its ``new_tokens`` steps, ``new_tokens x vocab x 4`` (0 new tokens when no
+    log-probabilities are kept). ``config`` is a transformers model config."""
+    heads = config.num_attention_heads
+    kv_heads = getattr(config, "num_key_value_heads", None) or heads
+    head_dim = getattr(config, "head_dim", None) or config.hidden_size // heads
+    cache = 2 * config.num_hidden_layers * kv_heads * head_dim * tokens * dtype_bytes
+    return cache + new_tokens * config.vocab_size * 4
+
+
+def fitting_batch_size(
+    free_bytes: int, per_sequence: int, safety: float = MEMORY_SAFETY, cap: int = AUTO_BATCH_GPU
+) -> int:
+    """Sequences per ``generate`` call that fit: ``safety x free_bytes // per_sequence``
+    (:func:`sequence_bytes`), at least 1 and at most ``cap``."""
+    return max(1, min(cap, int(free_bytes * safety) // per_sequence))
 
 
 def _model_id(spec: str) -> str:

@@ -14,8 +14,8 @@ spec                          policy
 ``human``                     a person at the terminal
 ============================  ===============================================================
 
-Model policies are shared: a :class:`ModelCache` loads each model once (per spec, device and
-dtype) and hands out policies over it, each with its own
+Model policies are shared: a :class:`ModelCache` loads each model once (per spec and resolved
+device, dtype and compile) and hands out policies over it, each with its own
 :class:`~llm_marl_envs.policies.GenerationConfig`; a :class:`PolicyFactory` builds the
 policies of one environment with one config and gives the same policy object to every agent
 that names the same model, so the rollout engine batches their turns together.
@@ -110,7 +110,7 @@ class HumanPolicy(Policy):
 
 
 class ModelCache:
-    """Model policies loaded once per (spec, device, dtype) and shared.
+    """Model policies loaded once per (spec, device, dtype, compile) and shared.
 
     :meth:`policy` gives a policy with the asked :class:`GenerationConfig` over the loaded
     model (``with_generation``: the weights are shared, the settings and sampling stream are
@@ -124,11 +124,12 @@ class ModelCache:
 
     def __init__(self, server_options: Mapping[str, Any] | None = None) -> None:
         self.server_options = dict(server_options or {})
-        self._loaded: dict[tuple[str, str | None, str | None], Policy] = {}
+        self._loaded: dict[tuple, Policy] = {}
 
     def policy(self, spec: str, config: GenerationConfig) -> Policy:
-        """A policy of model ``spec`` that generates as ``config`` says."""
-        key = (spec, *config.placement)
+        """A policy of model ``spec`` that generates as ``config`` says; a local model loads
+        where ``config.placement`` says (an ``openai:`` server places its model itself)."""
+        key = (spec,) if spec.startswith("openai:") else (spec, *config.placement)
         if key not in self._loaded:
             self._loaded[key] = self._load(spec, config)
         return self._loaded[key].with_generation(config)

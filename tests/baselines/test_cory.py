@@ -184,6 +184,7 @@ def test_cory_run_losses_kl_roles_and_outputs(full_run):
         )
     lines = (out / "metrics.jsonl").read_text().splitlines()
     assert [json.loads(line) for line in lines] == metrics
+    assert all(m["peak_gpu_memory_mb"] is None for m in metrics)  # on the CPU: no GPU memory
     assert (out / "curves.png").stat().st_size > 0
     # the newest two checkpoints, each with a manifest of its files' checksums
     assert {p.name for p in (out / "checkpoint").iterdir()} == {
@@ -226,7 +227,8 @@ def test_fixed_evaluation_set(full_run, tmp_path):
 @pytest.mark.slow
 def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
     _, uninterrupted, _ = full_run
-    first = cory.main(small_run(tmp_path, "--iterations", "2"))
+    # --device cpu here, auto (the CPU here) in full_run and in the resume below: one run
+    first = cory.main(small_run(tmp_path, "--iterations", "2", "--device", "cpu"))
     assert without_timing(first) == without_timing(uninterrupted[:2])  # same seed, same run
     # a run killed during iteration 2 may have logged more than its checkpoint holds
     with open(tmp_path / "metrics.jsonl", "a") as handle:
@@ -373,10 +375,14 @@ def test_kill_9_at_random_points_then_resume_is_exact(full_run, killed_twice):
 
 @pytest.mark.slow
 def test_the_plan_is_printed_before_the_first_slow_step(tmp_path, capsys):
-    default = cory.plan(cory.resolve(cory.parse_args([])))
+    cpu, gpu = cory.training.Compute("cpu", False), cory.training.Compute("cuda", True)
+    default = cory.plan(cory.resolve(cory.parse_args([])), cpu)
     assert "loading the models" in default and "64 fixed episodes" in default
     assert f"about {cory.DEFAULT_RUN_MINUTES} minutes" in default  # measured for the defaults only
-    assert "minutes" not in cory.plan(cory.resolve(cory.parse_args(["--model", "tiny"])))
+    assert "minutes" not in cory.plan(cory.resolve(cory.parse_args(["--model", "tiny"])), cpu)
+    on_gpu = cory.plan(cory.resolve(cory.parse_args([])), gpu)  # measured on the CPU only
+    assert "minutes" not in on_gpu and "on cuda in bfloat16 autocast" in on_gpu
     cory.main(small_run(tmp_path / "plan", "--iterations", "1", "--eval-episodes", "0"))
     first = capsys.readouterr().out.splitlines()[0]
-    assert first.startswith("cory on IMDBSentiment-v0 with the 'tiny' model")
+    assert first.startswith("cory on IMDBSentiment-v0 with the 'tiny' model, seed 0, on cpu in ")
+    assert "on cpu in float32:" in first  # where it runs and in what precision

@@ -139,6 +139,7 @@ def test_training_writes_finite_metrics_and_outputs(full_run):
             assert math.isfinite(m[key]), key
         assert 0.0 <= m["reward_mean"] <= 3.0 and m["episodes"] == 4
         assert 0 < m["completion_tokens/summarizer_0"] <= 16
+        assert m["peak_gpu_memory_mb"] is None  # on the CPU: no GPU memory
     assert (out / "curves.png").read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
     assert sorted(p.name for p in (out / "checkpoint").iterdir()) == [
         "iteration-000002",
@@ -176,7 +177,8 @@ def test_same_seed_same_metrics_and_exact_resume(full_run, tmp_path):
     _, reference = full_run
     out = tmp_path / "resumed"
     base = [*TINY, "--checkpoint-every", "2", "--out-dir", str(out)]
-    first = magrpo.main([*base, "--iterations", "2"])
+    # --device cpu here, auto (the CPU here) in full_run and in the resume below: one run
+    first = magrpo.main([*base, "--iterations", "2", "--device", "cpu"])
     assert algorithmic(first) == algorithmic(reference[:2])  # same seed -> same run
     # A killed run may have logged iterations past its last checkpoint: resume drops them.
     with open(out / "metrics.jsonl", "a") as handle:

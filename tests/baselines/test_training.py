@@ -189,8 +189,10 @@ CHANGED_LR = (
 def test_one_resume_check_with_one_message_for_both_trainers(name, tmp_path):
     base = ["--model", "tiny", "--lr", "1e-3", "--iterations", "2", "--out-dir", str(tmp_path)]
     training.save_checkpoint(tmp_path, 2, parse(name, base), [{"iteration": 0}], {})
-    # what may change: the length of the run, how often it saves, where it writes, threads
-    free = ["--iterations", "5", "--checkpoint-every", "1", "--resume"]
+    # what may change: the length of the run, how often it saves, where it writes, threads,
+    # where and in what precision it computes
+    free = ["--iterations", "5", "--checkpoint-every", "1", "--resume", "--device", "cpu"]
+    free += ["--no-bf16-autocast"]
     free += ["--threads", "2"] if name == "cory" else ["--no-progress"]
     state, _ = training.load_checkpoint(tmp_path, parse(name, [*base, *free]))
     assert state["iteration"] == 2 and state["metrics"] == [{"iteration": 0}]
@@ -212,6 +214,10 @@ def test_one_resume_check_with_one_message_for_both_trainers(name, tmp_path):
 def test_check_resume_and_check_weights_by_hand():
     saved = {"lr": 1e-3, "iterations": 4, "seed": 0}
     training.check_resume(saved, {**saved, "iterations": 8})  # allowed by RESUMABLE_CHANGES
+    # a checkpoint from before --device (no device, bf16_autocast False) resumes with the defaults
+    training.check_resume(
+        {**saved, "bf16_autocast": False}, {**saved, "bf16_autocast": None, "device": "auto"}
+    )
     with pytest.raises(SystemExit, match=r"^--resume: --lr \(checkpoint 0.001, now 0.002\) "):
         training.check_resume(saved, {**saved, "lr": 2e-3})
     with pytest.raises(SystemExit, match="--iterations"):

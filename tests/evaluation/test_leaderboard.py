@@ -35,7 +35,7 @@ def evaluated(tmp_path_factory):
 @pytest.fixture
 def board(evaluated, tmp_path):
     board = tmp_path / "board"
-    add_entry(evaluated / "scripted", board, kind="baseline")
+    add_entry(evaluated / "scripted", board, entry_id="oracles", kind="baseline")
     add_entry(evaluated / "random", board, name="random text", kind="baseline")
     return board
 
@@ -51,9 +51,9 @@ def tampered(evaluated, tmp_path, edit):
 
 
 def test_add_copies_the_entry_with_its_episodes(board):
-    entry = board / "entries" / "scripted"
+    entry = board / "entries" / "oracles"
     results = json.loads((entry / "results.json").read_text())
-    assert results["board"] == {"id": "scripted", "name": "scripted", "kind": "baseline"}
+    assert results["board"] == {"id": "oracles", "name": "scripted", "kind": "baseline"}
     assert sorted(p.name for p in (entry / "episodes").iterdir()) == [
         "gsm8k.jsonl.gz",
         "gsm8k.meta.json",
@@ -85,25 +85,25 @@ def test_add_copies_the_entry_with_its_episodes(board):
 )
 def test_add_refuses_what_does_not_match(evaluated, tmp_path, edit, words):
     with pytest.raises(LeaderboardError, match=words):
-        add_entry(tampered(evaluated, tmp_path, edit), tmp_path / "board")
+        add_entry(tampered(evaluated, tmp_path, edit), tmp_path / "board", entry_id="t")
     assert not (tmp_path / "board" / "entries").exists() or not any(
         (tmp_path / "board" / "entries").iterdir()
     )
 
 
 def test_add_refuses_a_taken_id_and_a_folder_without_results(board, evaluated, tmp_path):
-    with pytest.raises(LeaderboardError, match="already has an entry 'scripted'"):
-        add_entry(evaluated / "scripted", board)
+    with pytest.raises(LeaderboardError, match="already has an entry 'oracles'"):
+        add_entry(evaluated / "scripted", board, entry_id="oracles", name="another name")
     with pytest.raises(LeaderboardError, match="no results.json"):
         add_entry(tmp_path, board)
 
 
 def test_verify_regenerates_a_sample(board):
     said = []
-    result = verify_entry("scripted", board, sample=6, secret=1, write=said.append)
+    result = verify_entry("oracles", board, sample=6, secret=1, write=said.append)
     assert result["verified"] and result["sample"]["size"] == 6 and result["regenerated"] == 6
     assert len(said) == 6 and all(line.endswith("reproduced") for line in said)
-    saved = json.loads((board / "entries" / "scripted" / "verification.json").read_text())
+    saved = json.loads((board / "entries" / "oracles" / "verification.json").read_text())
     assert saved["verified"] and saved["episodes"] == result["episodes"]
 
 
@@ -123,12 +123,12 @@ def test_verify_catches_an_episode_that_does_not_replay(board):
 
 
 def test_verify_refuses_sampled_entries(board):
-    path = board / "entries" / "scripted" / "results.json"
+    path = board / "entries" / "oracles" / "results.json"
     results = json.loads(path.read_text())
     results["manifest"]["tasks"]["gsm8k"]["generation"]["do_sample"] = True
     path.write_text(json.dumps(results))
     with pytest.raises(LeaderboardError, match="task gsm8k samples its answers"):
-        verify_entry("scripted", board)
+        verify_entry("oracles", board)
     with pytest.raises(LeaderboardError, match="no entry 'nobody'"):
         verify_entry("nobody", board)
 
@@ -138,8 +138,8 @@ def test_board_ranks_with_ties(board):
     assert data["suite"]["name"] == "lite"
     assert [t["name"] for t in data["tasks"]] == [t.name for t in load_suite("lite").tasks]
     by_id = {e["id"]: e for e in data["entries"]}
-    assert set(by_id) == {"scripted", "random-text"}
-    scripted, random_text = by_id["scripted"], by_id["random-text"]
+    assert set(by_id) == {"oracles", "random-text"}
+    scripted, random_text = by_id["oracles"], by_id["random-text"]
     # partial results (two tasks of seven) have task scores but no overall score
     assert scripted["overall"] is None
     maze = scripted["tasks"]["maze"]
@@ -165,10 +165,11 @@ def test_cli_refusals_are_one_line(argv, words, capsys):
 
 def test_cli_add_and_verify(evaluated, tmp_path, capsys):
     board = tmp_path / "b"
-    assert main(["leaderboard", "add", str(evaluated / "scripted"), "--board", str(board)]) == 0
-    assert main(["leaderboard", "verify", "scripted", "--board", str(board), "--sample", "3"]) == 0
+    add = ["leaderboard", "add", str(evaluated / "scripted"), "--board", str(board), "--id", "s"]
+    assert main(add) == 0
+    assert main(["leaderboard", "verify", "s", "--board", str(board), "--sample", "3"]) == 0
     printed = capsys.readouterr().out
-    assert "added entry scripted" in printed and "scripted: verified: 3 of 3" in printed
+    assert "added entry s " in printed and "s: verified: 3 of 3" in printed
     assert "catches 5% forged episodes with probability 0.1" in printed  # 3 of 32: weak
 
 

@@ -39,7 +39,7 @@ def evaluated(tmp_path_factory):
 @pytest.fixture
 def board(evaluated, tmp_path):
     board = tmp_path / "board"
-    add_entry(evaluated / "scripted", board, kind="baseline")
+    add_entry(evaluated / "scripted", board, entry_id="oracles", kind="baseline")
     add_entry(evaluated / "random", board, entry_id="random-text", kind="baseline")
     return board
 
@@ -105,7 +105,7 @@ def test_forgeries_placed_where_the_sample_is_thinnest_are_caught_as_stated():
 def test_most_episodes_forged_are_caught(board):
     """Attack: an entry keeps a few episodes honest and forges the rest (here: every maze
     episode but two, with the oracle's moves)."""
-    oracle = board / "entries" / "scripted" / "episodes" / "maze.jsonl.gz"
+    oracle = board / "entries" / "oracles" / "episodes" / "maze.jsonl.gz"
     with gzip.open(oracle, "rt") as handle:
         moves = [json.loads(line)["record"] for line in handle]
     path = board / "entries" / "random-text" / "episodes" / "maze.jsonl.gz"
@@ -135,22 +135,22 @@ def test_a_forged_fraction_is_caught_with_a_fixed_secret(board):
 # --------------------------------------------------------------------------- binding
 def test_results_edited_after_verification_lose_the_badge(board):
     """Attack: results.json (or an episode file) edited in the board after add and verify."""
-    verify_entry("scripted", board, sample=4, **QUIET)
-    assert shown(board, "scripted")["verified"] is True
-    path = board / "entries" / "scripted" / "results.json"
+    verify_entry("oracles", board, sample=4, **QUIET)
+    assert shown(board, "oracles")["verified"] is True
+    path = board / "entries" / "oracles" / "results.json"
     results = json.loads(path.read_text())
     results["tasks"]["gsm8k"]["metrics"]["pass@1"].update(mean=0.99, lo=0.98, hi=1.0)
     path.write_text(json.dumps(results))
-    entry = shown(board, "scripted")
+    entry = shown(board, "oracles")
     assert entry["verified"] is False
     assert "changed since it was verified: results.json" in entry["verification"]["summary"]
 
 
 def test_an_episode_file_edited_after_verification_loses_the_badge(board):
-    verify_entry("scripted", board, sample=4, **QUIET)
-    path = board / "entries" / "scripted" / "episodes" / "gsm8k.jsonl.gz"
+    verify_entry("oracles", board, sample=4, **QUIET)
+    path = board / "entries" / "oracles" / "episodes" / "gsm8k.jsonl.gz"
     edit_episodes(path, lambda i, line: line)  # same lines, other bytes
-    entry = shown(board, "scripted")
+    entry = shown(board, "oracles")
     assert entry["verified"] is False
     assert "episodes/gsm8k.jsonl.gz" in entry["verification"]["summary"]
 
@@ -169,7 +169,7 @@ def test_a_hand_written_verification_gets_no_badge(board, tmp_path):
     (folder / "verification.json").write_text(json.dumps(forged))
     entry = shown(board, "random-text")  # the board has no key yet: nothing can be sealed
     assert entry["verified"] is False and "not sealed" in entry["verification"]["summary"]
-    verify_entry("scripted", board, sample=2, **QUIET)  # the board now has a key
+    verify_entry("oracles", board, sample=2, **QUIET)  # the board now has a key
     assert shown(board, "random-text")["verified"] is False
     other = tmp_path / "other"
     shutil.copytree(folder, other / "entries" / "random-text")
@@ -221,7 +221,8 @@ def test_a_claimed_model_identity_with_a_made_up_weights_hash_is_unverified(tmp_
     assert "claims model_id 'Qwen/Qwen2.5-72B-Instruct'" in said and "weights_sha256" in said
     entry = shown(board, "qwen-72b")
     assert entry["verified"] is False
-    assert entry["manifest"]["policies"]["tiny"]["unverified"] is True
+    assert entry["manifest"]["policies"] == {}  # claims are not shown as the models
+    assert entry["manifest"]["claimed_policies"]["tiny"]["model_id"].startswith("Qwen")
 
 
 @pytest.mark.slow

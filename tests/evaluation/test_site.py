@@ -11,7 +11,14 @@ from pathlib import Path
 
 import pytest
 
-from llm_marl_envs.evaluation.site import build_site, file_id, validate_board
+from llm_marl_envs.evaluation.site import (
+    ACTION_LIMIT,
+    PAGE_LIMIT,
+    build_site,
+    file_id,
+    rank_order,
+    validate_board,
+)
 
 LONG = "long " * 2000  # 10,000 characters
 HOSTILE = "<script>alert(1)</script> \"quoted\" 'single' & \ufffd ünïcödé " + LONG
@@ -153,8 +160,8 @@ def test_pages_exist_and_hold_the_data(site):
     index = site.read_text(encoding="utf-8")
     assert "lite" in index and "sha256:abc" in index and "rank = 1 + entries wholly above" in index
     assert "2026-11-24T00:00:00Z" in index
-    assert index.count('<table class="sortable"') == 3  # overall + two tasks
-    assert index.count('aria-sort="none"') == 7 + 4 + 3  # every column header of those
+    assert index.count('<table class="sortable') == 3  # overall + two tasks
+    assert index.count('aria-sort="none"') == 5 + 4 + 3  # every column header of those
     assert "0.900 <small>[0.800, 1.000] (10)</small>" in index
     assert '<span class="badge verified">verified</span>' in index
     assert '<span class="badge not-reproduced">' in index
@@ -217,10 +224,11 @@ def test_hostile_text_is_escaped_everywhere(site):
         assert all(set(a) == {"src"} and a["src"].endswith("sort.js") for a in scripts), page
         assert not [t for t, _ in parsed.tags if t in ("b", "iframe", "img")], page
         assert not [a for _, attrs in parsed.tags for a in attrs if a.startswith("on")], page
-    # shown whole, as text: the transcript (action and observation), the manifest, the name
+    # shown as text: the transcript (the action cut at ACTION_LIMIT characters, the
+    # observation whole), the manifest, the name
     evil = file_id(EVIL)
     raw = (root / "transcripts" / evil / "maze.html").read_text(encoding="utf-8")
-    assert f'<pre class="action">{html.escape(HOSTILE)}</pre>' in raw
+    assert f'<pre class="action">{html.escape(HOSTILE[:ACTION_LIMIT])}<span class="cut">' in raw
     assert f"<pre>{html.escape(HOSTILE)}</pre>" in raw  # the observation
     assert HOSTILE in "".join(parse(root / "transcripts" / evil / "maze.html").text)
     entry = "".join(parse(root / "entries" / f"{evil}.html").text)
@@ -337,3 +345,197 @@ def test_a_minimal_board_builds(tmp_path):
     pages = list((root / "transcripts" / file_id("x")).iterdir())
     assert len(pages) == 1 and "/" not in pages[0].name and " " not in pages[0].name
     assert "No episodes were kept" in pages[0].read_text()
+
+
+# --------------------------------------------------------------------------- reading right
+def test_rows_go_by_score_within_a_tie_group(tmp_path):
+    """Two entries share rank 2; the one scoring higher is listed first, whatever their ids
+    (the old order: by id, 0.320 above 0.376)."""
+    board = make_board()
+    low, high = board["entries"][0], board["entries"][2]
+    low["overall"].update(mean=0.32, lo=0.28, hi=0.36)
+    high["overall"].update(mean=0.376, lo=0.32, hi=0.42)
+    index = build_site(board, tmp_path / "site").read_text()
+    order = ["scripted", "hf:evil:model", EVIL]
+    assert all(file_id(i) in r for r, i in zip(rows(index), order, strict=True))
+    ordered = rank_order(board["entries"], lambda e: e["overall"])
+    assert [e["id"] for e in ordered] == ["scripted", "hf:evil:model", EVIL]
+    # lower is better: the lower score first
+    tasks = [{"id": i, "overall": {"rank": 1, "mean": m}} for i, m in (("a", 0.2), ("b", 0.1))]
+    assert [e["id"] for e in rank_order(tasks, lambda e: e["overall"], False)] == ["b", "a"]
+
+
+def test_the_overall_table_shows_the_task_scores_it_averages(tmp_path):
+    board = make_board()
+    scripted = board["entries"][1]
+    scripted["tasks"]["gsm8k"]["score"] = interval(0.625, 0.5, 0.75, 16)
+    index = build_site(board, tmp_path / "site").read_text()
+    row = next(r for r in rows(index) if ">scripted players</a>" in r)
+    assert "0.625 <small>[0.500, 0.750] (16)</small>" in row  # the score, not pass@1's 0.5
+    assert "the mean of the task scores" in index and "on a 0..1 scale where 1 is best" in index
+
+
+def test_bars_are_drawn_on_the_metrics_own_range_with_a_zero_line(tmp_path):
+    """A [0, 0.188] interval no longer fills a bar scaled to the column's largest bound; a
+    -1..1 metric at 0 sits mid-bar on its zero line."""
+    board = make_board()
+    board["tasks"][0]["bounds"] = {"success": [0.0, 1.0]}
+    for entry in board["entries"]:
+        entry["tasks"]["maze"]["metrics"]["success"] = interval(0.062, 0.0, 0.188, 16)
+    board["tasks"][1].update(primary="sentiment", metrics=["sentiment"])
+    board["tasks"][1]["bounds"] = {"sentiment": [-1.0, 1.0]}
+    board["entries"][1]["tasks"]["gsm8k"]["metrics"] = {"sentiment": interval(0.0, -0.1, 0.1)}
+    index = build_site(board, tmp_path / "site").read_text()
+    maze = index.split('id="task-maze"')[1].split("</section>")[0]
+    assert 'class="ci" style="left:0.0%;width:18.8%"' in maze
+    assert '<span class="zero" style="left:0.0%"></span>' in maze
+    gsm8k = index.split('id="task-gsm8k"')[1].split("</section>")[0]
+    assert '<span class="zero" style="left:50.0%"></span>' in gsm8k
+    assert 'class="ci" style="left:45.0%;width:10.0%"' in gsm8k
+
+
+def test_incomplete_entries_are_unranked_marked_and_listed_last(tmp_path):
+    board = make_board()
+    cherry = board["entries"][1]  # the best scores, on 7 of 114 episodes
+    cherry.update(complete=False, items={"played": 7, "expected": 114})
+    cherry["overall"].pop("rank")
+    index = build_site(board, tmp_path / "site").read_text()
+    last = rows(index)[-1]
+    assert ">scripted players</a>" in last and ">—</td>" in last
+    assert "incomplete: 7 of 114 episodes" in last and "not ranked" in last
+
+
+def test_the_badge_says_what_was_verified(tmp_path):
+    board = make_board()
+    board["entries"][1]["verification"] = {"summary": "114/114 replayed, 24 regenerated"}
+    root = build_site(board, tmp_path / "site").parent
+    badge = '<span class="badge verified">114/114 replayed, 24 regenerated</span>'
+    assert badge in (root / "index.html").read_text()
+    assert badge in (root / "entries" / f"{file_id('scripted')}.html").read_text()
+    assert '<span class="badge not-checked">not checked</span>' in (root / "index.html").read_text()
+
+
+def test_entry_pages_keep_the_tie_marks(site):
+    page = (site.parent / "entries" / f"{file_id(EVIL)}.html").read_text()
+    assert "rank 2=." in page  # overall: shared with hf:evil:model
+    assert '<td class="num rank">2=</td>' in page  # maze: shared with hf:evil:model
+    scripted = (site.parent / "entries" / f"{file_id('scripted')}.html").read_text()
+    assert "rank 1." in scripted and '<td class="num rank">1</td>' in scripted
+
+
+def test_cross_play_reads_by_model_name_with_solo_explained_and_the_right_seats(tmp_path):
+    board = make_board()
+    block = board["crossplay"]["maze"]
+    block["names"] = {"scripted": "scripted players", "<b>b</b>": "SmolLM2-135M-Instruct"}
+    block["seat_groups"] = [["player_0", "player_2"], ["player_1", "player_3"]]
+    cross = build_site(board, tmp_path / "site").read_text().split('id="crossplay"')[1]
+    assert ">SmolLM2-135M-Instruct<" in cross and ">&lt;b&gt;b&lt;/b&gt;<" not in cross
+    assert "model in player_0 and player_2; column: the model in player_1 and player_3" in cross
+    assert "<strong>Solo</strong>: the model alone, in every seat" in cross
+    # gaps and seat order on -1..1, with the zero line in the middle
+    assert cross.count('<span class="zero" style="left:50.0%"></span>') == 2
+    board["crossplay"]["maze"]["solo"] = {}
+    board["crossplay"]["maze"]["gap"] = {}
+    cross = build_site(board, tmp_path / "again").read_text().split('id="crossplay"')[1]
+    assert "No solo condition" in cross
+
+
+def test_caveats_name_the_secondary_metrics_that_are_not_quality(tmp_path):
+    board = make_board()
+    board["tasks"][0]["caveats"] = {
+        "format_failure/gnome_0": "a format check, not quality",
+        "success": "never shown: the primary metric",
+    }
+    maze = build_site(board, tmp_path / "site").read_text().split('id="task-maze"')[1]
+    maze = maze.split("</section>")[0]
+    assert "<code>format_failure</code>: a format check, not quality" in maze
+    assert "never shown" not in maze.split("</table>")[1]
+    assert 'title="lower is better; a format check, not quality"' in maze
+
+
+def test_long_transcripts_are_cut_and_huge_pages_leave_episodes_out(tmp_path, monkeypatch):
+    board = make_board()
+    maze = board["entries"][1]["tasks"]["maze"]
+    maze["episodes"][0]["turns"][0]["action"] = "A" * 50_000
+    monkeypatch.setattr("llm_marl_envs.evaluation.site.PAGE_LIMIT", 10_000)
+    maze["episodes"] += [episode(f"seed-{k}", 0, "y" * 3_000) for k in range(2, 12)]
+    root = build_site(board, tmp_path / "site").parent
+    page = (root / "transcripts" / file_id("scripted") / "maze.html").read_text()
+    assert "A" * ACTION_LIMIT + '<span class="cut">[… 46,000 more characters' in page
+    assert "A" * (ACTION_LIMIT + 1) not in page
+    kept = page.count('<details class="episode"')
+    assert 1 <= kept < 12 and f"The last {12 - kept} are left out" in page
+    assert len(page.encode()) < 10_000 + 10_000  # one episode past the limit at most
+    assert PAGE_LIMIT >= 1_000_000  # the real limit: a few MB
+
+
+# --------------------------------------------------------------------------- the board's data
+def _copy_entry(board: Path, entry: str, new_id: str, keep: int | None = None) -> Path:
+    """A shipped entry copied into ``board`` as ``new_id``, each task's episodes cut to the
+    first ``keep`` (None: all)."""
+    import gzip
+    import shutil
+
+    from llm_marl_envs.evaluation.leaderboard import shipped_entries
+
+    folder = board / "entries" / new_id
+    shutil.copytree(shipped_entries() / entry, folder)
+    if keep is not None:
+        for path in (folder / "episodes").glob("*.jsonl.gz"):
+            lines = gzip.decompress(path.read_bytes()).decode().splitlines(keepends=True)
+            path.write_bytes(gzip.compress("".join(lines[:keep]).encode()))
+    return folder
+
+
+@pytest.mark.slow  # scores two entries from their records
+def test_build_scores_from_the_records_and_leaves_partial_runs_unranked(tmp_path):
+    """Attacks: scores edited in results.json after add and verify (every task 0.990, overall
+    0.95) show nothing; keeping one item per task (7 of 114) is not ranked."""
+    import json
+
+    from llm_marl_envs.evaluation.leaderboard import build_board
+
+    honest = build_board("lite", None)
+    shipped = {e["id"]: e for e in honest["entries"]}
+    edited = _copy_entry(tmp_path, "random", "edited")
+    results = json.loads((edited / "results.json").read_text())
+    results["overall"] = {"mean": 0.95, "lo": 0.94, "hi": 0.96, "n": 114}
+    for block in results["tasks"].values():
+        block["metrics"][block["primary"]] = {"mean": 0.99, "lo": 0.98, "hi": 1.0, "n": 16}
+    (edited / "results.json").write_text(json.dumps(results))
+    _copy_entry(tmp_path, "scripted", "cherry", keep=1)
+    data = build_board("lite", tmp_path, shipped=False)
+    by_id = {e["id"]: e for e in data["entries"]}
+    assert by_id["edited"]["overall"]["mean"] == shipped["random"]["overall"]["mean"] < 0.1
+    assert by_id["edited"]["tasks"]["maze"]["metrics"]["success"]["mean"] == 0.0
+    cherry = by_id["cherry"]
+    assert cherry["complete"] is False and cherry["items"] == {"played": 7, "expected": 114}
+    assert "rank" not in cherry["overall"]
+    assert all("rank" not in block for block in cherry["tasks"].values())
+    assert by_id["edited"]["overall"]["rank"] == 1 and by_id["edited"]["complete"]
+    assert [e["id"] for e in data["entries"]] == ["edited", "cherry"]  # unranked last
+
+
+@pytest.mark.slow  # scores the five shipped entries from their records
+def test_the_shipped_board_ties_what_it_cannot_separate_and_names_its_models():
+    from llm_marl_envs.evaluation.leaderboard import build_board
+
+    data = build_board("lite", None)
+    by_id = {e["id"]: e for e in data["entries"]}
+    donor = by_id["scripted"]["tasks"]["donor"]
+    assert donor["metrics"]["donation_fraction"]["mean"] == 0.5
+    assert donor["rank"] == by_id["cory-imdb"]["tasks"]["donor"]["rank"]  # 0.500 vs 0.465
+    assert all(e["complete"] for e in data["entries"])
+    overall = [e["overall"]["mean"] for e in data["entries"]]
+    ranks = [e["overall"]["rank"] for e in data["entries"]]
+    assert ranks == sorted(ranks)
+    for rank in set(ranks):  # by score within a tie group
+        group = [m for m, r in zip(overall, ranks, strict=True) if r == rank]
+        assert group == sorted(group, reverse=True)
+    donor_play = data["crossplay"]["donor"]
+    assert donor_play["names"]["default"] == "SmolLM2-135M-Instruct"
+    assert donor_play["names"]["scripted"] == "scripted players"
+    assert donor_play["seat_groups"] == [["player_0", "player_2"], ["player_1", "player_3"]]
+    maze = next(t for t in data["tasks"] if t["name"] == "maze")
+    assert maze["bounds"]["success"] == [0.0, 1.0] and maze["bounds"]["steps_ratio"] == [1.0, None]
+    assert "format_failure/gnome_0" in maze["caveats"] and "success" not in maze["caveats"]

@@ -3,7 +3,10 @@
 The site is the one ``llm-marl leaderboard build`` writes for the entries that ship with the
 package. From ``file://`` the page loads with every entry, a click on a column header sorts
 it, a score opens its transcripts, an entry's page shows its manifest, hostile model output
-stays text, the tables read without JavaScript, and a screenshot is taken.
+stays text, the tables read without JavaScript, and screenshots are taken at a 1,366 px
+window and a 390 px phone, where the layout is checked: no sideways page scroll, the nav
+and the tables' header rows stay in view, rows by score within a tie group, and a
+5,000-character name does not widen the page.
 
 Without chromium or Playwright these tests fail (``make test`` installs chromium with
 ``scripts/ensure-browser``; Playwright is in the ``dev`` extra); ``LLM_MARL_SKIP_BROWSER=1``
@@ -20,7 +23,7 @@ from pathlib import Path
 import pytest
 
 from llm_marl_envs.evaluation.leaderboard import build_board
-from llm_marl_envs.evaluation.site import build_site, file_id
+from llm_marl_envs.evaluation.site import ACTION_LIMIT, build_site, file_id
 from llm_marl_envs.cli import main as llm_marl
 
 pytestmark = pytest.mark.slow  # a headless chromium
@@ -90,8 +93,13 @@ def site(tmp_path_factory) -> Path:
 
 
 def cells(page, table: str, index: int, attribute: str | None = None) -> list[str]:
-    """Column ``index`` of ``table``'s body, as shown (or one attribute), top to bottom."""
-    read = f"c.getAttribute('{attribute}')" if attribute else "c.innerText.trim()"
+    """Column ``index`` of ``table``'s body, as shown (or one attribute), top to bottom; of the
+    entry column, the name (its link's text)."""
+    read = (
+        f"c.getAttribute('{attribute}')"
+        if attribute
+        else "(c.querySelector('td.name > a') || c).innerText.trim()"
+    )
     return page.eval_on_selector_all(
         f"{table} tbody tr",
         f"rows => rows.map(r => {{ const c = r.cells[{index}]; return {read}; }})",
@@ -124,13 +132,13 @@ def test_a_click_on_a_header_sorts_its_column(page, site, board):
     header.click()
     assert cells(page, "#overall", 1) == sorted(names, key=str.lower, reverse=True)
     assert header.get_attribute("aria-sort") == "descending"
-    # scores sort as numbers: the overall column (4), by its data-sort and as shown
-    score = page.locator("#overall thead th").nth(4)
+    # scores sort as numbers: the overall column (2), by its data-sort and as shown
+    score = page.locator("#overall thead th").nth(2)
     score.click()
-    values = [float(v) for v in cells(page, "#overall", 4, "data-sort")]
+    values = [float(v) for v in cells(page, "#overall", 2, "data-sort")]
     assert values == sorted(values) and score.get_attribute("aria-sort") == "ascending"
     assert header.get_attribute("aria-sort") == "none"
-    shown = [float(text.split()[0]) for text in cells(page, "#overall", 4)]
+    shown = [float(text.split()[0]) for text in cells(page, "#overall", 2)]
     assert shown == sorted(shown)
     # a task table sorts on its own
     maze = "#task-maze table"
@@ -143,7 +151,7 @@ def test_a_score_opens_its_transcript(page, site, board):
     usable(page)
     page.goto(site.as_uri())
     entry = board["entries"][0]
-    column = 5 + [t["name"] for t in board["tasks"]].index("maze")
+    column = 3 + [t["name"] for t in board["tasks"]].index("maze")
     page.locator("#overall tbody tr").first.locator("td").nth(column).locator("a").click()
     page.wait_for_load_state()
     assert page.url.endswith(f"/transcripts/{file_id(entry['id'])}/maze.html")
@@ -165,7 +173,7 @@ def test_an_entry_page_shows_its_manifest(page, site, board):
     usable(page)
     page.goto(site.as_uri())
     entry = board["entries"][1]
-    page.locator("#overall tbody tr").nth(1).locator("td").nth(1).locator("a").click()
+    page.locator("#overall tbody tr").nth(1).locator("td").nth(1).locator("a").first.click()
     page.wait_for_load_state()
     assert page.url.endswith(f"/entries/{file_id(entry['id'])}.html")
     assert json.loads(page.locator("pre.manifest").inner_text()) == entry["manifest"]
@@ -201,9 +209,10 @@ def test_hostile_model_output_stays_text(page, tmp_path):
     }
     index = build_site(board, tmp_path / "site")
     page.goto(index.as_uri())
-    assert page.locator("#overall tbody td").nth(1).inner_text() == HOSTILE.strip()
+    assert page.locator("#overall tbody td.name > a").inner_text() == HOSTILE.strip()
     page.goto((index.parent / "transcripts" / file_id("hf:x/y") / "t.html").as_uri())
-    assert page.locator("pre.action").inner_text() == HOSTILE
+    action = page.locator("pre.action").inner_text()  # cut at ACTION_LIMIT, as text
+    assert action.startswith(HOSTILE[:ACTION_LIMIT]) and "more characters not shown" in action
     assert page.evaluate("document.querySelectorAll('script, img').length") == 0
     page.goto((index.parent / "entries" / f"{file_id('hf:x/y')}.html").as_uri())
     assert json.loads(page.locator("pre.manifest").inner_text()) == {"note": HOSTILE}
@@ -218,12 +227,77 @@ def test_the_tables_read_without_javascript(browser, site, board):
     context.close()
 
 
-def test_a_screenshot(page, site, tmp_path):
-    usable(page)
+LAYOUT = """() => {
+  const overflow = document.documentElement.scrollWidth - window.innerWidth;
+  const heads = [...document.querySelectorAll("thead th")].map(th => getComputedStyle(th).position);
+  const nav = getComputedStyle(document.querySelector("nav")).position;
+  return {overflow, heads: [...new Set(heads)], nav};
+}"""
+
+
+def tie_groups_in_score_order(page, table: str, score_column: int) -> bool:
+    """Whether, inside each tie group (rows of one rank), the scores fall from top to bottom."""
+    ranks = cells(page, table, 0)
+    scores = [float(v) for v in cells(page, table, score_column, "data-sort")]
+    for rank in set(ranks):
+        group = [s for r, s in zip(ranks, scores, strict=True) if r == rank]
+        if group != sorted(group, reverse=True):
+            return False
+    return True
+
+
+@pytest.mark.parametrize(("width", "height"), [(1366, 768), (390, 844)])
+def test_the_board_fits_the_window_with_its_header_in_view(browser, site, board, width, height):
+    """At a laptop's 1,366 px and a phone's 390 px: no sideways page scroll (tables scroll in
+    their own box), the nav and the header rows are sticky, rows by score within a tie group;
+    full-page screenshots are kept beside the site (``site/../screenshot-<width>.png``)."""
+    page = usable(browser).new_page(viewport={"width": width, "height": height})
     page.goto(site.as_uri())
-    shot = tmp_path / "leaderboard.png"
+    layout = page.evaluate(LAYOUT)
+    assert layout["overflow"] <= 0, f"the page scrolls sideways by {layout['overflow']} px"
+    assert layout["heads"] == ["sticky"] and layout["nav"] == "sticky"
+    assert tie_groups_in_score_order(page, "#overall", 2)
+    for task in board["tasks"]:
+        assert tie_groups_in_score_order(page, f"#task-{task['name']} table", 2)
+    # scrolled down to the maze table, its nav is still at the top of the window
+    page.locator("#task-maze").scroll_into_view_if_needed()
+    page.mouse.wheel(0, 300)
+    assert page.evaluate("document.querySelector('nav').getBoundingClientRect().top") == 0
+    if width == 1366:  # the overall table fits the window: no scrolling inside its box
+        box = page.evaluate(
+            "(() => { const b = document.querySelector('#overall').parentElement; "
+            "return b.scrollWidth - b.clientWidth; })()"
+        )
+        assert box <= 0, f"the overall table is {box} px too wide for a 1,366 px window"
+    shot = site.parent.parent / f"screenshot-{width}.png"
     page.screenshot(path=str(shot), full_page=True)
     data = shot.read_bytes()
     assert data[:8] == b"\x89PNG\r\n\x1a\n" and len(data) > 50_000
-    width, height = int.from_bytes(data[16:20], "big"), int.from_bytes(data[20:24], "big")
-    assert width == 1300 and height > 2000  # the whole page, not just the first screen
+    assert int.from_bytes(data[16:20], "big") == width  # the whole page, not wider
+    page.close()
+
+
+def test_a_5000_character_name_does_not_widen_the_page(browser, tmp_path):
+    interval = {"mean": 0.5, "lo": 0.25, "hi": 0.75, "n": 4}
+    name = "W" * 5_000
+    board = {
+        "title": "t",
+        "suite": {"name": "s", "version": 1, "hash": "h"},
+        "rank_rule": "r",
+        "tasks": [{"name": "t", "env": "e", "primary": "m", "metrics": ["m"]}],
+        "entries": [
+            {
+                "id": name,
+                "name": name,
+                "overall": interval,
+                "tasks": {"t": {"metrics": {"m": interval}, "episodes": []}},
+                "manifest": {"name": name},
+            }
+        ],
+    }
+    index = build_site(board, tmp_path / "site")
+    page = usable(browser).new_page(viewport={"width": 390, "height": 844})
+    for path in (index, index.parent / "entries" / f"{file_id(name)}.html"):
+        page.goto(path.as_uri())
+        assert page.evaluate(LAYOUT)["overflow"] <= 0, path.name
+    page.close()

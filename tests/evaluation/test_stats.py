@@ -9,13 +9,17 @@ import numpy as np
 import pytest
 
 from llm_marl_envs.evaluation import stats
+from llm_marl_envs.evaluation.results import overall_interval
 from llm_marl_envs.evaluation.stats import (
     Interval,
     bootstrap_mean,
     paired_difference,
+    score_interval,
     stable_seed,
     summarize,
     tie_ranks,
+    widen,
+    wilson,
 )
 
 
@@ -190,6 +194,88 @@ def test_bootstrap_rejects_invalid_options(kwargs, message):
 
 def test_bootstrap_accepts_iterables():
     assert bootstrap_mean(x / 10 for x in range(10)) == bootstrap_mean([x / 10 for x in range(10)])
+
+
+# --------------------------------------------------------------------------- score_interval
+def test_wilson_by_hand_at_0_of_n_n_of_n_and_in_between():
+    z2 = 1.959963984540054**2
+    none, every = wilson(0, 16), wilson(16, 16)
+    assert (none.mean, none.lo, none.n) == (0.0, 0.0, 16)
+    assert none.hi == pytest.approx(z2 / (16 + z2)) and round(none.hi, 3) == 0.194
+    assert (every.mean, every.hi) == (1.0, 1.0) and every.lo == pytest.approx(1 - none.hi)
+    one = wilson(1, 16)  # (p + z²/2n) / (1 + z²/n) -/+ ...
+    centre = (1 / 16 + z2 / 32) / (1 + z2 / 16)
+    half = math.sqrt(z2) / (1 + z2 / 16) * math.sqrt(1 / 16 * 15 / 16 / 16 + z2 / (4 * 256))
+    assert (one.lo, one.hi) == pytest.approx((centre - half, centre + half))
+    assert wilson(0, 16, level=0.99).hi > wilson(0, 16).hi
+    with pytest.raises(ValueError, match="0 <= successes <= n"):
+        wilson(17, 16)
+
+
+@pytest.mark.parametrize("n", [5, 16, 32])
+def test_wilson_covers_near_the_nominal_level_at_small_n(n):
+    """Exact coverage (summed over the binomial, no simulation) averaged over p in (0, 1):
+    near 95%, where the percentile bootstrap at 0/n and n/n covers nothing but p = 0, 1."""
+    intervals = [wilson(k, n) for k in range(n + 1)]
+    coverages = []
+    for p in np.linspace(0.01, 0.99, 99):
+        pmf = [math.comb(n, k) * p**k * (1 - p) ** (n - k) for k in range(n + 1)]
+        coverages.append(sum(w for w, i in zip(pmf, intervals, strict=True) if i.lo <= p <= i.hi))
+    assert 0.93 <= float(np.mean(coverages)) <= 0.97
+    assert min(coverages) >= 0.80
+
+
+def test_outcomes_at_the_ends_of_the_range_get_wilson():
+    assert score_interval([0.0] * 16, 0.0, 1.0) == wilson(0, 16)
+    assert score_interval([1.0] * 3 + [0.0] * 13, 0.0, 1.0) == wilson(3, 16)
+    # on another range, mapped back onto it
+    both = score_interval([-1.0, 1.0, 1.0, 1.0], -1.0, 1.0)
+    share = wilson(3, 4)
+    assert both.mean == 0.5
+    assert (both.lo, both.hi) == pytest.approx((2 * share.lo - 1, 2 * share.hi - 1))
+
+
+def test_identical_scores_are_at_least_one_item_wide_and_do_not_separate_entries():
+    """Scripted's 16 Donor games at exactly 0.500 against 0.465 [0.433, 0.498]: the
+    bootstrap's zero width ranked 0.500 strictly above; one item's swing ties them."""
+    donor = [0.5] * 16
+    collapsed = bootstrap_mean(donor)
+    other = Interval(0.465, 0.433, 0.498, 16)
+    assert collapsed.width == 0 and tie_ranks([collapsed, other]) == [1, 2]  # the old way
+    interval = score_interval(donor, 0.0, 1.0)
+    assert interval.mean == 0.5 and interval.width == pytest.approx(1 / 16)
+    assert (interval.lo, interval.hi) == pytest.approx((0.5 - 1 / 32, 0.5 + 1 / 32))
+    assert tie_ranks([interval, other]) == [1, 1]
+    # two entries of identical scores share a place, on any range
+    assert tie_ranks([score_interval([0.0] * 16, -1.0, 1.0)] * 2) == [1, 1]
+
+
+def test_the_floor_shifts_inside_the_range_and_leaves_wide_intervals_alone():
+    near_top = score_interval([0.99] * 16, 0.0, 1.0)
+    assert (near_top.lo, near_top.hi) == pytest.approx((1 - 1 / 16, 1.0))
+    spread = np.random.default_rng(20).random(16)
+    assert score_interval(spread, 0.0, 1.0) == bootstrap_mean(spread)  # wider than 1/16
+    assert widen(Interval(0.0, 0.0, 0.0, 1), 2.0, 0.0, 1.0) == Interval(0.0, 0.0, 1.0, 1)
+
+
+def test_unbounded_metrics_keep_the_plain_bootstrap_and_out_of_range_values_are_refused():
+    values = [32.5] * 16
+    assert score_interval(values, 0.0, None) == bootstrap_mean(values)
+    assert score_interval(values) == bootstrap_mean(values)
+    with pytest.raises(ValueError, match=r"range \[0.0, 1.0\]"):
+        score_interval([1.5, 0.2], 0.0, 1.0)
+
+
+def test_the_overall_interval_does_not_collapse_when_every_task_does():
+    """Random text: 0 on six tasks (0/n), 0.5 on the seventh (neutral sentiment)."""
+    tasks = [[0.0] * 16] * 6 + [[0.5] * 32]
+    collapsed = overall_interval(tasks, seed=0)
+    assert collapsed.width == 0  # the stratified bootstrap alone
+    intervals = [score_interval(values, 0.0, 1.0) for values in tasks]
+    floored = overall_interval(tasks, seed=0, task_intervals=intervals)
+    half = math.sqrt(sum((i.width / 2) ** 2 for i in intervals)) / 7
+    assert floored.mean == pytest.approx(0.5 / 7)
+    assert (floored.lo, floored.hi) == pytest.approx((0.5 / 7 - half, 0.5 / 7 + half))
 
 
 # --------------------------------------------------------------------------- paired_difference

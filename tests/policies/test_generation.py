@@ -7,7 +7,11 @@ import inspect
 import pytest
 
 from llm_marl_envs.policies import GenerationConfig, ModelCache, PolicyFactory
-from llm_marl_envs.policies.generation import resolve_device
+from llm_marl_envs.policies.generation import (
+    resolve_batch_size,
+    resolve_device,
+    resolve_dtype_for,
+)
 from llm_marl_envs.policies.openai_compat import OpenAIPolicy
 from llm_marl_envs.policies.server import PolicyServer, serve_policy
 
@@ -39,12 +43,79 @@ def test_replace_checks_names_and_values():
 
 
 def test_device_is_resolved_in_one_place():
-    assert resolve_device(None) is None  # where the loader puts the model: the CPU
-    assert resolve_device("cuda:1") == "cuda:1"
+    assert resolve_device(None) == "cpu"  # where the loaders put a model
+    assert resolve_device("cpu") == "cpu"
     pytest.importorskip("torch")
     import torch
 
     assert resolve_device("auto") == ("cuda" if torch.cuda.is_available() else "cpu")
+
+
+def test_auto_is_the_cpu_and_float32_without_cuda(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert GenerationConfig().placement == ("cpu", "float32", False)
+    assert resolve_dtype_for("auto", "auto") == "float32"
+    assert resolve_dtype_for("cpu", None) == "float32"
+    assert resolve_dtype_for("cpu", "bf16") == "bfloat16"  # a name as torch spells it
+
+
+@pytest.mark.parametrize("device", ["cuda", "cuda:0"])
+def test_an_absent_cuda_device_is_a_one_line_error_naming_what_is_there(monkeypatch, device):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    with pytest.raises(ValueError) as error:
+        resolve_device(device)
+    message = str(error.value)
+    assert "\n" not in message
+    assert f"device {device!r} is not on this machine" in message and "only the cpu" in message
+
+
+def test_a_cuda_index_out_of_range_names_the_devices_there(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    assert resolve_device("cuda:1") == "cuda:1"
+    with pytest.raises(
+        ValueError,
+        match=r"'cuda:7' is not on this machine, which has cpu, "
+        r"cuda:0, cuda:1; use --device auto",
+    ):
+        resolve_device("cuda:7")
+    with pytest.raises(ValueError, match="'cuda:7' is not on this machine"):
+        ModelCache().policy("tiny", GenerationConfig(device="cuda:7"))
+
+
+def test_auto_dtype_is_bf16_on_a_gpu_that_has_it(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (9, 0))
+    assert GenerationConfig().placement == ("cuda", "bfloat16", False)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda device=None: (7, 5))
+    assert resolve_dtype_for("cuda", "auto") == "float32"  # a V100 / T4 computes no bf16
+    assert resolve_dtype_for("cuda", "float16") == "float16"
+
+
+def test_unknown_devices_are_one_line_errors():
+    pytest.importorskip("torch")
+    with pytest.raises(ValueError, match="unknown device 'gpu'; use auto, cpu, cuda or cuda:N"):
+        resolve_device("gpu")
+
+
+def test_batch_size_auto_is_8_on_the_cpu_and_256_on_a_gpu(monkeypatch):
+    torch = pytest.importorskip("torch")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert resolve_batch_size("auto", "auto") == 8
+    assert resolve_batch_size("auto", "cpu") == 8
+    assert resolve_batch_size("32", "auto") == 32 and resolve_batch_size(3, "cpu") == 3
+    for bad in ("0", 0, "many", 2.5):
+        with pytest.raises(ValueError, match="--batch-size must be auto or an int >= 1"):
+            resolve_batch_size(bad, "cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 1)
+    assert resolve_batch_size("auto", "auto") == 256
+    assert resolve_batch_size("auto", "cpu") == 8
 
 
 def test_the_factory_gives_each_environment_its_budget_unless_told():

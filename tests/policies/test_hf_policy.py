@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import math
 import warnings
+from types import SimpleNamespace
 
 import pytest
 
@@ -13,7 +14,7 @@ pytest.importorskip("transformers")
 import llm_marl_envs
 from llm_marl_envs.models import tiny_model
 from llm_marl_envs.policies import Completion, Policy, Prompt
-from llm_marl_envs.policies.hf import HFPolicy
+from llm_marl_envs.policies.hf import HFPolicy, fitting_batch_size, sequence_bytes
 
 SENTENCE = "You are a gnome in a maze and the exit is two cells to the left of the door"
 
@@ -322,3 +323,52 @@ def test_tokenizer_padding_side_is_left_alone():
     prompts = _prompts()
     assert _same(policy.generate(prompts), [policy.generate([p])[0] for p in prompts])
     assert tokenizer.padding_side == "right"
+
+
+# SmolLM2-135M's shape: 30 layers, 9 heads of 64 (3 key/value heads), a vocabulary of 49152.
+SMOLLM2 = SimpleNamespace(
+    num_hidden_layers=30,
+    num_attention_heads=9,
+    num_key_value_heads=3,
+    hidden_size=576,
+    vocab_size=49152,
+)
+
+
+def test_a_sequence_holds_its_kv_cache_and_its_scores():
+    # 2 x 30 layers x 3 kv heads x 64 dims x (255 + 64) tokens x 2 bytes (bf16) ...
+    cache = 2 * 30 * 3 * 64 * 319 * 2
+    assert sequence_bytes(SMOLLM2, tokens=319, new_tokens=0, dtype_bytes=2) == cache == 7_349_760
+    # ... and 64 steps of float32 scores over the vocabulary for the log-probabilities
+    with_scores = sequence_bytes(SMOLLM2, tokens=319, new_tokens=64, dtype_bytes=2)
+    assert with_scores == cache + 64 * 49152 * 4 == 19_932_672
+    gpt2 = SimpleNamespace(num_hidden_layers=2, num_attention_heads=4, hidden_size=32, vocab_size=9)
+    assert (
+        sequence_bytes(gpt2, tokens=10, new_tokens=1, dtype_bytes=4) == 2 * 2 * 4 * 8 * 10 * 4 + 36
+    )
+
+
+def test_the_batch_that_fits_is_half_the_free_memory_capped_at_256():
+    per_sequence = 19_932_672  # SmolLM2, 255 + 64 tokens, bf16, with scores
+    assert fitting_batch_size(2 * 2**30, per_sequence) == 53  # 1 GiB // 19.9 MB
+    assert fitting_batch_size(80 * 2**30, per_sequence) == 256  # 2154 fit: the cap
+    assert fitting_batch_size(10 * 2**20, per_sequence) == 1  # never 0
+    assert fitting_batch_size(2 * 2**30, per_sequence, safety=0.25, cap=512) == 26
+
+
+def test_a_call_on_the_cpu_is_one_micro_batch_and_on_a_gpu_what_fits(tiny, monkeypatch):
+    model, tokenizer = tiny
+    policy = HFPolicy(model, tokenizer, max_new_tokens=4)
+    prompts = [[1, 2, 3]] * 300
+    assert policy._fitting_batch_size(prompts) == 300  # the CPU: all at once, as before
+    monkeypatch.setattr(policy, "_device", lambda: torch.device("cuda"))
+    monkeypatch.setattr(torch.cuda, "mem_get_info", lambda device: (3_000_000, 8_000_000))
+    monkeypatch.setattr(torch.cuda, "memory_reserved", lambda device: 1_000_000)
+    monkeypatch.setattr(torch.cuda, "memory_allocated", lambda device: 0)
+    per_sequence = sequence_bytes(model.config, tokens=3 + 4, new_tokens=4, dtype_bytes=4)
+    assert policy._fitting_batch_size(prompts) == 2_000_000 // per_sequence  # free + cached
+
+
+def test_compile_needs_a_cuda_device(tiny):
+    with pytest.raises(ValueError, match="compile .* needs a CUDA device; the model is on cpu"):
+        HFPolicy(*tiny, compile=True)
