@@ -29,6 +29,7 @@ from llm_marl_envs.evaluation.leaderboard import add_entry, check_result, shippe
 from llm_marl_envs.evaluation.pairings import run_pairings
 from llm_marl_envs.evaluation.suite import load_suite
 from llm_marl_envs.evaluation.verification import verify_folder
+from llm_marl_envs.policies import GenerationConfig
 
 #: id -> (the policy of every seat, or a {seat: spec} team; display name; kind)
 ENTRIES = {
@@ -60,7 +61,9 @@ def reverify(entry_id: str, sample: int | None) -> dict:
     suite, problems = check_result(results, folder)
     if problems:
         raise SystemExit(f"{entry_id}: " + "; ".join(problems))
-    verification = verify_folder(folder, suite, results, sample=sample)
+    # the shipped entries were made on the CPU in float32: regenerate them there
+    where = GenerationConfig(device="cpu", dtype="float32")
+    verification = verify_folder(folder, suite, results, sample=sample, generation=where)
     text = json.dumps(verification, indent=1) + "\n"
     (folder / "verification.json").write_text(text, encoding="utf-8")
     verdict = "verified" if verification["verified"] else "NOT verified"

@@ -357,16 +357,16 @@ def verification_path(board: str | Path | None, entry_id: str, folder: Path) -> 
     return folder / "verification.json"
 
 
-def _trust(board: str | Path | None, entry_id: str, folder: Path, results: dict) -> dict:
-    """The entry's verification as ``build`` shows it (:func:`verification.check`: the board's
-    sealed one, else a shipped entry's own), with the badge's ``summary``."""
+def _trust(board: str | Path | None, entry_id: str, folder: Path) -> dict:
+    """The entry's verification as ``build`` shows it (:func:`verification.check`: the board's,
+    sealed with its key; for a shipped entry the package's own unless the board verified it
+    too), with the badge's ``summary``."""
     path = verification_path(board, entry_id, folder)
-    key = verification.board_key(Path(board)) if board is not None else None
-    if path.is_file() or folder.parent != shipped_entries():
-        trust = verification.check(path, folder, key)
-    else:
+    if folder.parent == shipped_entries() and (board is None or not path.is_file()):
         trust = verification.check(folder / "verification.json", folder, None, shipped=True)
-    trust["summary"] = verification.summary(trust, results.get("board", {}).get("replay"))
+    else:
+        trust = verification.check(path, folder, verification.board_key(Path(board)))
+    trust["summary"] = verification.summary(trust)
     return trust
 
 
@@ -461,7 +461,7 @@ def build_board(
         if problems:  # measured on another version of the suite: not comparable
             warnings.warn(f"entry {entry_id} left out: {'; '.join(problems)}", stacklevel=2)
             continue
-        rows.append((entry_id, folder, results, _trust(board, entry_id, folder, results)))
+        rows.append((entry_id, folder, results, _trust(board, entry_id, folder)))
     tasks = [_task_display(t) for t in suite.tasks]
     built = []
     for entry_id, folder, results, trust in rows:

@@ -1,7 +1,11 @@
 """Verification of a leaderboard entry: a secret sample regenerated, bound to the files it checked.
 
 An entry's scores follow from its recorded actions (``leaderboard add`` replays them); a
-verification ties the actions to the claimed models. :func:`verify_folder` does three things:
+verification ties the actions to the claimed models. :func:`verify_folder` does four things:
+
+* **Replay.** Every episode's recorded actions are played again through this package's
+  environments (:mod:`llm_marl_envs.evaluation.replay`, as ``add`` does): the count goes on
+  the badge ("114/114 replayed"), and an episode that does not replay makes it unverified.
 
 * **Models.** It loads every model the entry's seats name and recomputes each one's identity
   from the loaded weights (``policy.describe()``: model id and ``weights_sha256``). The
@@ -51,6 +55,8 @@ from typing import Any
 
 from llm_marl_envs.evaluation.evaluate import load_episodes, task_policies
 from llm_marl_envs.evaluation.metrics import item_value
+from llm_marl_envs.evaluation.replay import episode_difference, replay_task
+from llm_marl_envs.evaluation.submission import read_episodes
 from llm_marl_envs.evaluation.suite import Suite
 from llm_marl_envs.policies import GenerationConfig, ModelCache
 from llm_marl_envs.registry import make
@@ -227,6 +233,20 @@ def _regenerate(
     return checks
 
 
+def _replay_all(suite: Suite, folder: Path) -> tuple[dict[str, int], list[str]]:
+    """Every episode's recorded actions replayed: how many replay as recorded, and where the
+    others differ."""
+    differ, total = [], 0
+    for name, played in read_episodes(folder, suite).items():
+        again = replay_task(suite.task(name), played)
+        for (item, sample, record), replayed in zip(played, again, strict=True):
+            found = episode_difference(record, replayed)
+            if found:
+                differ.append(f"task {name}, item {item.key} sample {sample}: {found}")
+        total += len(played)
+    return {"replayed": total - len(differ), "episodes": total}, differ
+
+
 def _ok(check: dict) -> bool:
     return check["actions_match"] and check["score"] == check["regenerated_score"]
 
@@ -255,6 +275,7 @@ def verify_folder(
     size = sample_size(sizes) if sample is None else min(sample, sum(sizes.values()))
     drawn = allocate(sizes, size)
     forged = forged_count(sum(sizes.values()))
+    replay, unreplayed = _replay_all(suite, folder)
     models = ModelCache()
     try:
         loaded, problems = _load_models(suite, results, models, generation)
@@ -265,11 +286,13 @@ def verify_folder(
         )
     finally:
         models.close()
-    differ = [f"{c['task']} {c['key']} does not reproduce" for c in checks if not _ok(c)]
+    problems += unreplayed + [
+        f"{c['task']} {c['key']} does not reproduce" for c in checks if not _ok(c)
+    ]
     return {
         "format": FORMAT,
-        "verified": not problems and not differ and bool(checks),
-        "problems": problems + differ,
+        "verified": not problems and bool(checks),
+        "problems": problems,
         "secret_seed": secret,
         "sample": {
             "episodes": sum(sizes.values()),
@@ -279,6 +302,7 @@ def verify_folder(
             "forged": forged,
             "power": round(catch_power(sizes, drawn, forged), 4),
         },
+        "replay": replay,
         "regenerated": sum(map(_ok, checks)),
         "models": loaded,
         "files": files,
@@ -346,6 +370,7 @@ def check(path: Path, folder: Path, key: bytes | None, *, shipped: bool = False)
     return {
         "verified": bool(verification.get("verified")),
         "problems": list(verification.get("problems", [])),
+        "replay": verification.get("replay"),
         "regenerated": verification.get("regenerated", 0),
         "sample": verification.get("sample"),
         "models": verification.get("models", {}),
@@ -358,10 +383,10 @@ def _unverified(why: str) -> dict[str, Any]:
     return {"verified": False, "problems": [why]}
 
 
-def summary(trust: Mapping[str, Any], replay: Mapping[str, int] | None) -> str:
-    """What the badge says: what ``add`` replayed (when the entry records it: ``replay``
-    with ``replayed`` and ``episodes``), what was regenerated and the sample's power; or why
-    the entry is not verified."""
+def summary(trust: Mapping[str, Any]) -> str:
+    """What the badge says: what was replayed and regenerated, with the sample's power; or
+    why the entry is not verified."""
+    replay = trust.get("replay")
     said = [f"{replay['replayed']}/{replay['episodes']} replayed"] if replay else []
     if trust["verified"] is None:
         said.append("not regenerated")

@@ -117,19 +117,32 @@ def test_most_episodes_forged_are_caught(board):
 
 
 def test_a_forged_fraction_is_caught_with_a_fixed_secret(board):
-    """5% of the episodes forged (2 of 32: one per task) and a fixed secret: caught."""
+    """5% of the episodes forged (2 of 32: the oracle's episode for one item of each task,
+    records that replay as recorded) and a fixed secret: the regenerated sample catches one."""
     for task in TASKS:
+        oracle = board / "entries" / "oracles" / "episodes" / f"{task}.jsonl.gz"
+        with gzip.open(oracle, "rt") as handle:
+            forged = json.loads(handle.readlines()[3])["record"]
         path = board / "entries" / "random-text" / "episodes" / f"{task}.jsonl.gz"
-
-        def forge(i, line):
-            if i == 3:
-                line["record"]["turns"][-1]["action"] = "forged answer"
-            return line
-
-        edit_episodes(path, forge)
+        edit_episodes(path, lambda i, line, f=forged: {**line, "record": f} if i == 3 else line)
     result = verify_entry("random-text", board, secret=2028, **QUIET)
+    assert result["replay"] == {"replayed": 32, "episodes": 32}  # the replay cannot tell
     assert result["sample"]["forged"] == 2 and result["sample"]["power"] >= 0.95
     assert not result["verified"] and "does not reproduce" in " ".join(result["problems"])
+
+
+def test_an_episode_that_does_not_replay_is_unverified(board):
+    """A record whose rewards do not follow from its actions (put in the board after add)."""
+
+    def edit(i, line):
+        if i == 0:
+            line["record"]["turns"][0]["reward"] = 1.0
+        return line
+
+    edit_episodes(board / "entries" / "random-text" / "episodes" / "maze.jsonl.gz", edit)
+    result = verify_entry("random-text", board, sample=2, **QUIET)
+    assert result["replay"] == {"replayed": 31, "episodes": 32} and not result["verified"]
+    assert "task maze, item seed-0 sample 0" in " ".join(result["problems"])
 
 
 # --------------------------------------------------------------------------- binding
@@ -200,7 +213,7 @@ def test_an_honest_model_entry_verifies_and_shows_the_loaded_identity(tmp_path):
     assert result["models"]["tiny"]["weights_sha256"].startswith("sha256:")
     entry = shown(board, "tiny-copy")
     assert entry["manifest"]["policies"]["tiny"] == result["models"]["tiny"]
-    assert "regenerated" in entry["verification"]["summary"]
+    assert entry["verification"]["summary"].startswith("114/114 replayed, 2 regenerated")
 
 
 @pytest.mark.slow
