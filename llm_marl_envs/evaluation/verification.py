@@ -385,13 +385,15 @@ def _unverified(why: str) -> dict[str, Any]:
 
 def summary(trust: Mapping[str, Any]) -> str:
     """What the badge says: what was replayed and regenerated, with the sample's power; or
-    why the entry is not verified."""
+    why the entry is not verified (the first problem; ``problems`` has them all)."""
     replay = trust.get("replay")
     said = [f"{replay['replayed']}/{replay['episodes']} replayed"] if replay else []
     if trust["verified"] is None:
         said.append("not regenerated")
     elif not trust["verified"]:
-        said.append("unverified: " + "; ".join(trust["problems"]))
+        problems = trust["problems"]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        said.append(f"unverified: {problems[0]}{more}")
     else:
         sample = trust["sample"]
         said.append(
