@@ -2,13 +2,19 @@
 
 Evaluates the baselines and models on the ``lite`` suite, adds each result to the package's
 own board (``llm_marl_envs/evaluation/entries/``) with ``llm_marl_envs.evaluation.leaderboard.add_entry``
-(the same checks as ``llm-marl leaderboard add``), verifies the deterministic ones by replay,
-and plays the cross-play of ``--pairings`` models on the lite suite's two-seat-sensitive games
-(maze and Donor). Existing entries are kept; pass ``--only NAME ...`` to (re)make some.
+(the same checks as ``llm-marl leaderboard add``), verifies each one (its models loaded and
+checked, a secret sample regenerated: :mod:`llm_marl_envs.evaluation.verification`) into the
+package's own ``verification.json`` (unsealed: the package's files are trusted as such; this
+script is the one place that writes them), and plays the cross-play of ``--pairings``
+models on the lite suite's two-seat-sensitive games (maze and Donor). Existing entries are
+kept; pass ``--only NAME ...`` to (re)make some.
 
 Usage: ``python scripts/ship_leaderboard_entries.py [--only random scripted tiny default
 cory-imdb] [--work /tmp/lite] [--pairings scripted random tiny default]`` (``--only`` with no
 names plays the cross-play alone; finished evaluations in ``--work`` are reused).
+``--reverify [--only ...] [--sample N]`` verifies the shipped entries again as they are, without
+evaluating (an entry whose model cannot be loaded here, e.g. a checkpoint that does not ship,
+is recorded as unverified, naming why).
 """
 
 from __future__ import annotations
@@ -19,9 +25,11 @@ import shutil
 from pathlib import Path
 
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
-from llm_marl_envs.evaluation.leaderboard import add_entry, shipped_entries, verify_entry
+from llm_marl_envs.evaluation.leaderboard import add_entry, check_result, shipped_entries
 from llm_marl_envs.evaluation.pairings import run_pairings
 from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.evaluation.verification import verify_folder
+from llm_marl_envs.policies import GenerationConfig
 
 #: id -> (the policy of every seat, or a {seat: spec} team; display name; kind)
 ENTRIES = {
@@ -46,13 +54,39 @@ TRAINING = {
 }
 
 
+def reverify(entry_id: str, sample: int | None) -> dict:
+    """Verify a shipped entry and write its verification into the package."""
+    folder = shipped_entries() / entry_id
+    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    suite, problems = check_result(results, folder)
+    if problems:
+        raise SystemExit(f"{entry_id}: " + "; ".join(problems))
+    # the shipped entries were made on the CPU in float32: regenerate them there
+    where = GenerationConfig(device="cpu", dtype="float32")
+    verification = verify_folder(folder, suite, results, sample=sample, generation=where)
+    text = json.dumps(verification, indent=1) + "\n"
+    (folder / "verification.json").write_text(text, encoding="utf-8")
+    verdict = "verified" if verification["verified"] else "NOT verified"
+    print(
+        f"{entry_id}: {verdict}, {verification['regenerated']} regenerated",
+        *verification["problems"],
+    )
+    return verification
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(ENTRIES), choices=list(ENTRIES))
     parser.add_argument("--work", type=Path, default=Path("/tmp/llm-marl-lite"))
     parser.add_argument("--pairings", nargs="*", default=[])
     parser.add_argument("--pairing-tasks", nargs="*", default=["maze", "donor"])
+    parser.add_argument("--reverify", action="store_true", help="verify the shipped entries again")
+    parser.add_argument("--sample", type=int, default=None, help="episodes to regenerate")
     args = parser.parse_args()
+    if args.reverify:
+        for entry_id in args.only:
+            reverify(entry_id, args.sample)
+        return
     suite = load_suite("lite")
     board = shipped_entries().parent  # add_entry writes <board>/entries/<id>
     for entry_id in args.only:
@@ -68,7 +102,7 @@ def main() -> None:
         if target.exists():
             shutil.rmtree(target)
         add_entry(out, board, entry_id=entry_id, name=name, kind=kind)
-        print(json.dumps(verify_entry(entry_id, board=None, sample=8)["reproduced"]))
+        reverify(entry_id, args.sample)
     if args.pairings:
         table = run_pairings(
             suite, args.pairings, args.work / "crossplay", tasks=args.pairing_tasks

@@ -9,8 +9,8 @@
     solo, homogeneous and heterogeneous pairs in both seat orders, into ``crossplay.json``.
 ``llm-marl leaderboard add DIR | verify ENTRY | build``
     Adds an evaluation to a board (``./leaderboard``) after checking its hashes and replaying
-    every episode's actions, replays a sample of an entry's episodes to verify it, or builds
-    the static site of the shipped and added entries
+    every episode's actions, verifies an entry (its models checked, a secret sample of its
+    episodes regenerated), or builds the static site of the shipped and added entries
     (:mod:`llm_marl_envs.evaluation.leaderboard`).
 """
 
@@ -311,10 +311,17 @@ def add_leaderboard_parser(sub) -> None:
     p_add.add_argument(
         "--kind", default="model", choices=["model", "baseline", "trained"], help="entry kind"
     )
-    p_verify = board_sub.add_parser("verify", help="replay a sample of an entry's episodes")
+    p_verify = board_sub.add_parser(
+        "verify", help="check an entry's models and regenerate a secret sample of its episodes"
+    )
     p_verify.add_argument("entry", help="an entry id (llm-marl leaderboard build lists them)")
-    p_verify.add_argument("--sample", type=int, default=8, help="episodes to replay")
-    p_verify.add_argument("--seed", type=int, default=0, help="seed of the sample")
+    p_verify.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="episodes to regenerate (default: enough to catch 5%% forged episodes with "
+        "probability >= 0.95; the power of a smaller sample is printed)",
+    )
     add_placement_options(p_verify)
     p_build = board_sub.add_parser("build", help="write the static leaderboard site")
     p_build.add_argument("--suite", default="lite", help="the suite whose entries to show")
@@ -339,7 +346,7 @@ def run_leaderboard(args: argparse.Namespace) -> int:
         print(f"added entry {target.name} to {args.board} ({target})")
         return 0
     if args.board_command == "verify":
-        if args.sample < 1:
+        if args.sample is not None and args.sample < 1:
             raise ValueError("--sample must be at least 1")
         from llm_marl_envs.policies import GenerationConfig
 
@@ -347,13 +354,16 @@ def run_leaderboard(args: argparse.Namespace) -> int:
             args.entry,
             args.board,
             sample=args.sample,
-            seed=args.seed,
             generation=GenerationConfig(**placement(args)),
         )
-        verdict = "verified" if result["verified"] else "NOT verified"
+        sample = result["sample"]
         print(
-            f"{args.entry}: {verdict}: {result['reproduced']} of {result['sampled']} replayed "
-            "episodes reproduced their actions and scores"
+            f"{args.entry}: {'verified' if result['verified'] else 'NOT verified'}: "
+            f"{result['regenerated']} of {sample['size']} regenerated episodes (of "
+            f"{sample['episodes']}, drawn from secret seed {result['secret_seed']}) reproduced "
+            f"their actions and scores; a sample this size catches "
+            f"{sample['forged_fraction']:.0%} forged episodes with probability "
+            f"{sample['power']:.3f}" + "".join(f"\n  {problem}" for problem in result["problems"])
         )
         return 0 if result["verified"] else 1
     index = leaderboard.build(

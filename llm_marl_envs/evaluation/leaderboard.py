@@ -2,7 +2,8 @@
 
 A **board** is a folder (default ``./leaderboard``) of entries, one folder each:
 ``entries/<id>/results.json`` (an ``llm-marl eval`` result), ``entries/<id>/episodes/`` (its
-per-episode records, gzipped) and, once verified, ``entries/<id>/verification.json``. The
+per-episode records, gzipped) and, once verified, ``entries/<id>/verification.json``
+(``verifications/<id>.json`` for a shipped entry; ``verification.key`` seals them). The
 package ships entries of its own (``llm_marl_envs/evaluation/entries/``: random, scripted, the tiny
 model and the embedded SmolLM2 on the ``lite`` suite) so a site can be built on day one.
 
@@ -13,9 +14,13 @@ model and the embedded SmolLM2 on the ``lite`` suite) so a site can be built on 
   record or a score that differs refuses it, naming the task, item and field. What a
   submission may hold (complete tasks, no links, size limits, clean names) is checked by
   :mod:`llm_marl_envs.evaluation.submission`; shipped ids are protected.
-* :func:`verify_entry` replays a random sample of a deterministic entry's episodes (greedy
-  models, scripted and random policies) and marks it verified when each reproduces its actions
-  and its score.
+* :func:`verify_entry` loads a deterministic entry's models (greedy models, scripted and
+  random policies), checks their weights against the manifest and regenerates a secret,
+  stratified sample of its episodes sized by a stated power
+  (:mod:`llm_marl_envs.evaluation.verification`); the verification is bound to the entry's
+  files by their hashes and sealed with the board's key, so :func:`build_board` shows it only
+  while both hold. A shipped entry verified on a board is written to that board, never into
+  the installed package.
 * :func:`build_board` assembles the entries (shipped and added) of one suite into the data of
   the site (overall and per-task tables with tie ranks, transcripts, manifests, cross-play);
   :func:`build` writes the static site with :func:`llm_marl_envs.evaluation.site.build_site`.
@@ -27,10 +32,8 @@ one it cannot be told apart from, and entries whose intervals overlap usually sh
 
 from __future__ import annotations
 
-import datetime as _dt
 import gzip
 import json
-import random
 import shutil
 import warnings
 from collections.abc import Callable
@@ -39,13 +42,12 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from llm_marl_envs.evaluation import verification
 from llm_marl_envs.evaluation.evaluate import (
     TaskRun,
     _episode_line,
-    load_episodes,
     load_runs,
     slug,
-    task_policies,
 )
 from llm_marl_envs.evaluation.metrics import item_value, metric_info
 from llm_marl_envs.evaluation.replay import episode_difference, first_difference, replay_task
@@ -60,7 +62,7 @@ from llm_marl_envs.evaluation.submission import (
 )
 from llm_marl_envs.evaluation.suite import Suite, available_suites, data_hash, load_suite
 from llm_marl_envs.rollout.records import encode_record
-from llm_marl_envs.policies import GenerationConfig, ModelCache
+from llm_marl_envs.policies import GenerationConfig
 from llm_marl_envs.policies.specs import not_replayable
 from llm_marl_envs.registry import make
 
@@ -78,6 +80,16 @@ __all__ = [
 DEFAULT_BOARD = Path("leaderboard")
 #: Episodes per task shown in an entry's transcript pages (the first ones, in item order).
 TRANSCRIPT_EPISODES = 20
+
+#: What a "verified" badge means, as the site states it.
+VERIFICATION_RULE = (
+    "verified: the entry's models were loaded and their weights hash to what its manifest "
+    "claims, and a secret sample of its episodes, drawn from every task, was regenerated "
+    "with the same actions and scores; the sample is sized so that if "
+    f"{verification.FORGED_FRACTION:.0%} of the episodes were forged it would catch one with "
+    f"probability >= {verification.POWER} (hypergeometric, however the forgeries are spread "
+    "over the tasks); a file changed after verification loses the badge"
+)
 
 
 def shipped_entries() -> Path:
@@ -301,17 +313,21 @@ def verify_entry(
     entry: str,
     board: str | Path = DEFAULT_BOARD,
     *,
-    sample: int = 8,
-    seed: int = 0,
+    sample: int | None = None,
+    secret: int | None = None,
     write: Callable[[str], None] = print,
     generation: GenerationConfig | None = None,
 ) -> dict:
-    """Replay ``sample`` randomly chosen episodes of a deterministic entry, with the models
-    where ``generation`` says (device, dtype; default ``"auto"``: an entry made on the CPU in
-    float32 replays exactly there); write and return ``verification.json`` (``verified`` is true
-    when every one reproduced its actions and score)."""
-    from llm_marl_envs.rollout import rollout
-
+    """Verify an entry of a deterministic team (:func:`~llm_marl_envs.evaluation.verification.
+    verify_folder`: its models loaded and checked against the manifest, a secret stratified
+    sample of ``sample`` episodes regenerated, default the size of the stated power, with the
+    models where ``generation`` says: device, dtype; default ``"auto"``, and an entry made on
+    the CPU in float32 regenerates exactly there); write the
+    verification, sealed with the board's key, into ``board`` (a shipped entry's goes to
+    ``<board>/verifications/<id>.json``: the installed package is never written) and return
+    it (``verified`` is true when the models match and every sampled episode reproduced)."""
+    if board is None:
+        raise LeaderboardError("verify writes into a board folder: give one (--board)")
     found = entries(board)
     if entry not in found:
         raise LeaderboardError(f"no entry {entry!r}; entries: {', '.join(found) or 'none'}")
@@ -323,66 +339,35 @@ def verify_entry(
     why = _deterministic(results)
     if why:
         raise LeaderboardError(f"{entry} cannot be verified by replay: {why}")
-    pool: list[tuple[str, dict]] = []
-    for task in results["tasks"]:
-        pool += [(task, line) for line in load_episodes(folder / "episodes" / f"{task}.jsonl.gz")]
-    chosen = random.Random(seed).sample(pool, min(sample, len(pool)))
-    batch = results["manifest"].get("batch_size", 8)
-    models = ModelCache()
-    checks = []
-    try:
-        for task_name in sorted({t for t, _ in chosen}):
-            task = suite.task(task_name)
-            lines = [line for t, line in chosen if t == task_name]
-            seats = results["manifest"]["tasks"][task_name]["seats"]
-            index = [t.name for t in suite.tasks].index(task_name)
-            seed = suite.raw.get("seed", 0) * 1_000 + index
-            with closing(make(task.env, **task.kwargs)) as env:
-                policies = task_policies(models, task, env, seats, seed, generation)
-            played = rollout(
-                task.env,
-                policies,
-                seeds=[line["seed"] for line in lines],
-                reset_options=[line["options"] for line in lines],
-                batch_size=batch,
-                env_kwargs=task.kwargs,
-                progress=False,
-            )
-            for line, record in zip(lines, played.episodes, strict=True):
-                before = [t.action for t in line["record"].turns]
-                after = [t.action for t in record.turns]
-                value = item_value(task.primary, [line["record"]], task)
-                again = item_value(task.primary, [record], task)
-                checks.append(
-                    {
-                        "task": task_name,
-                        "key": line["key"],
-                        "sample": line["sample"],
-                        "actions_match": before == after,
-                        "score": value,
-                        "replayed_score": again,
-                    }
-                )
-                write(
-                    f"  {task_name} {line['key']}: "
-                    + ("reproduced" if before == after and value == again else "DIFFERS")
-                )
-    finally:
-        models.close()
-    reproduced = sum(c["actions_match"] and c["score"] == c["replayed_score"] for c in checks)
-    import llm_marl_envs
+    result = verification.verify_folder(
+        folder, suite, results, sample=sample, secret=secret, write=write, generation=generation
+    )
+    path = verification_path(board, entry, folder)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    sealed = verification.seal(result, verification.board_key(Path(board), create=True))
+    path.write_text(json.dumps(sealed, indent=1) + "\n", encoding="utf-8")
+    return sealed
 
-    verification = {
-        "verified": reproduced == len(checks) and bool(checks),
-        "sampled": len(checks),
-        "reproduced": reproduced,
-        "seed": seed,
-        "package_version": llm_marl_envs.__version__,
-        "at": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
-        "episodes": checks,
-    }
-    (folder / "verification.json").write_text(json.dumps(verification, indent=1) + "\n")
-    return verification
+
+def verification_path(board: str | Path | None, entry_id: str, folder: Path) -> Path:
+    """Where ``board`` keeps an entry's verification: in the entry's folder, or
+    ``<board>/verifications/<id>.json`` for a shipped entry (the package is not written)."""
+    if board is not None and folder.parent == shipped_entries():
+        return Path(board) / "verifications" / f"{entry_id}.json"
+    return folder / "verification.json"
+
+
+def _trust(board: str | Path | None, entry_id: str, folder: Path) -> dict:
+    """The entry's verification as ``build`` shows it (:func:`verification.check`: the board's,
+    sealed with its key; for a shipped entry the package's own unless the board verified it
+    too), with the badge's ``summary``."""
+    path = verification_path(board, entry_id, folder)
+    if folder.parent == shipped_entries() and (board is None or not path.is_file()):
+        trust = verification.check(folder / "verification.json", folder, None, shipped=True)
+    else:
+        trust = verification.check(path, folder, verification.board_key(Path(board)))
+    trust["summary"] = verification.summary(trust)
+    return trust
 
 
 # --------------------------------------------------------------------------- build
@@ -476,14 +461,10 @@ def build_board(
         if problems:  # measured on another version of the suite: not comparable
             warnings.warn(f"entry {entry_id} left out: {'; '.join(problems)}", stacklevel=2)
             continue
-        verification = folder / "verification.json"
-        verified = (
-            json.loads(verification.read_text())["verified"] if verification.exists() else None
-        )
-        rows.append((entry_id, folder, results, verified))
+        rows.append((entry_id, folder, results, _trust(board, entry_id, folder)))
     tasks = [_task_display(t) for t in suite.tasks]
     built = []
-    for entry_id, folder, results, verified in rows:
+    for entry_id, folder, results, trust in rows:
         meta = results.get("board", {})
         built.append(
             {
@@ -491,9 +472,10 @@ def build_board(
                 "name": meta.get("name", results["entry"]),
                 "team": results["team"],
                 "kind": meta.get("kind", "model"),
-                "verified": verified,
+                "verified": trust["verified"],
+                "verification": {k: v for k, v in trust.items() if k != "models"},
                 **_scored_entry(suite, folder, results, transcripts),
-                "manifest": results.get("manifest", {}),
+                "manifest": _shown_manifest(results.get("manifest", {}), trust),
             }
         )
     _rank(built, tasks)
@@ -508,10 +490,20 @@ def build_board(
             "ranks below one it cannot be told apart from; entries that did not play every "
             "item of the suite are not ranked"
         ),
+        "verification_rule": VERIFICATION_RULE,
         "tasks": tasks,
         "entries": rank_order(built, lambda e: e["overall"]),
         "crossplay": _crossplay_display(suite, crossplay, built),
     }
+
+
+def _shown_manifest(manifest: dict, trust: dict) -> dict:
+    """The manifest as the site shows it: its models are the ones verification loaded (their
+    ids and weights hashes from the weights); an unverified entry shows none, its manifest's
+    claims kept apart as ``claimed_policies``."""
+    if trust["verified"]:
+        return {**manifest, "policies": trust["models"]}
+    return {**manifest, "policies": {}, "claimed_policies": manifest.get("policies", {})}
 
 
 def _shipped_crossplay(suite: Suite) -> dict:

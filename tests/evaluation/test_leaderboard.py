@@ -98,10 +98,10 @@ def test_add_refuses_a_taken_id_and_a_folder_without_results(board, evaluated, t
         add_entry(tmp_path, board)
 
 
-def test_verify_replays_a_sample(board):
+def test_verify_regenerates_a_sample(board):
     said = []
-    result = verify_entry("oracles", board, sample=6, seed=1, write=said.append)
-    assert result["verified"] and result["sampled"] == 6 and result["reproduced"] == 6
+    result = verify_entry("oracles", board, sample=6, secret=1, write=said.append)
+    assert result["verified"] and result["sample"]["size"] == 6 and result["regenerated"] == 6
     assert len(said) == 6 and all(line.endswith("reproduced") for line in said)
     saved = json.loads((board / "entries" / "oracles" / "verification.json").read_text())
     assert saved["verified"] and saved["episodes"] == result["episodes"]
@@ -115,7 +115,7 @@ def test_verify_catches_an_episode_that_does_not_replay(board):
         line["record"]["turns"][0]["action"] = "up"
     with gzip.open(path, "wt") as handle:
         handle.write("".join(json.dumps(line) + "\n" for line in lines))
-    result = verify_entry("random-text", board, sample=16, seed=0, write=lambda line: None)
+    result = verify_entry("random-text", board, sample=32, write=lambda line: None)
     assert not result["verified"]
     assert any(
         not check["actions_match"] for check in result["episodes"] if check["task"] == "maze"
@@ -170,12 +170,14 @@ def test_cli_add_and_verify(evaluated, tmp_path, capsys):
     assert main(["leaderboard", "verify", "s", "--board", str(board), "--sample", "3"]) == 0
     printed = capsys.readouterr().out
     assert "added entry s " in printed and "s: verified: 3 of 3" in printed
+    assert "catches 5% forged episodes with probability 0.1" in printed  # 3 of 32: weak
 
 
 @pytest.mark.slow
 def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch, capsys):
-    """The entries that ship with the package match this package's lite suite, are verified,
-    and make a real site on day one (with their cross-play)."""
+    """The entries that ship with the package match this package's lite suite, are verified
+    (but the trained one, whose checkpoint does not ship), and make a real site on day one
+    (with their cross-play)."""
     monkeypatch.chdir(tmp_path)
     assert main(["leaderboard", "build"]) == 0
     index = tmp_path / "leaderboard-site" / "index.html"
@@ -190,7 +192,12 @@ def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch
     ):
         assert name in page
     data = build_board("lite", tmp_path / "leaderboard")
-    assert len(data["entries"]) == 5 and all(e["verified"] for e in data["entries"])
+    verified = {e["id"]: e["verified"] for e in data["entries"]}
+    assert verified == dict.fromkeys(["scripted", "default", "tiny", "random"], True) | {
+        "cory-imdb": False
+    }
+    cory = {e["id"]: e for e in data["entries"]}["cory-imdb"]["verification"]["summary"]
+    assert "unverified" in cory and "model could not be loaded" in cory
     kinds = {e["id"]: e["kind"] for e in data["entries"]}
     assert kinds["cory-imdb"] == "trained" and kinds["default"] == "model"
     assert [e["id"] for e in data["entries"]][0] == "scripted"  # ranked first overall
@@ -205,9 +212,9 @@ def test_the_shipped_model_free_entries_replay_in_full_with_todays_code(entry, t
     the players or how the harness seeds them (random seats draw from the task's seed) shows
     here before it strands the shipped board."""
     shutil.copytree(shipped_entries() / entry, tmp_path / "entries" / f"{entry}-copy")
-    result = verify_entry(f"{entry}-copy", tmp_path, sample=10_000, seed=0, write=lambda line: None)
-    assert result["sampled"] == 114
-    assert result["verified"] and result["reproduced"] == 114
+    result = verify_entry(f"{entry}-copy", tmp_path, sample=10_000, write=lambda line: None)
+    assert result["sample"]["size"] == 114 and result["sample"]["power"] == 1.0
+    assert result["verified"] and result["regenerated"] == 114
 
 
 @pytest.mark.parametrize(

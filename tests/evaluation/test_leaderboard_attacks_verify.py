@@ -1,0 +1,276 @@
+"""Issue 28's attacks on verification, each refused or neutralised: a sample an attacker can
+foresee, most episodes forged, files edited after verification, a hand-written verification,
+a claimed model identity, an unloadable model, and a verify that writes into the package."""
+
+from __future__ import annotations
+
+import gzip
+import hashlib
+import json
+import random
+import shutil
+
+import pytest
+
+from llm_marl_envs.evaluation import verification
+from llm_marl_envs.evaluation.evaluate import Team, evaluate
+from llm_marl_envs.evaluation.leaderboard import (
+    LeaderboardError,
+    add_entry,
+    build_board,
+    shipped_entries,
+    verify_entry,
+)
+from llm_marl_envs.evaluation.suite import load_suite
+
+TASKS = ["gsm8k", "maze"]
+QUIET = {"write": lambda line: None}
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory):
+    """Two-task lite evaluations of the scripted players and of random text."""
+    root = tmp_path_factory.mktemp("lite")
+    for spec in ("scripted", "random"):
+        evaluate(load_suite("lite"), Team.parse(spec), root / spec, tasks=TASKS, progress=False)
+    return root
+
+
+@pytest.fixture
+def board(evaluated, tmp_path):
+    board = tmp_path / "board"
+    add_entry(evaluated / "scripted", board, entry_id="oracles", kind="baseline")
+    add_entry(evaluated / "random", board, entry_id="random-text", kind="baseline")
+    return board
+
+
+def shown(board, entry_id):
+    """The entry as ``build`` shows it."""
+    return {e["id"]: e for e in build_board("lite", board, shipped=False)["entries"]}[entry_id]
+
+
+def edit_episodes(path, edit):
+    """Rewrite a gzipped episode file, line by line."""
+    with gzip.open(path, "rt") as handle:
+        lines = [json.loads(line) for line in handle]
+    lines = [edit(i, line) for i, line in enumerate(lines)]
+    with gzip.open(path, "wt") as handle:
+        handle.write("".join(json.dumps(line) + "\n" for line in lines))
+
+
+# --------------------------------------------------------------------------- the sample
+def test_the_sample_is_secret_covers_every_task_and_varies(board):
+    """Attack: the same 8 keys were replayed for every entry, so only they had to be honest."""
+    first = verify_entry("random-text", board, **QUIET)
+    second = verify_entry("random-text", board, **QUIET)
+    assert first["secret_seed"] != second["secret_seed"]
+    keys = [{(c["task"], c["key"]) for c in v["episodes"]} for v in (first, second)]
+    assert keys[0] != keys[1]
+    for result in (first, second):
+        assert {c["task"] for c in result["episodes"]} == set(TASKS)
+        assert result["sample"]["power"] >= verification.POWER
+    # the recorded secret repeats the draw exactly
+    again = verify_entry("random-text", board, secret=first["secret_seed"], **QUIET)
+    assert [(c["task"], c["key"]) for c in again["episodes"]] == [
+        (c["task"], c["key"]) for c in first["episodes"]
+    ]
+
+
+def test_the_sample_size_follows_the_stated_power():
+    sizes = {t.name: len(t.items) * t.samples for t in load_suite("lite").tasks}
+    n = verification.sample_size(sizes)
+    forged = verification.forged_count(114)
+    assert forged == 6 and n == 47
+    assert verification.catch_power(sizes, verification.allocate(sizes, n), forged) >= 0.95
+    assert verification.catch_power(sizes, verification.allocate(sizes, n - 1), forged) < 0.95
+    # the issue's figure: 8 of 114 catches 10 forged episodes 53% of the time
+    assert verification.catch_power({"all": 114}, {"all": 8}, 10) == pytest.approx(0.532, abs=1e-3)
+
+
+def test_forgeries_placed_where_the_sample_is_thinnest_are_caught_as_stated():
+    """The stated power holds against the worst placement: simulate many secrets."""
+    sizes = {t.name: len(t.items) * t.samples for t in load_suite("lite").tasks}
+    drawn = verification.allocate(sizes, verification.sample_size(sizes))
+    thinnest = min(sizes, key=lambda t: drawn[t] / sizes[t])
+    pool = {task: [f"{task}-{i}" for i in range(size)] for task, size in sizes.items()}
+    forged = set(pool[thinnest][:6])
+    rng = random.Random(28)
+    caught = sum(
+        bool(forged & {key for _, key in verification.draw(pool, drawn, rng.getrandbits(64))})
+        for _ in range(4000)
+    )
+    assert caught / 4000 >= 0.94  # stated >= 0.95; 4,000 draws: standard error 0.0035
+
+
+def test_most_episodes_forged_are_caught(board):
+    """Attack: an entry keeps a few episodes honest and forges the rest (here: every maze
+    episode but two, with the oracle's moves)."""
+    oracle = board / "entries" / "oracles" / "episodes" / "maze.jsonl.gz"
+    with gzip.open(oracle, "rt") as handle:
+        moves = [json.loads(line)["record"] for line in handle]
+    path = board / "entries" / "random-text" / "episodes" / "maze.jsonl.gz"
+    edit_episodes(path, lambda i, line: line if i < 2 else {**line, "record": moves[i]})
+    result = verify_entry("random-text", board, secret=5, **QUIET)
+    assert not result["verified"]
+    assert any("maze seed-" in problem for problem in result["problems"])
+    assert shown(board, "random-text")["verified"] is False
+
+
+def test_a_forged_fraction_is_caught_with_a_fixed_secret(board):
+    """5% of the episodes forged (2 of 32: the oracle's episode for one item of each task,
+    records that replay as recorded) and a fixed secret: the regenerated sample catches one."""
+    for task in TASKS:
+        oracle = board / "entries" / "oracles" / "episodes" / f"{task}.jsonl.gz"
+        with gzip.open(oracle, "rt") as handle:
+            forged = json.loads(handle.readlines()[3])["record"]
+        path = board / "entries" / "random-text" / "episodes" / f"{task}.jsonl.gz"
+        edit_episodes(path, lambda i, line, f=forged: {**line, "record": f} if i == 3 else line)
+    result = verify_entry("random-text", board, secret=2028, **QUIET)
+    assert result["replay"] == {"replayed": 32, "episodes": 32}  # the replay cannot tell
+    assert result["sample"]["forged"] == 2 and result["sample"]["power"] >= 0.95
+    assert not result["verified"] and "does not reproduce" in " ".join(result["problems"])
+
+
+def test_an_episode_that_does_not_replay_is_unverified(board):
+    """A record whose rewards do not follow from its actions (put in the board after add)."""
+
+    def edit(i, line):
+        if i == 0:
+            line["record"]["turns"][0]["reward"] = 1.0
+        return line
+
+    edit_episodes(board / "entries" / "random-text" / "episodes" / "maze.jsonl.gz", edit)
+    result = verify_entry("random-text", board, sample=2, **QUIET)
+    assert result["replay"] == {"replayed": 31, "episodes": 32} and not result["verified"]
+    assert "task maze, item seed-0 sample 0" in " ".join(result["problems"])
+
+
+# --------------------------------------------------------------------------- binding
+def test_results_edited_after_verification_lose_the_badge(board):
+    """Attack: results.json (or an episode file) edited in the board after add and verify."""
+    verify_entry("oracles", board, sample=4, **QUIET)
+    assert shown(board, "oracles")["verified"] is True
+    path = board / "entries" / "oracles" / "results.json"
+    results = json.loads(path.read_text())
+    results["tasks"]["gsm8k"]["metrics"]["pass@1"].update(mean=0.99, lo=0.98, hi=1.0)
+    path.write_text(json.dumps(results))
+    entry = shown(board, "oracles")
+    assert entry["verified"] is False
+    assert "changed since it was verified: results.json" in entry["verification"]["summary"]
+
+
+def test_an_episode_file_edited_after_verification_loses_the_badge(board):
+    verify_entry("oracles", board, sample=4, **QUIET)
+    path = board / "entries" / "oracles" / "episodes" / "gsm8k.jsonl.gz"
+    edit_episodes(path, lambda i, line: line)  # same lines, other bytes
+    entry = shown(board, "oracles")
+    assert entry["verified"] is False
+    assert "episodes/gsm8k.jsonl.gz" in entry["verification"]["summary"]
+
+
+def test_a_hand_written_verification_gets_no_badge(board, tmp_path):
+    """Attack: a verification.json written by hand, with the right file hashes even, or one
+    sealed on another board."""
+    folder = board / "entries" / "random-text"
+    forged = {
+        "format": verification.FORMAT,
+        "verified": True,
+        "regenerated": 32,
+        "sample": {"episodes": 32, "size": 32, "forged_fraction": 0.05, "power": 1.0},
+        "files": verification.content_hashes(folder),
+    }
+    (folder / "verification.json").write_text(json.dumps(forged))
+    entry = shown(board, "random-text")  # the board has no key yet: nothing can be sealed
+    assert entry["verified"] is False and "not sealed" in entry["verification"]["summary"]
+    verify_entry("oracles", board, sample=2, **QUIET)  # the board now has a key
+    assert shown(board, "random-text")["verified"] is False
+    other = tmp_path / "other"
+    shutil.copytree(folder, other / "entries" / "random-text")
+    genuine = verify_entry("random-text", other, sample=2, **QUIET)
+    (folder / "verification.json").write_text(json.dumps(genuine))
+    entry = shown(board, "random-text")
+    assert entry["verified"] is False and "not sealed by this board's key" in str(entry)
+
+
+# --------------------------------------------------------------------------- models
+def with_manifest(source, board, entry_id, edit):
+    """The entry in ``source`` copied into ``board`` as ``entry_id``, its manifest edited."""
+    folder = board / "entries" / entry_id
+    shutil.copytree(source, folder)
+    (folder / "verification.json").unlink(missing_ok=True)
+    results = json.loads((folder / "results.json").read_text())
+    edit(results["manifest"])
+    (folder / "results.json").write_text(json.dumps(results))
+    return folder
+
+
+@pytest.mark.slow
+def test_an_honest_model_entry_verifies_and_shows_the_loaded_identity(tmp_path):
+    board = tmp_path / "board"
+    with_manifest(shipped_entries() / "tiny", board, "tiny-copy", lambda manifest: None)
+    result = verify_entry("tiny-copy", board, sample=2, **QUIET)  # gsm8k and imdb: cheap
+    assert result["verified"] and result["regenerated"] == 2
+    assert result["models"]["tiny"]["weights_sha256"].startswith("sha256:")
+    entry = shown(board, "tiny-copy")
+    assert entry["manifest"]["policies"]["tiny"] == result["models"]["tiny"]
+    assert entry["verification"]["summary"].startswith("114/114 replayed, 2 regenerated")
+
+
+@pytest.mark.slow
+def test_a_claimed_model_identity_with_a_made_up_weights_hash_is_unverified(tmp_path):
+    """Attack: the manifest claims a famous model and a weights hash the seats never loaded."""
+
+    def claim(manifest):
+        manifest["policies"]["tiny"].update(
+            model_id="Qwen/Qwen2.5-72B-Instruct",
+            weights_sha256="sha256:" + hashlib.sha256(b"made up").hexdigest(),
+        )
+
+    board = tmp_path / "board"
+    with_manifest(shipped_entries() / "tiny", board, "qwen-72b", claim)
+    result = verify_entry("qwen-72b", board, **QUIET)
+    assert not result["verified"] and result["episodes"] == []
+    said = " ".join(result["problems"])
+    assert "claims model_id 'Qwen/Qwen2.5-72B-Instruct'" in said and "weights_sha256" in said
+    entry = shown(board, "qwen-72b")
+    assert entry["verified"] is False
+    assert entry["manifest"]["policies"] == {}  # claims are not shown as the models
+    assert entry["manifest"]["claimed_policies"]["tiny"]["model_id"].startswith("Qwen")
+
+
+@pytest.mark.slow
+def test_a_model_that_cannot_be_loaded_is_unverified(tmp_path):
+    """Attack: seats name a model the verifier cannot load: never "verified"."""
+
+    def seat(manifest):
+        manifest["tasks"]["maze"]["seats"] = {
+            "gnome_0": "hf:/nonexistent/model",
+            "gnome_1": "scripted",
+        }
+
+    board = tmp_path / "board"
+    with_manifest(shipped_entries() / "scripted", board, "ghost", seat)
+    result = verify_entry("ghost", board, **QUIET)
+    assert not result["verified"] and result["regenerated"] == 0
+    assert "task maze: a seat's model could not be loaded" in result["problems"][0]
+    assert "unverified" in shown(board, "ghost")["verification"]["summary"]
+
+
+# --------------------------------------------------------------------------- the package
+def package_digest():
+    root = shipped_entries()
+    return {p.relative_to(root): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_verifying_a_shipped_entry_leaves_the_package_unchanged(tmp_path):
+    before = package_digest()
+    board = tmp_path / "board"
+    result = verify_entry("scripted", board, sample=7, **QUIET)
+    assert package_digest() == before
+    assert result["verified"]
+    saved = json.loads((board / "verifications" / "scripted.json").read_text())
+    assert saved["seal"].startswith("hmac-sha256:")
+    entry = {e["id"]: e for e in build_board("lite", board)["entries"]}["scripted"]
+    assert entry["verified"] and entry["verification"]["secret_seed"] == result["secret_seed"]
+    with pytest.raises(LeaderboardError, match="give one"):
+        verify_entry("scripted", None)
