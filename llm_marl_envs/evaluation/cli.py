@@ -17,7 +17,9 @@
 from __future__ import annotations
 
 import argparse
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 __all__ = [
     "add_batch_size_option",
@@ -162,7 +164,6 @@ def run_eval(args: argparse.Namespace) -> int:
     from llm_marl_envs.commands import parse_assignments
     from llm_marl_envs.policies import GenerationConfig
     from llm_marl_envs.policies.generation import resolve_batch_size
-    from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 
     args.batch_size = resolve_batch_size(args.batch_size, args.device)  # cross-play's too
     suite = load_suite(args.suite)
@@ -176,8 +177,9 @@ def run_eval(args: argparse.Namespace) -> int:
         return _run_pairings(args, suite, generation, where)
     team = Team.parse(args.policy, args.team)
     out = Path(args.out or f"results/{suite.label}-{slug(team.label, 'team', sep='_')}")
-    try:
-        results = evaluate(
+    status, results = _resumable(
+        out,
+        lambda: evaluate(
             suite,
             team,
             out,
@@ -187,16 +189,10 @@ def run_eval(args: argparse.Namespace) -> int:
             entry=args.name,
             generation=generation,
             **where,
-        )
-    except (RolloutInterrupted, KeyboardInterrupt):
-        print(
-            f"eval stopped: interrupted (Ctrl-C); finished episodes are kept in {out}; "
-            "run the same command to resume"
-        )
-        return 130
-    except RolloutError as error:
-        print(f"eval stopped: {error}; run the same command to resume")
-        return 1
+        ),
+    )
+    if status is not None:
+        return status
     print(summary(results))
     print(f"results: {out / 'results.json'}")
     return 0
@@ -204,11 +200,11 @@ def run_eval(args: argparse.Namespace) -> int:
 
 def _run_pairings(args: argparse.Namespace, suite, generation, where: dict) -> int:
     from llm_marl_envs.evaluation.pairings import run_pairings
-    from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
 
     out = Path(args.out or f"results/{suite.label}-crossplay")
-    try:
-        table = run_pairings(
+    status, table = _resumable(
+        out,
+        lambda: run_pairings(
             suite,
             args.pairings,
             out,
@@ -217,19 +213,32 @@ def _run_pairings(args: argparse.Namespace, suite, generation, where: dict) -> i
             progress=False if args.no_progress else None,
             generation=generation,
             **where,
-        )
+        ),
+    )
+    if status is not None:
+        return status
+    print(crossplay_summary(table))
+    print(f"cross-play: {out / 'crossplay.json'}")
+    return 0
+
+
+def _resumable(out: Path, play: Callable[[], Any]) -> tuple[int | None, Any]:
+    """``(None, play())``, or the exit status of an evaluation stopped by Ctrl-C (130) or a
+    failing rollout (1), whose finished episodes stay in ``out`` for the same command to
+    resume."""
+    from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
+
+    try:
+        return None, play()
     except (RolloutInterrupted, KeyboardInterrupt):
         print(
             f"eval stopped: interrupted (Ctrl-C); finished episodes are kept in {out}; "
             "run the same command to resume"
         )
-        return 130
+        return 130, None
     except RolloutError as error:
         print(f"eval stopped: {error}; run the same command to resume")
-        return 1
-    print(crossplay_summary(table))
-    print(f"cross-play: {out / 'crossplay.json'}")
-    return 0
+        return 1, None
 
 
 def _cell(value: dict | None) -> str:
