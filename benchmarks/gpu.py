@@ -12,11 +12,15 @@ failure) or that does not fit what is left of ``--budget-s`` is reported as "not
 
 1. **generate ceiling**: raw ``model.generate`` at batch 8 / 64 / 256 on prompts of 256
    random tokens (completions/s): what the hardware gives with no engine around it.
+   **gap**: at batch 256, what each part of ``HFPolicy``'s call adds to the raw call (left
+   padding with a mask, the scores and log-probabilities, the policy's own work), and the
+   first call at a prompt width not seen yet against a warm one.
 2. **engine (API)**: ``rollout(env, HFPolicy.from_config(DIR, GenerationConfig(device=...)))``
    at batch 256 (two batches of episodes, after a warm-up) on GSM8K, TL;DR, the maze (capped
    at 2 cycles) and IMDB: turns/s, its ratio to the ceiling at the same batch, and the share of
    wall time outside the policy's ``generate`` (environment plus engine) and inside the
-   environments alone (``RolloutResult``'s timing fields).
+   environments alone (``RolloutResult``'s timing fields); each ``generate`` call's prompts,
+   width and seconds.
 3. **engine (CLI)**: ``llm-marl rollout ENV --policy hf:DIR --device D --batch-size 256`` as a
    subprocess, the same episodes: turns/s from its timing line (model loading excluded, as for
    the API) and the whole command's seconds.
@@ -44,7 +48,7 @@ Results: ``<out>/gpu.md`` and ``<out>/gpu.json`` (``--out``, default ``docs/benc
 On the lent GPU machine, ``scripts/gpu_run.sh`` installs the carried wheels and runs this.
 
 Usage: ``python benchmarks/gpu.py [--device auto|cpu|cuda|cuda:N] [--quick] [--budget-s 270]
-[--out DIR]``
+[--sections ceiling,gap,api,cli,trainers,executors,compile] [--out DIR]``
 """
 
 from __future__ import annotations
@@ -137,7 +141,7 @@ FULL = Plan(
     torch_threads=None,
     estimates={
         **{"model": 20, "ceiling": 45, "api": 40, "cli": 20, "trainer": 45, "executors": 40},
-        "compile": 90,
+        **{"gap": 30, "compile": 90},
     },
 )
 QUICK = Plan(
@@ -168,7 +172,7 @@ QUICK = Plan(
     torch_threads=1,  # a tiny model: threads only wait on each other (and on a shared machine)
     estimates={
         **{"model": 5, "ceiling": 2, "api": 5, "cli": 8, "trainer": 10, "executors": 5},
-        "compile": 0,
+        **{"gap": 2, "compile": 0},
     },
 )
 
@@ -385,6 +389,93 @@ def ceiling_at(ceiling: dict[str, Any], batch: int) -> float | None:
     return row["completions_per_s"] if row else None
 
 
+# --- 1b. where a policy call's time goes beyond the ceiling ------------------------------------
+
+#: One feature of ``HFPolicy``'s call added at a time, at the engine's batch.
+GAP_STEPS = {
+    "raw": "raw `generate`, greedy, every prompt the same length (the ceiling's call)",
+    "padded": "+ prompts of 75-100% of the width, left-padded, with an attention mask",
+    "scores": "+ `output_scores` and the log-probabilities `HFPolicy` computes from them",
+    "policy": "`HFPolicy` on the same token ids (+ tensors built, eos cut, decoding)",
+}
+
+
+def generation_gap(folder: Path, plan: Plan, device: str, dtype: str) -> dict[str, Any]:
+    """Seconds per call at ``plan.batch`` prompts for each step of :data:`GAP_STEPS` (warm: the
+    best of two calls after a warm-up call), then the first and a warm call at a width not seen
+    yet: where the engine's calls lose time against the ceiling."""
+    import torch
+
+    from llm_marl_envs.policies import GenerationConfig
+    from llm_marl_envs.policies.hf import HFPolicy
+
+    config = GenerationConfig(max_new_tokens=plan.new_tokens, device=device, dtype=dtype)
+    policy = HFPolicy.from_config(folder, config, min_new_tokens=plan.new_tokens)
+    model, pad = policy.model, policy.tokenizer.pad_token_id
+    generator = torch.Generator().manual_seed(1)
+    width, batch = CEILING_PROMPT_TOKENS, plan.batch
+    tokens = torch.randint(100, model.config.vocab_size, (batch, width), generator=generator)
+    lengths = torch.randint(width * 3 // 4, width + 1, (batch,), generator=generator).tolist()
+    lengths[0] = width
+    ragged = [tokens[row, : lengths[row]].tolist() for row in range(batch)]
+    ids = tokens.to(device)
+    left_padded = torch.full((batch, width), pad, dtype=torch.long)
+    mask = torch.zeros((batch, width), dtype=torch.long)
+    for row, n in enumerate(lengths):
+        left_padded[row, width - n :] = tokens[row, :n]
+        mask[row, width - n :] = 1
+    left_padded, mask = left_padded.to(device), mask.to(device)
+    fixed = {
+        "max_new_tokens": plan.new_tokens,
+        "min_new_tokens": plan.new_tokens,
+        "do_sample": False,
+        "pad_token_id": pad,
+    }
+
+    def raw(prompt: Any = ids) -> None:
+        model.generate(input_ids=prompt, attention_mask=torch.ones_like(prompt), **fixed)
+
+    def padded() -> None:
+        model.generate(input_ids=left_padded, attention_mask=mask, **fixed)
+
+    def scores() -> None:
+        out = model.generate(
+            input_ids=left_padded,
+            attention_mask=mask,
+            return_dict_in_generate=True,
+            output_scores=True,
+            **fixed,
+        )
+        new = out.sequences[:, width:]
+        steps = [
+            torch.log_softmax(s.float(), -1).gather(1, new[:, t : t + 1])
+            for t, s in enumerate(out.scores)
+        ]
+        torch.cat(steps, dim=1).cpu().tolist()
+
+    def policy_call() -> None:
+        policy._generate_batch(ragged, 0)
+
+    rows: dict[str, Any] = {"batch": batch, "prompt_tokens": width}
+    with torch.inference_mode():
+        for step, call in zip(GAP_STEPS, (raw, padded, scores, policy_call), strict=True):
+            timed(call, device)  # warm-up at this shape
+            rows[step] = min(timed(call, device) for _ in range(2))
+        narrower = ids[:, : width - 8]  # a width no call has had
+        rows["new_width_first_s"] = timed(lambda: raw(narrower), device)
+        rows["new_width_warm_s"] = timed(lambda: raw(narrower), device)
+    return rows
+
+
+def timed(call: Callable[[], Any], device: str) -> float:
+    """Seconds ``call()`` takes, the device's queue drained before and after."""
+    synchronize(device)
+    tick = time.perf_counter()
+    call()
+    synchronize(device)
+    return time.perf_counter() - tick
+
+
 # --- 2. the engine through the API ------------------------------------------------------------
 
 
@@ -414,7 +505,7 @@ def api_row(env_id: str, policy: Any, plan: Plan, device: str, ceiling: dict) ->
     kwargs = ENV_KWARGS[env_id]
     rollout(env_id, policy, episodes=2, batch_size=2, seed=10**6, env_kwargs=kwargs, progress=False)
     row: dict[str, Any] = {}
-    with peak_memory(device, row):
+    with peak_memory(device, row), timed_calls(policy) as calls:
         result = rollout(
             env_id,
             policy,
@@ -423,6 +514,7 @@ def api_row(env_id: str, policy: Any, plan: Plan, device: str, ceiling: dict) ->
             env_kwargs=kwargs,
             progress=False,
         )
+    row["calls"] = calls
     turns = [turn for episode in result.episodes for turn in episode.turns]
     policy_seconds = sum(result.policy_seconds.values())
     row.update(
@@ -435,6 +527,27 @@ def api_row(env_id: str, policy: Any, plan: Plan, device: str, ceiling: dict) ->
         outside_policy_share=1 - policy_seconds / result.wall_seconds,
     )
     return with_rates(row, ceiling, plan.batch)
+
+
+@contextlib.contextmanager
+def timed_calls(policy: Any):
+    """The prompts, padded width and seconds of each ``generate`` micro-batch ``policy`` runs
+    in the block (the engine's calls, one by one: a slow first call shows here)."""
+    calls: list[dict[str, Any]] = []
+    inner = policy._generate_batch
+
+    def timed_batch(prompt_ids: list[list[int]], seed: int) -> Any:
+        tick = time.perf_counter()
+        out = inner(prompt_ids, seed)  # ends in .cpu(): the device is drained
+        seconds = time.perf_counter() - tick
+        calls.append({"prompts": len(prompt_ids), "width": max(map(len, prompt_ids)), "s": seconds})
+        return out
+
+    policy._generate_batch = timed_batch
+    try:
+        yield calls
+    finally:
+        del policy._generate_batch  # the class's method again
 
 
 def with_rates(row: dict[str, Any], ceiling: dict, batch: int) -> dict[str, Any]:
@@ -638,6 +751,7 @@ def report(results: dict[str, Any]) -> str:
     parts = [
         header(results),
         ceiling_part(results.get("ceiling")),
+        gap_part(results.get("gap")),
         engine_part(results),
         trainers_part(results.get("trainers")),
         executors_part(results.get("executors")),
@@ -722,6 +836,33 @@ def ceiling_part(ceiling: Any) -> str:
     return "\n".join(lines)
 
 
+def gap_part(gap: Any) -> str:
+    lines = ["## Where a policy call's time goes", ""]
+    if missing(gap):
+        return "\n".join([*lines, missing(gap)])
+    batch = gap["batch"]
+    lines += [
+        f"One call of {batch} prompts ({gap['prompt_tokens']} tokens wide), one part of "
+        "`HFPolicy`'s call added at a time; each the best of two calls after a warm-up call "
+        "at that shape.",
+        "",
+        "| call | s per call | completions/s | added s |",
+        "|---|---:|---:|---:|",
+    ]
+    before = None
+    for step, label in GAP_STEPS.items():
+        seconds = gap[step]
+        added = "-" if before is None else f"{seconds - before:+.3f}"
+        lines.append(f"| {label} | {seconds:.3f} | {batch / seconds:.1f} | {added} |")
+        before = seconds
+    lines += [
+        "",
+        f"A raw call at a width no call has had yet ({gap['prompt_tokens'] - 8} tokens): "
+        f"first {gap['new_width_first_s']:.3f} s, then {gap['new_width_warm_s']:.3f} s.",
+    ]
+    return "\n".join(lines)
+
+
 def engine_part(results: dict[str, Any]) -> str:
     lines = [
         "## The engine through the API and the CLI",
@@ -732,8 +873,8 @@ def engine_part(results: dict[str, Any]) -> str:
         "command in *command s*). *vs ceiling*: turns/s over the raw ceiling's completions/s at "
         "the same batch. *outside generate*: the share of wall time not spent in the policy's "
         "`generate` (environments plus engine); *env*: in the environments alone. The maze is "
-        "capped at 2 cycles (4 turns); TL;DR's two writers act at once with one policy, so each "
-        "of its `generate` calls holds twice the batch.",
+        "capped at 2 cycles (4 turns); TL;DR's two writers take their turns in the AEC order, "
+        "one `generate` call each.",
         "",
         "| env | path | episodes | turns | s | turns/s | vs ceiling | outside generate | env | "
         "prompt tokens | new tokens | command s | peak GPU MiB |",
@@ -757,7 +898,22 @@ def engine_part(results: dict[str, Any]) -> str:
                 f"{fmt(row.get('prompt_tokens'), '.0f')} | {row['new_tokens']:.1f} | "
                 f"{fmt(row.get('command_s'), '.1f')} | {fmt(row.get('peak_gpu_mib'), '.0f')} |"
             )
+    calls = [
+        f"- {env_id.split('/')[-1]}: {calls_line(row['calls'])}"
+        for env_id, row in _measured_rows(results.get("api"))
+        if row.get("calls")
+    ]
+    if calls:
+        notes += [
+            "",
+            "The API runs' `generate` calls (prompts x width: seconds), in order:",
+            *calls,
+        ]
     return "\n".join([*lines, *([""] + notes if notes else [])])
+
+
+def calls_line(calls: list[dict[str, Any]]) -> str:
+    return ", ".join(f"{c['prompts']}x{c['width']}: {c['s']:.2f} s" for c in calls)
 
 
 def trainers_part(trainers: Any) -> str:
@@ -900,7 +1056,8 @@ def _verdict(what: str, value: float | None, target: float, sense: str) -> str:
 
 
 def run(args: argparse.Namespace, device: str, work: Path) -> dict[str, Any]:
-    """Every section, in order, within the budget; what cannot be measured says why."""
+    """Every section asked for, in order, within the budget; what cannot be measured says
+    why."""
     plan = QUICK if args.quick else FULL
     budget = Budget(args.budget_s)
     dtype = weight_dtype(device)
@@ -916,49 +1073,69 @@ def run(args: argparse.Namespace, device: str, work: Path) -> dict[str, Any]:
     )
     if "not_measured" in results["model"]:
         return results
-    ceiling = measure(
-        "generate ceiling",
-        budget,
+
+    def section(name: str, estimate: float, run: Callable[[], Any], label: str = "") -> Any:
+        if name not in args.sections:
+            return not_measured("not in --sections")
+        free_memory(device)  # each section loads its own copy of the model
+        return measure(label or name, budget, estimate, run)
+
+    ceiling = section(
+        "ceiling",
         estimates["ceiling"],
         lambda: generate_ceiling(folder, plan, device, dtype),
+        "generate ceiling",
     )
     results["ceiling"] = ceiling
-    free_memory(device)  # each section loads its own copy of the model
-    results["api"] = measure(
-        "engine (API)",
-        budget,
+    results["gap"] = section(
+        "gap", estimates["gap"], lambda: generation_gap(folder, plan, device, dtype)
+    )
+    results["api"] = section(
+        "api",
         estimates["api"] / len(ENV_KWARGS),
         lambda: engine_api(folder, plan, device, dtype, ceiling, budget),
+        "engine (API)",
     )
-    free_memory(device)
     results["cli"] = {
-        env_id: measure(
-            f"engine (CLI) {env_id}",
-            budget,
+        env_id: section(
+            "cli",
             estimates["cli"],
             lambda env_id=env_id: cli_row(env_id, folder, plan, device, dtype, ceiling, work),
+            f"engine (CLI) {env_id}",
         )
         for env_id in plan.cli_envs
     }
     results["trainers"] = {
-        name: measure(
-            f"trainer {name}",
-            budget,
+        name: section(
+            "trainers",
             estimates["trainer"],
             lambda name=name: trainer_row(name, folder, plan, device, work),
+            f"trainer {name}",
         )
         for name in ("cory", "magrpo")
     }
-    results["executors"] = measure(
-        "executors", budget, estimates["executors"], lambda: executor_scaling(plan, work)
+    results["executors"] = section(
+        "executors", estimates["executors"], lambda: executor_scaling(plan, work)
     )
-    results["compile"] = measure(
-        "compile",
-        budget,
-        estimates["compile"],
-        lambda: compile_speedup(folder, plan, device, dtype),
+    results["compile"] = section(
+        "compile", estimates["compile"], lambda: compile_speedup(folder, plan, device, dtype)
     )
     return results
+
+
+SECTIONS = ("ceiling", "gap", "api", "cli", "trainers", "executors", "compile")
+
+
+def sections(text: str) -> tuple[str, ...]:
+    """``--sections``: known names only, in the run's order."""
+    asked = {name.strip() for name in text.split(",") if name.strip()}
+    unknown = sorted(asked - set(SECTIONS))
+    if unknown or not asked:
+        raise argparse.ArgumentTypeError(
+            f"unknown section(s) {', '.join(unknown) or '(none given)'}; choose from "
+            + ", ".join(SECTIONS)
+        )
+    return tuple(name for name in SECTIONS if name in asked)
 
 
 def main() -> None:
@@ -971,6 +1148,12 @@ def main() -> None:
     )
     parser.add_argument(
         "--budget-s", type=float, default=270.0, help="skip sections that do not fit (seconds)"
+    )
+    parser.add_argument(
+        "--sections",
+        type=sections,
+        default=SECTIONS,
+        help=f"a comma-separated subset of {','.join(SECTIONS)} (default: all)",
     )
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks")
     args = parser.parse_args()

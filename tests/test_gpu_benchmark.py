@@ -39,10 +39,15 @@ def test_the_quick_cpu_run_measures_every_section(tmp_path):
     assert results["model"]["layers"] == 2 and results["machine"]["device"] == "cpu"
     assert set(results["ceiling"]) == {"2", "8"}
     assert all(row["completions_per_s"] > 0 for row in results["ceiling"].values())
+    gap = results["gap"]
+    assert gap["batch"] == 8 and all(gap[step] > 0 for step in bench.GAP_STEPS), gap
+    assert gap["new_width_first_s"] > 0 and gap["new_width_warm_s"] > 0
     for env_id in bench.ENV_KWARGS:  # fixed-length answers: the compute is the real model's
         row = results["api"][env_id]
         assert row["new_tokens"] == 8 and row["turns"] >= 16, (env_id, row)
         assert 0 <= row["outside_policy_share"] < 1 and row["vs_ceiling"] > 0
+        calls = row["calls"]  # every generate call, timed: together, the policy's turns
+        assert sum(c["prompts"] for c in calls) == row["turns"] and min(c["s"] for c in calls) > 0
     assert results["cli"][bench.GSM8K]["new_tokens"] == 8
     for name in ("cory", "magrpo"):
         trainer = results["trainers"][name]
@@ -55,6 +60,7 @@ def test_the_quick_cpu_run_measures_every_section(tmp_path):
     assert results["compile"] == {"not_measured": "--quick (compiling takes minutes on a CPU)"}
     report = (tmp_path / "gpu.md").read_text()
     assert "Not measured yet on a GPU" in report and "not measured: --quick" in report
+    assert "## Where a policy call's time goes" in report and "8x" in report
     assert "failed" not in report
 
 
@@ -149,3 +155,13 @@ def test_the_report_gives_the_targets_verdicts_on_a_gpu():
     assert "outside generate, GSM8K-v0: 2.0% (target <= 5%: met)" in report
     assert "CLI TLDRSummarization-v0: not measured: ~20 s needed, 3 s left" in report
     assert "`cory.py`: not measured: baselines/cory.py has no --device option yet" in report
+
+
+def test_sections_takes_known_names_in_the_runs_order():
+    import argparse
+
+    assert bench.sections("api, ceiling") == ("ceiling", "api")
+    with pytest.raises(argparse.ArgumentTypeError, match="unknown section.*bogus.*choose from"):
+        bench.sections("gap,bogus")
+    with pytest.raises(argparse.ArgumentTypeError, match="none given"):
+        bench.sections(",")
