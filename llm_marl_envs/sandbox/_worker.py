@@ -62,6 +62,7 @@ CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC = iso.CLONE_NEWNS, iso.CLONE_NEWPID, iso
 MS_NOSUID, MS_NODEV, MS_NOEXEC = iso.MS_NOSUID, iso.MS_NODEV, iso.MS_NOEXEC
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
 WORKDIR = "/tmp/work"
+SIGPENDING = 64  # RLIMIT_SIGPENDING of an attempt
 PREIMPORT = (
     "typing",
     "math",
@@ -247,6 +248,8 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str, _exit=os
             (resource.RLIMIT_CORE, 0),
             (resource.RLIMIT_MSGQUEUE, 0),
             (resource.RLIMIT_MEMLOCK, 0),
+            # queued signals and POSIX timers are kernel memory (~100k of them by default)
+            (resource.RLIMIT_SIGPENDING, SIGPENDING),
         ]
         if caps["setuid"]:
             rl.append((resource.RLIMIT_NPROC, int(limits["max_processes"])))
