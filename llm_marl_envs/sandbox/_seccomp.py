@@ -17,7 +17,8 @@ system calls that reach outside the sandbox or hold resources the rlimits do not
   queue is kernel memory that no rlimit counts (hundreds of MiB in a second).
 * Host-wide resources: ``io_setup`` (the host's AIO quota, ``fs.aio-max-nr``), ``inotify_init``,
   ``inotify_init1`` and ``fanotify_init`` (they would report the host's own opens of the
-  read-only binds), ``sync`` and ``syncfs`` (flush the host's disks). ``flock`` and the
+  read-only binds), ``fcntl(F_NOTIFY)`` (dnotify, the same) and ``fcntl(F_SETLEASE)``,
+  ``sync`` and ``syncfs`` (flush the host's disks). ``flock`` and the
   locking ``fcntl`` commands (``F_SETLK``, ``F_SETLKW``, ``F_OFD_SETLK``, ``F_OFD_SETLKW``)
   are no-ops that succeed: a lock on a read-only bind would lock the host's file.
 * io_uring, ``bpf``, ``perf_event_open``, ``userfaultfd``, the keyring calls: kernel
@@ -270,6 +271,8 @@ ARG0_LOW = 16  # offsetof(struct seccomp_data, args[0]), little-endian low word
 ARG1_LOW = 24  # args[1]
 # fcntl commands that take a POSIX or open-file-description lock (asm-generic/fcntl.h).
 F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW = 6, 7, 37, 38
+# fcntl commands refused: directory notification (dnotify, inotify's ancestor) and leases.
+F_SETLEASE, F_NOTIFY = 1024, 1026
 
 
 def _insn(code: int, k: int = 0, jt: int = 0, jf: int = 0) -> bytes:
@@ -320,6 +323,8 @@ def build(
     # read-only bind is a lock on the host's own file, and would block the host's lockers.
     prog += _block(nr["flock"], [_ret(RET_ERRNO | 0)])
     fcntl = [_insn(LD_ABS_W, ARG1_LOW)]
+    for cmd in (F_NOTIFY, F_SETLEASE):
+        fcntl += [_insn(JEQ, cmd, 0, 1), _errno(errno.EPERM)]
     locks = (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW)
     for i, cmd in enumerate(locks):
         fcntl.append(_insn(JEQ, cmd, len(locks) - i, 0))

@@ -146,6 +146,7 @@ def f(numbers):
         "fanotify_init": lambda: libc.fanotify_init(0x200, 0),  # FAN_REPORT_FID: no privilege
         "sync": lambda: libc.syscall(numbers["sync"]),
         "syncfs": lambda: libc.syncfs(root),
+        "dnotify": lambda: libc.fcntl(root, 1026, 0x80000001),  # F_NOTIFY, DN_ACCESS|MULTISHOT
     }
     if numbers.get("inotify_init") is not None:
         calls["inotify_init"] = lambda: libc.syscall(numbers["inotify_init"])
@@ -165,7 +166,8 @@ NUMBERS = {
 @pytest.mark.skipif(os.uname().machine not in NUMBERS, reason="raw syscall numbers")
 def test_aio_inotify_fanotify_and_sync_are_refused(pool, caps):
     """Round 3: two io_setup(32768) took the host's whole AIO quota; inotify on the read-only
-    binds reported the host's own file opens; sync()/syncfs() flushed the host's disks."""
+    binds reported the host's own file opens (so would fanotify and dnotify's F_NOTIFY);
+    sync()/syncfs() flushed the host's disks."""
     _guarantee(caps, "no_host_resources")
     numbers = NUMBERS[os.uname().machine]
     result = pool.run(HOST_WIDE, [f"r = candidate({numbers!r})\nassert r == {{}}, r"], "f")
