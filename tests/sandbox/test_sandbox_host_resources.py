@@ -131,6 +131,28 @@ def test_every_tmpfs_the_program_sees_has_an_inode_limit(pool, isolated):
     assert result.tests_passed == 1, result.tests[0].message
 
 
+POSIX_TIMERS = """
+import ctypes
+
+libc = ctypes.CDLL(None, use_errno=True)
+
+def f(limit):
+    timer, made = ctypes.c_void_p(), 0
+    while made < limit and libc.timer_create(1, None, ctypes.byref(timer)) == 0:
+        made += 1
+    return [made, ctypes.get_errno()]
+"""
+
+
+def test_posix_timers_and_queued_signals_are_bounded(pool, caps):
+    """Each POSIX timer holds a preallocated signal: kernel memory bounded only by
+    RLIMIT_SIGPENDING (96,365 on the development machine, made in 3 s). An attempt gets 64."""
+    _guarantee(caps, "bounded_memory")
+    test = "made, error = candidate(20_000)\nassert made <= 64 and error == 11, (made, error)"
+    result = pool.run(POSIX_TIMERS, [test], "f", limits=SandboxLimits(timeout=10))
+    assert result.tests_passed == 1, result.tests[0].message
+
+
 # --------------------------------------------------------------------------- host resources
 HOST_WIDE = """
 import ctypes, os
@@ -316,7 +338,7 @@ print(json.dumps({"mode": caps["mode"], "warnings": [str(w.message) for w in cau
     os.geteuid() != 0 or shutil.which("setpriv") is None,
     reason="needs root and util-linux setpriv to drop CAP_SYS_ADMIN",
 )
-def test_the_fallback_warning_names_what_does_not_work(tmp_path):
+def test_the_fallback_warning_names_what_does_not_work():
     """Without CAP_SYS_ADMIN: files left in a world-writable host directory are read by a
     later program, and (with the interpreter under a private home) a stdlib module that is
     not pre-imported does not load. Both are true here, and the one warning says both."""
@@ -347,25 +369,3 @@ def test_the_fallback_warning_names_what_does_not_work(tmp_path):
     else:
         assert report["gzip"] == ["load_error", "ModuleNotFoundError"], report["gzip"]
         assert f"lives under {private}" in warning and "gzip" in warning
-
-
-POSIX_TIMERS = """
-import ctypes
-
-libc = ctypes.CDLL(None, use_errno=True)
-
-def f(limit):
-    timer, made = ctypes.c_void_p(), 0
-    while made < limit and libc.timer_create(1, None, ctypes.byref(timer)) == 0:
-        made += 1
-    return [made, ctypes.get_errno()]
-"""
-
-
-def test_posix_timers_and_queued_signals_are_bounded(pool, caps):
-    """Each POSIX timer holds a preallocated signal: kernel memory bounded only by
-    RLIMIT_SIGPENDING (96,365 on the development machine, made in 3 s). An attempt gets 64."""
-    _guarantee(caps, "bounded_memory")
-    test = "made, error = candidate(20_000)\nassert made <= 64 and error == 11, (made, error)"
-    result = pool.run(POSIX_TIMERS, [test], "f", limits=SandboxLimits(timeout=10))
-    assert result.tests_passed == 1, result.tests[0].message
