@@ -76,6 +76,26 @@ def probe(fn) -> bool:
     return os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1]) == 0
 
 
+def tmp_inodes(size: int) -> int:
+    """Inodes of an attempt's tmpfs: one per 4 KiB of its ``size``, from 256 to 16384.
+
+    An empty file costs no data block but about 2 KiB of kernel memory that no limit counts
+    (300,000 of them took 600 MiB); every tmpfs here has ``nr_inodes`` (docs/sandbox.md).
+    """
+    return max(256, min(size // 4096, 16384))
+
+
+def tmp_options(size: int) -> str:
+    return f"size={size},nr_inodes={tmp_inodes(size)},mode=1777"
+
+
+# The attempt's writable tmpfs: no devices, no set-uid, nothing executable (not even ld.so's
+# mmap of a file written there).
+TMP_FLAGS = MS_NOSUID | MS_NODEV | MS_NOEXEC
+# A read-only, empty tmpfs that covers a path (a dataset, site-packages).
+COVER_OPTIONS = "mode=0555,size=4k,nr_inodes=16"
+
+
 def private_mounts(size: int) -> None:
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     try:
@@ -84,7 +104,7 @@ def private_mounts(size: int) -> None:
         pass  # reported by the probe as readonly_root = False
     for path in PRIVATE_DIRS:
         if os.path.isdir(path):
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+            mount("tmpfs", path, "tmpfs", TMP_FLAGS, tmp_options(size))
 
 
 def fresh_tmp(size: int, plan: dict) -> None:
@@ -94,7 +114,7 @@ def fresh_tmp(size: int, plan: dict) -> None:
     ``/tmp``, as in a fresh-clone CI run) would be covered by it: they are bound again into
     the new tmpfs, read-only, with the same symlinks.
     """
-    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, f"size={size},mode=1777")
+    mount("tmpfs", "/tmp", "tmpfs", TMP_FLAGS, tmp_options(size))
     for path in [*plan["dirs"], *plan["files"]]:
         if not _under(path, ["/tmp"]):
             continue
@@ -162,14 +182,14 @@ def expose_interpreter(hide: list[str], extra: list[str] = ()) -> None:
         keep = [p for p in needed if p.startswith(blocker + "/")]
         roots = [p for p in keep if not any(p.startswith(q + "/") for q in keep)]
         fds = [os.open(p, os.O_PATH) for p in roots]
-        mount("tmpfs", blocker, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k")
+        mount("tmpfs", blocker, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=64k,nr_inodes=1024")
         for path, fd in zip(roots, fds, strict=True):
             os.makedirs(path, mode=0o755, exist_ok=True)
             mount(f"/proc/self/fd/{fd}", path, None, MS_BIND | MS_REC)
             os.close(fd)
     for path in hide:
         if os.path.isdir(path):
-            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0555,size=4k")
+            mount("tmpfs", path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, COVER_OPTIONS)
         elif os.path.isfile(path):
             mount("/dev/null", path, None, MS_BIND)
 
@@ -342,7 +362,7 @@ def enter_root(plan: dict, staging: str = "/tmp") -> None:
 
 
 def _build_root(plan: dict, staging: str, sources: dict[str, int]) -> None:
-    mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m")
+    mount("tmpfs", staging, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755,size=1m,nr_inodes=16384")
     os.umask(0o022)
 
     def at(path: str) -> str:
@@ -378,7 +398,7 @@ def _build_root(plan: dict, staging: str, sources: dict[str, int]) -> None:
         os.symlink(target, at("/dev/" + name))
     for path in map(_placed, plan["cover"]):
         if os.path.isdir(at(path)):
-            mount("tmpfs", at(path), "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0555,size=4k")
+            mount("tmpfs", at(path), "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, COVER_OPTIONS)
         elif os.path.isfile(at(path)):
             mount("/dev/null", at(path), None, MS_BIND)
     mount(None, staging, None, MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
@@ -468,12 +488,21 @@ def setup_isolation(uid: int, mode: str, hide: list[str] = (), seccomp=None) -> 
         else:
             caps["warnings"].append(
                 "no PID/mount namespaces (needs CAP_SYS_ADMIN): "
-                "process-group kill and a host temporary directory instead"
+                "process-group kill and a host temporary directory instead; files a program "
+                "writes to world-writable host directories (/tmp, /var/tmp, /dev/shm) persist, "
+                "unbounded, and later programs can read them"
             )
         if probe(lambda: (os.setgroups([]), os.setgid(uid), os.setuid(uid))):
             caps.update(setuid=True, uid=uid, gid=uid, nproc_enforced=True)
         else:
             caps["warnings"].append("cannot switch to the sandbox uid")
+        blocker = _blocker(os.path.realpath(os.__file__))
+        if caps["setuid"] and not caps["mount_namespace"] and blocker is not None:
+            caps["warnings"].append(
+                f"the interpreter lives under {blocker}, which the sandbox uid cannot enter: "
+                "a program that imports a standard-library module the fork server did not "
+                "pre-import (such as gzip) fails to load and scores 0"
+            )
     else:
         caps["warnings"].append(
             "not root: no namespaces, no uid switch, RLIMIT_NPROC not "
@@ -485,7 +514,7 @@ def setup_isolation(uid: int, mode: str, hide: list[str] = (), seccomp=None) -> 
     else:
         caps["warnings"].append(
             f"no seccomp filter on this machine ({platform.machine()}): "
-            "sockets, memfds and new namespaces are not refused"
+            "sockets, memfds, SysV IPC, AIO, inotify, host locks and new namespaces are not refused"
         )
     full = all(caps[k] for k in ("network_namespace", "pid_namespace", "mount_namespace", "setuid"))
     caps["mode"] = (
@@ -498,12 +527,17 @@ def setup_isolation(uid: int, mode: str, hide: list[str] = (), seccomp=None) -> 
 GUARANTEES = {
     "no_inherited_memory": "a program's memory holds no other program, test or result",
     "minimal_filesystem": "the program sees only the interpreter, the standard library and "
-    "its own working directory (needs root with CAP_SYS_ADMIN)",
+    "its own working directory, and cannot execute a file it wrote (needs root with "
+    "CAP_SYS_ADMIN)",
     "no_sockets": "no socket of any family can be created (needs seccomp)",
     "no_survivors": "no process of the program outlives the attempt or its owner (needs a PID "
     "namespace and seccomp)",
-    "bounded_memory": "memory is bounded by RLIMIT_AS plus one size-limited tmpfs: no memfd, "
-    "no SysV shared memory (needs seccomp and a mount namespace)",
+    "bounded_memory": "memory is bounded by RLIMIT_AS plus one tmpfs limited in size and "
+    "inodes: no memfd, no SysV shared memory, semaphores or message queues (needs seccomp and "
+    "a mount namespace)",
+    "no_host_resources": "no host-wide resource is taken or watched: no AIO context, no "
+    "inotify or fanotify, no lock on a shared file, no sync of the host's disks (needs "
+    "seccomp)",
     "isolated_processes": "the program cannot see, signal, trace or read your processes "
     "(needs a PID namespace and a separate uid)",
 }
@@ -518,5 +552,6 @@ def guarantees(caps: dict) -> dict[str, bool]:
         "no_sockets": seccomp,
         "no_survivors": seccomp and caps["pid_namespace"],
         "bounded_memory": seccomp and caps["minimal_filesystem"],
+        "no_host_resources": seccomp,
         "isolated_processes": caps["pid_namespace"] and caps["setuid"],
     }

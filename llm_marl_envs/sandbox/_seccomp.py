@@ -12,7 +12,15 @@ system calls that reach outside the sandbox or hold resources the rlimits do not
   answer ``RLIMIT_NPROC`` gives); threads stay governed by the rlimit.
 * ``prctl(PR_SET_PDEATHSIG, ...)``: the parent-death signal set by the sandbox stays.
   ``setsid``, ``setpgid``: the program stays in the process group the sandbox kills.
-* ``memfd_create``, ``memfd_secret``, ``shmget``: memory outside ``RLIMIT_AS``.
+* ``memfd_create``, ``memfd_secret``, and all of SysV IPC (shared memory, semaphores, message
+  queues: ``shm*``, ``sem*``, ``msg*``): memory outside ``RLIMIT_AS``. A semaphore set or a
+  queue is kernel memory that no rlimit counts (hundreds of MiB in a second).
+* Host-wide resources: ``io_setup`` (the host's AIO quota, ``fs.aio-max-nr``), ``inotify_init``,
+  ``inotify_init1`` and ``fanotify_init`` (they would report the host's own opens of the
+  read-only binds), ``fcntl(F_NOTIFY)`` (dnotify, the same) and ``fcntl(F_SETLEASE)``,
+  ``sync`` and ``syncfs`` (flush the host's disks). ``flock`` and the
+  locking ``fcntl`` commands (``F_SETLK``, ``F_SETLKW``, ``F_OFD_SETLK``, ``F_OFD_SETLKW``)
+  are no-ops that succeed: a lock on a read-only bind would lock the host's file.
 * io_uring, ``bpf``, ``perf_event_open``, ``userfaultfd``, the keyring calls: kernel
   interfaces that bypass or widen the above. ``ptrace``, ``process_vm_readv/writev``,
   ``pidfd_getfd``: no reading or steering other processes.
@@ -21,7 +29,8 @@ system calls that reach outside the sandbox or hold resources the rlimits do not
 * ``kill(-1, ...)``; without a PID namespace, every signal aimed outside the program's own
   process group.
 
-Calls from another ABI (x32, or a foreign architecture) kill the process. Supported machines:
+Calls from another ABI (x32, i386's ``int 0x80``, or a foreign architecture) kill the process,
+so each denial holds on every ABI the kernel offers. Supported machines:
 x86_64 and aarch64; elsewhere :func:`build` returns ``None`` and the sandbox reports the filter
 as missing.
 """
@@ -62,6 +71,25 @@ ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "memfd_create": 319,
             "memfd_secret": 447,
             "shmget": 29,
+            "semget": 64,
+            "semop": 65,
+            "semctl": 66,
+            "semtimedop": 220,
+            "msgget": 68,
+            "msgsnd": 69,
+            "msgrcv": 70,
+            "msgctl": 71,
+            "shmat": 30,
+            "shmctl": 31,
+            "shmdt": 67,
+            "io_setup": 206,
+            "inotify_init": 253,
+            "inotify_init1": 294,
+            "fanotify_init": 300,
+            "sync": 162,
+            "syncfs": 306,
+            "flock": 73,
+            "fcntl": 72,
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
@@ -117,6 +145,24 @@ ARCHES: dict[str, tuple[int, dict[str, int]]] = {
             "memfd_create": 279,
             "memfd_secret": 447,
             "shmget": 194,
+            "semget": 190,
+            "semop": 193,
+            "semctl": 191,
+            "semtimedop": 192,
+            "msgget": 186,
+            "msgsnd": 189,
+            "msgrcv": 188,
+            "msgctl": 187,
+            "shmat": 196,
+            "shmctl": 195,
+            "shmdt": 197,
+            "io_setup": 0,
+            "inotify_init1": 26,
+            "fanotify_init": 262,
+            "sync": 81,
+            "syncfs": 267,
+            "flock": 32,
+            "fcntl": 25,
             "io_uring_setup": 425,
             "io_uring_enter": 426,
             "io_uring_register": 427,
@@ -168,6 +214,23 @@ DENIED = (
     "memfd_create",
     "memfd_secret",
     "shmget",
+    "shmat",
+    "shmctl",
+    "shmdt",
+    "semget",
+    "semop",
+    "semtimedop",
+    "semctl",
+    "msgget",
+    "msgsnd",
+    "msgrcv",
+    "msgctl",
+    "io_setup",
+    "inotify_init",
+    "inotify_init1",
+    "fanotify_init",
+    "sync",
+    "syncfs",
     "io_uring_setup",
     "io_uring_enter",
     "io_uring_register",
@@ -200,9 +263,16 @@ DENIED = (
     "name_to_handle_at",
     "open_by_handle_at",
 )
+# Calls only some machines have (aarch64 has no inotify_init, fork or vfork).
+LEGACY = ("inotify_init", "fork", "vfork")
 # Without a PID namespace the program could name your processes: signals stay inside it.
 OUTSIDE_ONLY = ("tkill", "pidfd_open", "pidfd_send_signal")
 ARG0_LOW = 16  # offsetof(struct seccomp_data, args[0]), little-endian low word
+ARG1_LOW = 24  # args[1]
+# fcntl commands that take a POSIX or open-file-description lock (asm-generic/fcntl.h).
+F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW = 6, 7, 37, 38
+# fcntl commands refused: directory notification (dnotify, inotify's ancestor) and leases.
+F_SETLEASE, F_NOTIFY = 1024, 1026
 
 
 def _insn(code: int, k: int = 0, jt: int = 0, jf: int = 0) -> bytes:
@@ -247,7 +317,18 @@ def build(
     if audit_arch == ARCHES["x86_64"][0]:
         prog += [_insn(JGE, X32_BIT, 0, 1), _ret(RET_KILL_PROCESS)]
     for name in DENIED:
-        prog += _block(nr[name], [_errno(errno.EPERM)])
+        if name in nr:  # LEGACY names only are missing somewhere (tested)
+            prog += _block(nr[name], [_errno(errno.EPERM)])
+    # Locks are no-ops that report success (errno 0: the call is not executed): a lock on a
+    # read-only bind is a lock on the host's own file, and would block the host's lockers.
+    prog += _block(nr["flock"], [_ret(RET_ERRNO | 0)])
+    fcntl = [_insn(LD_ABS_W, ARG1_LOW)]
+    for cmd in (F_NOTIFY, F_SETLEASE):
+        fcntl += [_insn(JEQ, cmd, 0, 1), _errno(errno.EPERM)]
+    locks = (F_SETLK, F_SETLKW, F_OFD_SETLK, F_OFD_SETLKW)
+    for i, cmd in enumerate(locks):
+        fcntl.append(_insn(JEQ, cmd, len(locks) - i, 0))
+    prog += _block(nr["fcntl"], [*fcntl, _ret(RET_ALLOW), _ret(RET_ERRNO | 0)])
     prog += _block(nr["clone3"], [_errno(errno.ENOSYS)])
     clone = [_insn(LD_ABS_W, ARG0_LOW), _insn(JSET, CLONE_NEW_ANY, 0, 1), _errno(errno.EPERM)]
     if allow_processes:

@@ -62,6 +62,7 @@ CLONE_NEWNS, CLONE_NEWPID, CLONE_NEWIPC = iso.CLONE_NEWNS, iso.CLONE_NEWPID, iso
 MS_NOSUID, MS_NODEV, MS_NOEXEC = iso.MS_NOSUID, iso.MS_NODEV, iso.MS_NOEXEC
 PR_SET_DUMPABLE, PR_SET_CHILD_SUBREAPER, PR_SET_NO_NEW_PRIVS = 4, 36, 38
 WORKDIR = "/tmp/work"
+SIGPENDING = 64  # RLIMIT_SIGPENDING of an attempt
 PREIMPORT = (
     "typing",
     "math",
@@ -152,13 +153,17 @@ def spawner(sock: socket.socket, ctl_w: int, caps: dict, plan: dict | None, stat
         attempt = req["attempt"]
         pid = os.fork()
         if pid == 0:
-            sock.close()
             try:
+                sock.close()
                 attempt_main(attempt, fds, ctl_w, req, caps)
             except BaseException as error:  # noqa: BLE001
                 detail = short(error, 100).replace("\n", " ")
-                ctl(ctl_w, "fail", attempt, type(error).__name__, detail)
-            os._exit(1)
+                try:
+                    ctl(ctl_w, "fail", attempt, type(error).__name__, detail)
+                except BaseException:  # noqa: BLE001, S110 - exiting anyway
+                    pass
+            finally:
+                os._exit(1)  # never the interpreter's shutdown (atexit) in a forked child
         for fd in fds:
             os.close(fd)
         del req
@@ -215,8 +220,14 @@ def attempt_main(attempt: int, fds: list[int], ctl_w: int, req: dict, caps: dict
     os._exit(0)
 
 
-def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str) -> None:
-    """U: drop everything, then load the program and answer calls. Never returns."""
+def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str, _exit=os._exit) -> None:
+    """U: drop everything, then load the program and answer calls. Never returns.
+
+    Every way out is ``_exit`` (bound before the program exists, so a program that replaces
+    ``os._exit`` or ``BaseException`` does not change it): an exception from :func:`serve`
+    (a closed reply pipe, a patched codec) never unwinds into the spawner's code or the
+    interpreter's shutdown (atexit handlers, tracebacks on the program's stdout).
+    """
     try:
         if os.getsid(0) != os.getpid():
             os.setsid()  # no process group shared with a trusted process
@@ -237,6 +248,8 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str) -> None:
             (resource.RLIMIT_CORE, 0),
             (resource.RLIMIT_MSGQUEUE, 0),
             (resource.RLIMIT_MEMLOCK, 0),
+            # queued signals and POSIX timers are kernel memory (~100k of them by default)
+            (resource.RLIMIT_SIGPENDING, SIGPENDING),
         ]
         if caps["setuid"]:
             rl.append((resource.RLIMIT_NPROC, int(limits["max_processes"])))
@@ -257,13 +270,17 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str) -> None:
                 )
             )
     except BaseException:  # noqa: BLE001
-        os._exit(71)
+        _exit(71)
     try:
         req = {**req, **json.loads(codec.read_frame(3))}  # the program, from T
     except (EOFError, ValueError):
-        os._exit(72)
-    serve(req)
-    os._exit(0)
+        _exit(72)
+    status = 73  # serve() raised: the program broke the worker's own code or pipes
+    try:
+        serve(req)
+        status = 0
+    finally:
+        _exit(status)
 
 
 def serve(req: dict) -> None:
@@ -394,10 +411,13 @@ def main() -> None:
     status_r, status_w = os.pipe()
     spawner_pid = os.fork()
     if spawner_pid == 0:  # the spawner S: forked before the key or any program has been read
-        spawn_t.close()
-        os.close(ctl_r)
-        os.close(status_r)
-        spawner(spawn_s, ctl_w, caps, plan, status_w)
+        try:
+            spawn_t.close()
+            os.close(ctl_r)
+            os.close(status_r)
+            spawner(spawn_s, ctl_w, caps, plan, status_w)
+        finally:
+            os._exit(1)
     spawn_s.close()
     os.close(ctl_w)
     os.close(status_w)
@@ -464,4 +484,12 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    try:
+        main()
+    except BaseException:  # noqa: BLE001 - reported, then no interpreter shutdown either
+        import traceback
+
+        traceback.print_exc()
+        sys.stderr.flush()
+        os._exit(1)
+    os._exit(0)

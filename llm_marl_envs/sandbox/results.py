@@ -44,8 +44,10 @@ class SandboxLimits:
         max_output_bytes: Bytes of stdout + stderr the program may write in total; past it the
             process is killed and the running test fails with ``OutputLimitExceeded``.
         file_size_bytes: Largest file the program may write (``RLIMIT_FSIZE``); also the size
-            of its private tmpfs (``/tmp``, the only writable place) where namespaces work, so
-            files and memory together stay within ``memory_bytes + file_size_bytes``.
+            of its private tmpfs (``/tmp``, the only writable place, not executable) where
+            namespaces work, so files and memory together stay within ``memory_bytes +
+            file_size_bytes``. That tmpfs has one inode per 4 KiB of it (256 to 16384), which
+            bounds the kernel memory of its files and extended attributes too.
         max_processes: Processes + threads of the sandbox uid (``RLIMIT_NPROC``). The default
             1 forbids ``fork`` and threads; only enforced where the sandbox can switch uid.
         max_open_files: ``RLIMIT_NOFILE``.

@@ -523,6 +523,7 @@ def test_capabilities_list_every_guarantee(caps):
         "no_sockets",
         "no_survivors",
         "bounded_memory",
+        "no_host_resources",
         "isolated_processes",
     }
     assert caps["guarantees"]["no_inherited_memory"]
