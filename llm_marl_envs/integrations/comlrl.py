@@ -220,7 +220,9 @@ class MAGRPOTask:
             return episode_seed, ()
         recorded_seed, history = _decode(branch[0])
         if any(len(joint) != self.num_agents for joint in history):
-            raise ValueError("a row's branch column is not the formatters' record: rebuild the dataset")
+            raise ValueError(
+                "a row's branch column is not the formatters' record: rebuild the dataset"
+            )
         if recorded_seed != episode_seed:
             raise ValueError("the row's branch belongs to another episode: rebuild the dataset")
         return episode_seed, history
@@ -237,9 +239,7 @@ class MAGRPOTask:
         """CoMLRL's ``external_transition``: each seat's next prompt, the env's observation
         after the branch's turns (``response_history_per_agent``, this turn's answers
         last)."""
-        if len(prompt_history_per_agent) != self.num_agents or not all(
-            prompt_history_per_agent
-        ):
+        if len(prompt_history_per_agent) != self.num_agents or not all(prompt_history_per_agent):
             raise ValueError(
                 f"the transition needs every seat's prompt history ({self.num_agents} seats)"
             )
@@ -295,8 +295,7 @@ class MAGRPOTask:
             outcome = _Outcome(
                 tuple(str(observations[a]) for a in self.agents),
                 tuple(float(rewards[a]) for a in self.agents),
-                not env.agents
-                or any(terminations[a] or truncations[a] for a in self.agents),
+                not env.agents or any(terminations[a] or truncations[a] for a in self.agents),
             )
         self._outcomes[key] = outcome
         while len(self._outcomes) > _CACHE_SIZE:

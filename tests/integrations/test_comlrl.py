@@ -120,7 +120,9 @@ def test_trainer_kwargs_are_magrpo_trainer_arguments():
 
 def test_only_simultaneous_envs_and_turn_based_ones_are_refused_naming_trl():
     assert set(simultaneous_envs()) == {
-        e for e in llm_marl_envs.list_envs() if e.split("/")[1].startswith(("TLDR", "Arxiv", "Coop"))
+        e
+        for e in llm_marl_envs.list_envs()
+        if e.split("/")[1].startswith(("TLDR", "Arxiv", "Coop"))
     }
     with pytest.raises(ValueError, match=r"turn-based .*integrations\.trl"):
         MAGRPOTask("llm_marl_envs/GSM8K-v0", env_kwargs=BUNDLED)
