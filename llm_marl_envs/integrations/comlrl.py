@@ -30,9 +30,9 @@ histories of the branch, not with the row. The formatters tie them: at turn 0 a 
 records which episode the row's prompts belong to; at a later turn CoMLRL hands each
 formatter the prompt the transition made, and the formatter writes that branch's history into
 the row's ``branch`` list, which CoMLRL's per-turn copies of the row share with the row the
-reward receives. This holds in CoMLRL 1.4.3's training (``joint_mode`` aligned or cross, one
-or several devices) and evaluation; ``MAGRPOConfig(external_prompt_passthrough=True)``
-bypasses the formatters, so the reward refuses it. Rows of the same task object replay
+reward receives. This holds in CoMLRL 1.4.3's training (``joint_mode`` aligned or cross) and
+its evaluation (tested); ``MAGRPOConfig(external_prompt_passthrough=True)`` bypasses the
+formatters, so the reward refuses it. Rows of the same task object replay
 exactly; a replay that does not give the row's prompts raises ``ValueError``.
 
 >>> from comlrl.trainers.reinforce import MAGRPOConfig, MAGRPOTrainer          # doctest: +SKIP

@@ -84,21 +84,62 @@ def test_rows_hold_every_seats_first_prompt():
     assert dataset[0]["prompts"][0] != dataset[0]["prompts"][1]  # each seat its own prompt
 
 
-def test_comlrl_calls_the_reward_with_the_row_and_gets_the_envs_reward():
+@pytest.mark.parametrize(
+    ("env_id", "env_kwargs"),
+    [(TLDR, BUNDLED), ("llm_marl_envs/ArxivExpansion-v1", BUNDLED), (CODING, {})],
+    ids=["TLDR-v1", "Arxiv-v1", "CoopCoding-v1"],
+)
+def test_comlrl_calls_the_reward_with_the_row_and_gets_the_envs_reward(env_id, env_kwargs):
     """Through CoMLRL's argument inspection: the row arrives as ``batch_items`` (keyword-only;
     a positional extra argument would be taken for the prompts), the answers as one list per
-    seat, and the reward is the env's for that joint answer (the authors' TL;DR reward)."""
-    task = MAGRPOTask(TLDR, env_kwargs=BUNDLED)
+    seat, and the reward is the env's for that joint answer (the authors' implementations)."""
+    task = MAGRPOTask(env_id, env_kwargs=env_kwargs)
     row = task.dataset(1, seed=2)[0]
-    answers = scripted_answers(TLDR, BUNDLED, 2)
+    answers = scripted_answers(env_id, env_kwargs, 2)
     signature = inspect.signature(task.reward)
     assert signature.parameters["batch_items"].kind is inspect.Parameter.KEYWORD_ONLY
     got = call_reward_function(
         task.reward, [row["prompt"]], [[a] for a in answers], num_agents=2, batch_items=[row]
     )
-    expected = env_reward(TLDR, BUNDLED, 2, [answers])
+    expected = env_reward(env_id, env_kwargs, 2, [answers])
     assert expected > 1.0 and got == [pytest.approx(expected)]
-    assert task.reward([""], [""], batch_items=[row]) == [env_reward(TLDR, BUNDLED, 2, [["", ""]])]
+    empty = env_reward(env_id, env_kwargs, 2, [["", ""]])
+    assert task.reward([""], [""], batch_items=[row]) == [empty] and empty < expected
+
+
+def test_a_later_turn_is_scored_on_its_branch_in_training_and_evaluation_order():
+    """CoMLRL's calls, by hand: turn 0 formats the row; the transition makes the next
+    prompts; the formatters, given them, put the branch on the row (a copy shares it); the
+    evaluation formats seat 0's first prompt again before scoring turn 2 (the branch stays);
+    the next rollout of the row formats seat 1's first prompt (the branch is cleared)."""
+    task = MAGRPOTask(CODING, env_kwargs=TWO_TURNS)
+    row = task.dataset(1, seed=3)[0]
+    first = ("def aux(x):\n    return x", "pass")
+    assert [fmt(row) for fmt in task.formatters] == row["prompts"]
+    prompts = task.transition(
+        prompt=row["prompt"],
+        agent_completions=list(first),
+        num_agents=2,
+        prompt_history_per_agent=[[p] for p in row["prompts"]],
+        response_history_per_agent=[[first[0]], [first[1]]],
+    )
+    env = llm_marl_envs.make_parallel(CODING, **TWO_TURNS)
+    env.reset(seed=3)
+    observations, *_ = env.step(dict(zip(env.possible_agents, first, strict=True)))
+    assert prompts == [str(observations[a]) for a in env.possible_agents]
+    copy = dict(row)  # CoMLRL formats a copy of the row at later turns
+    formatted = [
+        fmt(copy, external_prompts=p) for fmt, p in zip(task.formatters, prompts, strict=True)
+    ]
+    assert formatted == prompts
+    assert row["branch"] == copy["branch"] != [""]
+    task.formatters[0](row)  # CoMLRL's evaluation, before it scores the turn
+    second = scripted_answers(CODING, TWO_TURNS, 3)  # right: 4.0, and 0.5 x 4.0 in round 2
+    later = env_reward(CODING, TWO_TURNS, 3, [first, second])
+    assert later == 2.0 and task.reward([second[0]], [second[1]], batch_items=[row]) == [later]
+    task.formatters[1](row)  # a new rollout of the row starts at turn 0
+    assert row["branch"] == [""]
+    assert task.reward([second[0]], [second[1]], batch_items=[row]) == [4.0]
 
 
 def test_comlrl_wrapped_formatters_give_each_seat_its_prompt():
