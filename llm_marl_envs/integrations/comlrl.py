@@ -116,6 +116,7 @@ class MAGRPOTask:
         self._episodes: dict[tuple[str, ...], int] = {}  # first prompts -> seed (turn 0 rows)
         self._branches: OrderedDict[tuple[int, str], str] = OrderedDict()  # (seat, prompt)
         self._outcomes: OrderedDict[tuple[int, History], _Outcome] = OrderedDict()
+        self._unformatted: str | None = None  # the last transition's branch, until formatted
 
     # ----------------------------------------------------------------------- dataset
     def dataset(self, n: int, *, seed: int = 0) -> Any:
@@ -153,6 +154,8 @@ class MAGRPOTask:
                     "made: pass the same task's transition as external_transition"
                 )
             branch[:] = [key]
+            if key == self._unformatted:
+                self._unformatted = None
             return text
 
         formatter.__name__ = f"format_{self.agents[seat]}"
@@ -193,13 +196,13 @@ class MAGRPOTask:
         rewards = []
         for j in range(size):
             item = items[j if len(items) == size else 0]
-            episode_seed, history = self._branch_of(item, kwargs.get("prompts"))
+            episode_seed, history = self._branch_of(item)
             joint = tuple(a[j] for a in answers)
             outcome = self._play(episode_seed, (*history, joint))
             rewards.append(sum(outcome.rewards) / len(outcome.rewards))
         return rewards
 
-    def _branch_of(self, item: Mapping[str, Any], prompts: Any) -> tuple[int, History]:
+    def _branch_of(self, item: Mapping[str, Any]) -> tuple[int, History]:
         """The row's episode seed and the earlier turns of the branch being scored."""
         row_prompts, branch = _row(item, self.num_agents)
         episode_seed = _seed(item)
@@ -209,14 +212,13 @@ class MAGRPOTask:
                 f"replaying seed {episode_seed} of {self.env_id} does not give the row's prompts: "
                 "build the dataset with this task (the same env_id and env_kwargs)"
             )
+        if self._unformatted is not None:
+            raise ValueError(
+                "the reward was called for a later turn whose prompts the task's formatters did "
+                "not see: keep MAGRPOConfig(external_prompt_passthrough=False) and pass "
+                "formatters=task.formatters"
+            )
         if not branch[0]:
-            turn_prompt = prompts[0] if isinstance(prompts, (list, tuple)) and prompts else None
-            if isinstance(turn_prompt, str) and turn_prompt != row_prompts[0]:
-                raise ValueError(
-                    "the reward was called for a later turn that the task's formatters did not "
-                    "see: keep MAGRPOConfig(external_prompt_passthrough=False) and pass "
-                    "formatters=task.formatters"
-                )
             return episode_seed, ()
         recorded_seed, history = _decode(branch[0])
         if any(len(joint) != self.num_agents for joint in history):
@@ -269,6 +271,7 @@ class MAGRPOTask:
             self._branches.move_to_end((seat, text))
         while len(self._branches) > _CACHE_SIZE:
             self._branches.popitem(last=False)
+        self._unformatted = key
         return list(outcome.observations)
 
     # ----------------------------------------------------------------------- the env
