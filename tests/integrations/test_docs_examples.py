@@ -1,10 +1,10 @@
 """The examples of docs/integrations.md ("Using other RL stacks") run as written.
 
 Every fenced ``python`` block runs in a fresh namespace, in a temporary working directory,
-against the real libraries, offline. Sections whose heading starts with "Gymnasium" or "TRL"
-are run by their own tests (tests/integrations/test_gymnasium.py, test_trl.py) and skipped
-here. Model servers are stood in for on loopback: an example that talks to
-``127.0.0.1:8000`` (vLLM in the page) talks to the package's own OpenAI-compatible server
+against the real libraries, offline. Sections whose heading starts with "Gymnasium", "TRL" or
+"CoMLRL" are run by their own tests (tests/integrations/test_gymnasium.py, test_trl.py,
+test_comlrl.py) and skipped here. Model servers are stood in for on loopback: an example that
+talks to ``127.0.0.1:8000`` (vLLM in the page) talks to the package's own OpenAI-compatible server
 serving the tiny model, on a free port that replaces 8000; in the vLLM ``bash`` recipe the
 ``vllm serve`` line starts that stand-in and the ``llm-marl`` line runs as
 ``python -m llm_marl_envs.cli``. The page's claims about SuperSuit's wrappers are checked
@@ -27,7 +27,7 @@ from policy_server_helpers import FaultyPolicyServer
 
 PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 TEXT = PAGE.read_text(encoding="utf-8")
-DELEGATED = ("Gymnasium", "TRL")  # headings whose examples other test files run
+DELEGATED = ("Gymnasium", "TRL", "CoMLRL")  # headings whose examples other test files run
 STAND_IN = "127.0.0.1:8000"
 #: What to import to skip an example whose library is missing (our GEM adapter imports GEM
 #: without letting it configure the test session's root logger).
