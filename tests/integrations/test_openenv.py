@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import itertools
 import json
+import urllib.error
 import urllib.request
 
 import pytest
@@ -234,3 +235,22 @@ def test_unknown_ids_and_arguments_fail_before_serving():
         environment.step("x")
     assert environment.state.current_agent is None
     environment.close()
+
+
+def test_stateless_http_step_is_a_client_error_naming_the_websocket_route(servers):
+    """Issue 30: POST /step answered a bare 500 (and logged a traceback)."""
+    url = servers[MAZE[0]].url
+    body = json.dumps({"action": {"text": "MOVE: up"}}).encode()
+    request = urllib.request.Request(
+        url + "/step", data=body, headers={"Content-Type": "application/json"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        urllib.request.urlopen(request, timeout=10)
+    with answered.value as error:
+        assert error.code == 409
+        detail = json.load(error)["detail"]
+    host = url.removeprefix("http://")
+    assert f"ws://{host}/ws" in detail and "WebSocket" in detail and "reset" not in detail
+    # the session route still plays: /step's refusal is only for the stateless endpoint
+    with LLMMarlEnv(base_url=url).sync() as env:
+        assert not env.reset(seed=0).done
