@@ -1,6 +1,7 @@
 """Any registered environment as an OpenEnv environment (extra ``integrations``).
 
-`OpenEnv <https://github.com/meta-pytorch/OpenEnv>`_ (``openenv-core``) serves environments
+`OpenEnv <https://github.com/meta-pytorch/OpenEnv>`_ (distribution ``openenv``; called
+``openenv-core`` up to 0.3.0) serves environments
 over HTTP and WebSocket so that its clients (TRL, verifiers, ...) can drive them. This module
 puts a registered environment behind OpenEnv's own server (``openenv.core.create_app``):
 
@@ -38,6 +39,9 @@ import functools
 import socket
 import threading
 import time
+import warnings
+from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 import llm_marl_envs
@@ -64,6 +68,33 @@ __all__ = [
 ]
 
 Field = _pydantic.Field
+
+#: The fix when both distributions are installed: uninstalling ``openenv-core`` deletes the
+#: files the two share, so ``openenv`` is reinstalled after it.
+OPENENV_FIX = "pip uninstall -y openenv-core && pip install --force-reinstall --no-deps openenv"
+
+
+def _check_openenv_owner(version: Callable[[str], str] = metadata.version) -> list[str]:
+    """Warn when both ``openenv`` and the older ``openenv-core`` are installed: both write the
+    ``openenv/`` package, so whichever was installed last owns a mix of the two versions'
+    files. Returns the installed owners (``["name==version", ...]``)."""
+    owners = []
+    for name in ("openenv", "openenv-core"):
+        try:
+            owners.append(f"{name}=={version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    if len(owners) > 1:
+        warnings.warn(
+            f"two distributions install the 'openenv' package ({' and '.join(owners)}); "
+            f"upstream's name is now 'openenv'. Fix: {OPENENV_FIX}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return owners
+
+
+_check_openenv_owner()
 
 
 class NoEpisodeError(RuntimeError):

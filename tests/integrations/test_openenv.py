@@ -12,6 +12,7 @@ from __future__ import annotations
 import itertools
 import json
 import urllib.error
+import warnings
 import urllib.request
 
 import pytest
@@ -254,3 +255,39 @@ def test_stateless_http_step_is_a_client_error_naming_the_websocket_route(server
     # the session route still plays: /step's refusal is only for the stateless endpoint
     with LLMMarlEnv(base_url=url).sync() as env:
         assert not env.reset(seed=0).done
+
+
+def test_two_owners_of_the_openenv_package_are_reported_with_the_fix():
+    """Issue 30: openenv-core (<= 0.3.0) and openenv (its new name, 0.3.0 and later) both
+    install ``openenv/``; with both installed, whichever came last owns a mix of files."""
+    from importlib import metadata
+
+    from llm_marl_envs.integrations.openenv import OPENENV_FIX, _check_openenv_owner
+
+    def installed(*names):
+        versions = {"openenv": "0.10.0", "openenv-core": "0.3.0"}
+
+        def version(name):
+            if name not in names:
+                raise metadata.PackageNotFoundError(name)
+            return versions[name]
+
+        return version
+
+    with pytest.warns(RuntimeWarning, match="openenv==0.10.0 and openenv-core==0.3.0") as caught:
+        _check_openenv_owner(installed("openenv", "openenv-core"))
+    assert OPENENV_FIX in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _check_openenv_owner(installed("openenv")) == ["openenv==0.10.0"]
+        assert _check_openenv_owner(installed("openenv-core")) == ["openenv-core==0.3.0"]
+
+
+def test_the_integrations_extra_requires_upstreams_current_distribution_name():
+    import configparser
+    from pathlib import Path
+
+    config = configparser.ConfigParser()
+    config.read(Path(__file__).resolve().parents[2] / "setup.cfg")
+    extra = config["options.extras_require"]["integrations"].split()
+    assert "openenv>=0.3" in extra and not any(r.startswith("openenv-core") for r in extra)
