@@ -486,10 +486,15 @@ def _trl_batch(
         out["completion_ids"].append(completion)
         out["logprobs"].append(logprobs)
         out["env_mask"].append(mask)
-        out["episode_return"].append(float(sum(t.reward for t in turns)))
+        out["episode_return"].append(_episode_return(episode, agent))
         out["learner_turns"].append(len(turns))
         out["trained_turns"].append(trained)
     return out
+
+
+def _episode_return(episode: Any, agent: str) -> float:
+    """The learner's return in a rollout record: what its turns were paid, its first on."""
+    return float(sum(turn.reward for turn in episode.turns if turn.agent == agent))
 
 
 def episode_reward(
