@@ -1,6 +1,7 @@
 """Any registered environment as an OpenEnv environment (extra ``integrations``).
 
-`OpenEnv <https://github.com/meta-pytorch/OpenEnv>`_ (``openenv-core``) serves environments
+`OpenEnv <https://github.com/meta-pytorch/OpenEnv>`_ (distribution ``openenv``; called
+``openenv-core`` up to 0.3.0) serves environments
 over HTTP and WebSocket so that its clients (TRL, verifiers, ...) can drive them. This module
 puts a registered environment behind OpenEnv's own server (``openenv.core.create_app``):
 
@@ -26,8 +27,10 @@ a client only ever sees agents with a move to make.
 :func:`serve` with ``block=True`` (the default) runs the server until Ctrl-C, like
 ``uvicorn.run``; :func:`create_app` gives the FastAPI app for any ASGI server. OpenEnv's
 stateless HTTP ``/reset`` and ``/step`` endpoints build a fresh environment per request, as
-OpenEnv does for every environment: play episodes over the WebSocket session, which is what
-OpenEnv's clients (:class:`LLMMarlEnv`, ``GenericEnvClient``) use.
+OpenEnv does for every environment: play episodes over the WebSocket session (``/ws``), which
+is what OpenEnv's clients (:class:`LLMMarlEnv`, ``GenericEnvClient``) use. A stateless
+``POST /step`` therefore has no episode to step: it is answered HTTP 409 with a message naming
+the WebSocket route, not a server error.
 """
 
 from __future__ import annotations
@@ -36,6 +39,9 @@ import functools
 import socket
 import threading
 import time
+import warnings
+from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 import llm_marl_envs
@@ -55,12 +61,44 @@ __all__ = [
     "LLMMarlEnvironment",
     "LLMMarlObservation",
     "LLMMarlState",
+    "NoEpisodeError",
     "OpenEnvServer",
     "create_app",
     "serve",
 ]
 
 Field = _pydantic.Field
+
+#: The fix when both distributions are installed: uninstalling ``openenv-core`` deletes the
+#: files the two share, so ``openenv`` is reinstalled after it.
+OPENENV_FIX = "pip uninstall -y openenv-core && pip install --force-reinstall --no-deps openenv"
+
+
+def _check_openenv_owner(version: Callable[[str], str] = metadata.version) -> list[str]:
+    """Warn when both ``openenv`` and the older ``openenv-core`` are installed: both write the
+    ``openenv/`` package, so whichever was installed last owns a mix of the two versions'
+    files. Returns the installed owners (``["name==version", ...]``)."""
+    owners = []
+    for name in ("openenv", "openenv-core"):
+        try:
+            owners.append(f"{name}=={version(name)}")
+        except metadata.PackageNotFoundError:
+            continue
+    if len(owners) > 1:
+        warnings.warn(
+            f"two distributions install the 'openenv' package ({' and '.join(owners)}); "
+            f"upstream's name is now 'openenv'. Fix: {OPENENV_FIX}",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+    return owners
+
+
+_check_openenv_owner()
+
+
+class NoEpisodeError(RuntimeError):
+    """``step`` without a running episode (before ``reset``, or after the episode ended)."""
 
 
 class LLMMarlAction(_server.Action):
@@ -166,7 +204,9 @@ class LLMMarlEnvironment(
         """Play ``action`` for the agent whose turn it is."""
         env = self._env
         if env is None or not env.agents:
-            raise RuntimeError("no episode is running: call reset() first (and after each episode)")
+            raise NoEpisodeError(
+                "no episode is running: call reset() first (and after each episode)"
+            )
         text, named = (action, None) if isinstance(action, str) else (action.text, action.agent)
         agent = env.agent_selection
         if named is not None and named != agent:
@@ -269,7 +309,27 @@ def create_app(env_id: str, *, max_concurrent_envs: int = 16, **env_kwargs: Any)
         max_concurrent_envs=max_concurrent_envs,
     )
     app.add_middleware(_ClientGoneIsNotAnError)
+    app.add_exception_handler(NoEpisodeError, _stateless_step)
     return app
+
+
+async def _stateless_step(request: Any, error: Exception) -> Any:
+    """HTTP 409 for a step with no episode: over HTTP, every request builds a fresh
+    environment (OpenEnv's stateless endpoints), so only a WebSocket session has one."""
+    responses = require("starlette.responses", "integrations", "the OpenEnv integration")
+    scheme = "wss" if request.url.scheme == "https" else "ws"
+    route = f"{scheme}://{request.url.netloc}/ws"
+    return responses.JSONResponse(
+        status_code=409,
+        content={
+            "detail": (
+                f"{request.method} {request.url.path} has no episode to step: each stateless HTTP "
+                f"request builds a fresh environment. Play episodes over the WebSocket session "
+                f"at {route}, as OpenEnv's clients do (LLMMarlEnv(base_url=...).sync() or "
+                "GenericEnvClient)"
+            )
+        },
+    )
 
 
 def serve(

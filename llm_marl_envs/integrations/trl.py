@@ -20,8 +20,8 @@ learner's return is what the view's steps pay it. Four ways in, from the simples
   :func:`llm_marl_envs.rollout.rollout` with the trainer's model as the learner (a
   :class:`~llm_marl_envs.policies.hf.HFPolicy` around it) and hands TRL the learner's tokens;
   :func:`episode_reward` is the matching reward function.
-* **environment_factory**: :func:`tool_environment` wraps a multi-turn game (MazeCollab-v0:
-  ``move``; DonorGame-v0: ``donate``, plus ``punish`` in the punishment variant; any other env:
+* **environment_factory**: :func:`tool_environment` wraps a multi-turn game (MazeCollab:
+  ``move``; DonorGame: ``donate``, plus ``punish`` in the punishment variant; any other env:
   ``act``) as a TRL environment whose methods are the model's tools.
 
 The dataset and the rewards must be built with the same ``env_kwargs``, ``partners`` and
@@ -486,10 +486,15 @@ def _trl_batch(
         out["completion_ids"].append(completion)
         out["logprobs"].append(logprobs)
         out["env_mask"].append(mask)
-        out["episode_return"].append(float(sum(t.reward for t in turns)))
+        out["episode_return"].append(_episode_return(episode, agent))
         out["learner_turns"].append(len(turns))
         out["trained_turns"].append(trained)
     return out
+
+
+def _episode_return(episode: Any, agent: str) -> float:
+    """The learner's return in a rollout record: what its turns were paid, its first on."""
+    return float(sum(turn.reward for turn in episode.turns if turn.agent == agent))
 
 
 def episode_reward(
@@ -642,8 +647,8 @@ def tool_environment(
     episode; without a dataset, seeds ``seed, seed + 1, ...`` in turn), exposes the public
     methods as tools, executes the model's tool calls (each plays one turn of the learner;
     partners then play until its next turn, whose new observation is the tool's result), and
-    logs ``get_reward()`` (the learner's return) under the class's name. MazeCollab-v0:
-    ``move(direction, message)``; DonorGame-v0: ``donate(amount)`` (and ``punish(amount)``
+    logs ``get_reward()`` (the learner's return) under the class's name. MazeCollab:
+    ``move(direction, message)``; DonorGame: ``donate(amount)`` (and ``punish(amount)``
     with ``punishment=True``); other envs: ``act(action)``.
 
     TRL needs a chat template that renders tool calls (``user -> assistant with tool_calls ->

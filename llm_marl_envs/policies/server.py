@@ -24,7 +24,18 @@ vLLM's ``--return-tokens-as-token-ids`` writes them). A request with ``return_to
 gets the ids the policy reports as vLLM (>= 0.10.2) answers them: ``prompt_token_ids`` at the
 top of a chat answer and ``token_ids`` in its choice; both in each choice of a completion
 answer. Sampling fields of a request (``max_tokens``, ``temperature``, ``stop``, ``seed``, ...)
-are ignored: the policy's own settings apply. ``n > 1`` and ``stream`` are refused with HTTP 400.
+are ignored: the policy's own settings apply. ``n > 1`` is refused with HTTP 400.
+
+Streaming (``"stream": true``, on both endpoints) answers with server-sent events in OpenAI's
+chunk format, as ``vllm serve`` does: ``data: {...}`` lines of ``chat.completion.chunk``
+objects (first the assistant ``role``, then the ``content``, then an empty ``delta`` with the
+``finish_reason``) or of ``text_completion`` chunks (each choice's ``text``, then its
+``finish_reason``), a last chunk with ``usage`` and no choices when
+``stream_options.include_usage`` is true, and ``data: [DONE]``. ``logprobs`` and the token
+ids ride on the content chunk (``prompt_token_ids`` on a chat stream's first chunk). The
+policy writes whole completions, so each one arrives as a single content chunk once it is
+generated; a request the server refuses, or a policy failure, is answered before the stream
+starts, with its HTTP status and JSON error body as without streaming.
 
 Micro-batching: one worker thread owns the policy. Requests that arrive within ``batch_wait``
 seconds of the first waiting one (up to ``max_batch`` prompts) are answered by a single
@@ -320,7 +331,10 @@ class _Handler(BaseHTTPRequestHandler):
                 answer = _text_completion(srv, body)
             else:
                 raise _RequestError(404, f"no route for {method} {path}", "not_found_error")
-            self._send(200, answer)
+            if isinstance(body, dict) and body.get("stream"):
+                self._send_events(_chunks(answer, body))
+            else:
+                self._send(200, answer)
         except _RequestError as error:
             self._send_error(error.status, str(error), error.kind)
         except Exception as error:  # noqa: BLE001 - a server bug must still answer the client
@@ -359,11 +373,39 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client gave up (timed out) before the answer
             log.debug("client %s left before the answer", self.address_string())
 
+    def _send_events(self, events: list[dict[str, Any]]) -> None:
+        """Server-sent events: one ``data:`` line per chunk, then ``data: [DONE]``; the
+        connection closes after the last (HTTP/1.0, no length)."""
+        lines = [f"data: {json.dumps(event)}\n\n" for event in events] + ["data: [DONE]\n\n"]
+        try:
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
+            self.send_header("Cache-Control", "no-cache")
+            self.end_headers()
+            for line in lines:
+                self.wfile.write(line.encode("utf-8"))
+                self.wfile.flush()
+        except OSError:  # the client gave up before the end of the stream
+            log.debug("client %s left during the stream", self.address_string())
+        self.close_connection = True
+
 
 # ---------------------------------------------------------------------- request -> response
 def _check_common(body: dict[str, Any]) -> None:
-    if body.get("stream"):
-        raise _RequestError(400, "streaming is not supported by this server")
+    if body.get("stream") not in (None, True, False):
+        raise _RequestError(400, "'stream' must be true or false")
+    options = body.get("stream_options")
+    if options is not None:
+        if not body.get("stream"):
+            raise _RequestError(400, "'stream_options' is only allowed with \"stream\": true")
+        if not isinstance(options, dict) or options.get("include_usage") not in (
+            None,
+            True,
+            False,
+        ):
+            raise _RequestError(
+                400, "'stream_options' must be an object whose 'include_usage' is true or false"
+            )
     if body.get("n") not in (None, 1):
         raise _RequestError(400, "only n=1 is supported by this server")
 
@@ -484,6 +526,48 @@ def _envelope(
     if usage:
         answer["usage"] = usage
     return answer
+
+
+def _chunks(answer: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+    """A finished answer as the chunks of its stream (OpenAI's streaming format)."""
+    usage = answer.get("usage")
+    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
+    chat = answer["object"] == "chat.completion"
+    head = {key: answer[key] for key in ("id", "created", "model")}
+    head["object"] = "chat.completion.chunk" if chat else "text_completion"
+
+    def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
+        event = {**head, "choices": choices, **extra}
+        if include_usage:
+            event.setdefault("usage", None)
+        return event
+
+    events = []
+    for choice in answer["choices"]:
+        index = choice["index"]
+        ids = {k: choice[k] for k in ("prompt_token_ids", "token_ids") if k in choice}
+        if chat:
+            first: dict[str, Any] = {}
+            if "prompt_token_ids" in answer:
+                first["prompt_token_ids"] = answer["prompt_token_ids"]
+            role = {"role": "assistant", "content": ""}
+            events.append(
+                chunk(
+                    [{"index": index, "delta": role, "logprobs": None, "finish_reason": None}],
+                    **first,
+                )
+            )
+            content = {"content": choice["message"]["content"]}
+            piece = {"index": index, "delta": content, "logprobs": choice["logprobs"]}
+            last = {"index": index, "delta": {}, "logprobs": None}
+        else:
+            piece = {"index": index, "text": choice["text"], "logprobs": choice["logprobs"]}
+            last = {"index": index, "text": "", "logprobs": None}
+        events.append(chunk([{**piece, **ids, "finish_reason": None}]))
+        events.append(chunk([{**last, "finish_reason": choice["finish_reason"]}]))
+    if include_usage:
+        events.append({**head, "choices": [], "usage": usage})
+    return events
 
 
 # ---------------------------------------------------------------------- command line

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import itertools
 import json
+import urllib.error
+import warnings
 import urllib.request
 
 import pytest
@@ -234,3 +236,58 @@ def test_unknown_ids_and_arguments_fail_before_serving():
         environment.step("x")
     assert environment.state.current_agent is None
     environment.close()
+
+
+def test_stateless_http_step_is_a_client_error_naming_the_websocket_route(servers):
+    """Issue 30: POST /step answered a bare 500 (and logged a traceback)."""
+    url = servers[MAZE[0]].url
+    body = json.dumps({"action": {"text": "MOVE: up"}}).encode()
+    request = urllib.request.Request(
+        url + "/step", data=body, headers={"Content-Type": "application/json"}
+    )
+    with pytest.raises(urllib.error.HTTPError) as answered:
+        urllib.request.urlopen(request, timeout=10)
+    with answered.value as error:
+        assert error.code == 409
+        detail = json.load(error)["detail"]
+    host = url.removeprefix("http://")
+    assert f"ws://{host}/ws" in detail and "WebSocket" in detail and "reset" not in detail
+    # the session route still plays: /step's refusal is only for the stateless endpoint
+    with LLMMarlEnv(base_url=url).sync() as env:
+        assert not env.reset(seed=0).done
+
+
+def test_two_owners_of_the_openenv_package_are_reported_with_the_fix():
+    """Issue 30: openenv-core (<= 0.3.0) and openenv (its new name, 0.3.0 and later) both
+    install ``openenv/``; with both installed, whichever came last owns a mix of files."""
+    from importlib import metadata
+
+    from llm_marl_envs.integrations.openenv import OPENENV_FIX, _check_openenv_owner
+
+    def installed(*names):
+        versions = {"openenv": "0.10.0", "openenv-core": "0.3.0"}
+
+        def version(name):
+            if name not in names:
+                raise metadata.PackageNotFoundError(name)
+            return versions[name]
+
+        return version
+
+    with pytest.warns(RuntimeWarning, match="openenv==0.10.0 and openenv-core==0.3.0") as caught:
+        _check_openenv_owner(installed("openenv", "openenv-core"))
+    assert OPENENV_FIX in str(caught[0].message)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert _check_openenv_owner(installed("openenv")) == ["openenv==0.10.0"]
+        assert _check_openenv_owner(installed("openenv-core")) == ["openenv-core==0.3.0"]
+
+
+def test_the_integrations_extra_requires_upstreams_current_distribution_name():
+    import configparser
+    from pathlib import Path
+
+    config = configparser.ConfigParser()
+    config.read(Path(__file__).resolve().parents[2] / "setup.cfg")
+    extra = config["options.extras_require"]["integrations"].split()
+    assert "openenv>=0.3" in extra and not any(r.startswith("openenv-core") for r in extra)

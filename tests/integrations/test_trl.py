@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import functools
 import math
+import re
 from pathlib import Path
 
 import pytest
@@ -435,108 +436,134 @@ def test_tool_environment_in_trl_tool_loop_terms():
 
 
 # --------------------------------------------------------------------------- docs examples
-@pytest.mark.slow
-def test_docs_reward_funcs(config):
-    model, tokenizer = tiny_model()
-    config = config()
-    # --- docs/integrations.md, TRL: a reward function of llm_marl_envs.rewards
-    from trl import GRPOTrainer
-
-    from llm_marl_envs.integrations.trl import env_dataset
-    from llm_marl_envs.rewards import gsm8k_reward
-
-    dataset = env_dataset(
-        "llm_marl_envs/GSM8K-v0", "observer_0", 8, env_kwargs={"data_source": "bundled"}
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        reward_funcs=gsm8k_reward,
-        args=config,
-        train_dataset=dataset,
-    )
-    trainer.train()
-    # ---
-    assert len(logged(trainer, "gsm8k_reward")) == 2
+PAGE = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 
 
-@pytest.mark.slow
-def test_docs_env_reward(config):
-    model, tokenizer = tiny_model()
-    config = config()
-    # --- docs/integrations.md, TRL: replay in the real environment
-    from trl import GRPOTrainer
-
-    from llm_marl_envs.integrations.trl import env_dataset, env_reward
-
-    dataset = env_dataset(
-        "llm_marl_envs/MazeCollab-v0", "gnome_0", 8, env_kwargs={"size": 5, "max_cycles": 3}
-    )
-    reward = env_reward(
-        "llm_marl_envs/MazeCollab-v0", "gnome_0", env_kwargs={"size": 5, "max_cycles": 3}
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        reward_funcs=reward,
-        args=config,
-        train_dataset=dataset,
-    )
-    trainer.train()
-    # ---
-    assert len(logged(trainer, "env_reward")) == 2
+def _page_blocks(section: str) -> list[str]:
+    """The fenced ``python`` blocks of the page's ``## {section}``, in order."""
+    blocks, heading, fence, lines = [], "", None, []
+    for line in PAGE.read_text(encoding="utf-8").splitlines():
+        if fence is None and line.startswith("## "):
+            heading = line[3:].strip()
+        elif fence is None and line.startswith("```"):
+            fence, lines = line[3:].strip(), []
+        elif fence is not None and line.startswith("```"):
+            if heading == section and fence == "python":
+                blocks.append("\n".join(lines) + "\n")
+            fence = None
+        elif fence is not None:
+            lines.append(line)
+    return blocks
 
 
-@pytest.mark.slow
-def test_docs_rollout_func(config):
-    model, tokenizer = tiny_model()
-    config = config()
-    # --- docs/integrations.md, TRL: whole episodes as rollouts
-    from trl import GRPOTrainer
+SETUP, *EXAMPLES = _page_blocks("TRL (GRPOTrainer)")
+#: What each example's trainer logs, in page order.
+EXAMPLE_LOGS = ["gsm8k_reward", "env_reward", "episode_reward", "MazeCollabEnvironment"]
 
-    from llm_marl_envs.integrations.trl import env_dataset, env_rollout_func, episode_reward
 
-    dataset = env_dataset(
-        "llm_marl_envs/MazeCollab-v0", "gnome_0", 8, env_kwargs={"size": 5, "max_cycles": 3}
-    )
-    rollout = env_rollout_func(
-        "llm_marl_envs/MazeCollab-v0", "gnome_0", env_kwargs={"size": 5, "max_cycles": 3}
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        reward_funcs=episode_reward,
-        args=config,
-        train_dataset=dataset,
-        rollout_func=rollout,
-    )
-    trainer.train()
-    # ---
-    assert len(logged(trainer, "episode_reward")) == 2
+def test_docs_examples_are_complete():
+    """Issue 30: the snippets omitted their imports. Each example, after the page's setup
+    block, names nothing it does not import or define; the ids are the newest versions."""
+    import builtins
+    import symtable
+
+    setup_names = {"model", "tokenizer", "config"}
+    assert len(EXAMPLES) == len(EXAMPLE_LOGS)
+    for code in [SETUP, *EXAMPLES]:
+        table = symtable.symtable(code, "example", "exec")
+        undefined = {
+            symbol.get_name()
+            for symbol in table.get_symbols()
+            if symbol.is_referenced() and not symbol.is_assigned() and not symbol.is_imported()
+        } - set(dir(builtins))
+        assert undefined <= (setup_names if code is not SETUP else set()), (undefined, code)
+        for env_id in re.findall(r"llm_marl_envs/[\w-]+-v\d+", code):
+            assert env_id in llm_marl_envs.latest_envs(), f"{env_id} is out of date"
+
+
+@pytest.fixture
+def page_setup(config, monkeypatch, tmp_path):
+    """The page's setup block, run with stand-ins: the tiny model for the downloaded one
+    (offline), and this file's CPU config (2 steps, short completions) for the page's
+    ``GRPOConfig`` (whose arguments are checked)."""
+    import transformers
+
+    monkeypatch.chdir(tmp_path)
+    loaded, configured = [], []
+
+    def load(part):
+        return lambda name, **kw: loaded.append(name) or tiny_model()[part]
+
+    monkeypatch.setattr(transformers.AutoModelForCausalLM, "from_pretrained", load(0))
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", load(1))
+    monkeypatch.setattr(trl, "GRPOConfig", lambda **kw: configured.append(kw) or config())
+    namespace: dict = {"__name__": "__docs__"}
+    exec(compile(SETUP, f"{PAGE.name}[TRL setup]", "exec"), namespace)
+    assert len(loaded) == 2 and len(configured) == 1
+    GRPOConfig(**{**configured[0], "output_dir": str(tmp_path / "page"), "use_cpu": True})
+    namespace["config"] = config()
+    return namespace
 
 
 @pytest.mark.slow
-def test_docs_environment_factory(config):
+@pytest.mark.parametrize(("index", "logged_as"), list(enumerate(EXAMPLE_LOGS)), ids=EXAMPLE_LOGS)
+def test_docs_example_trains(page_setup, config, index, logged_as):
+    if logged_as == "MazeCollabEnvironment":
+        page_setup["tokenizer"].chat_template = QWEN3_TEMPLATE  # a tool-calling template
+        page_setup["config"] = config(max_completion_length=64)  # room for a tool call
+    code = EXAMPLES[index]
+    exec(compile(code, f"{PAGE.name}[TRL {index}]", "exec"), page_setup)
+    assert len(logged(page_setup["trainer"], logged_as)) == 2
+
+
+def test_env_reward_with_the_trained_model_as_continuation():
+    """The page's setting that makes the learner's own later turns count in env_reward:
+    continuation=HFPolicy(model, tokenizer): the model plays them, and its training mode is
+    left as it was."""
+    from llm_marl_envs.policies.base import Policy
+    from llm_marl_envs.policies.hf import HFPolicy
+
     model, tokenizer = tiny_model()
-    tokenizer.chat_template = QWEN3_TEMPLATE  # a tool-calling model's own template
-    config = config(max_completion_length=64)
-    # --- docs/integrations.md, TRL: the game's moves as tools
-    from trl import GRPOTrainer
+    model.train()
+    maze = "llm_marl_envs/MazeCollab-v1"
+    played = []
 
-    from llm_marl_envs.integrations.trl import tool_environment
+    class Recording(Policy):
+        def __init__(self, inner):
+            self.inner = inner
 
-    Maze = tool_environment(
-        "llm_marl_envs/MazeCollab-v0", "gnome_0", env_kwargs={"size": 5, "max_cycles": 3}
-    )
-    trainer = GRPOTrainer(
-        model=model,
-        processing_class=tokenizer,
-        args=config,
-        environment_factory=Maze,
-    )
-    trainer.train()
-    # ---
-    assert len(logged(trainer, "MazeCollabEnvironment")) == 2
+        def generate(self, prompts):
+            out = self.inner.generate(prompts)
+            played.extend(c.text for c in out)
+            return out
+
+    policy = HFPolicy(model, tokenizer, max_new_tokens=8, do_sample=True, seed=0)
+    dataset = env_dataset(maze, "gnome_0", 2, env_kwargs=MAZE)
+    reward = env_reward(maze, "gnome_0", env_kwargs=MAZE, continuation=Recording(policy))
+    out = reward(completions=["MOVE: up"] * 2, prompts=dataset["prompt"], seed=dataset["seed"])
+    assert played and model.training
+    later = iter(played)
+
+    expected = []
+    for seed in dataset["seed"]:
+        env = llm_marl_envs.make(maze, **MAZE)
+        env.reset(seed=seed)
+        partner = scripted_policy(maze, "gnome_1", 0)
+        first, total = True, 0.0
+        for agent in env.agent_iter():
+            observation, reward_now, terminated, truncated, info = env.last()
+            if agent == "gnome_0" and not first:
+                total += reward_now
+            if terminated or truncated:
+                env.step(None)
+            elif agent == "gnome_0":
+                action = "MOVE: up" if first else next(later)
+                first = False
+                env.step(action)
+            else:
+                env.step(partner(str(observation), info))
+        expected.append(total)
+    assert out == pytest.approx(expected)
 
 
 def test_rollout_turns_join_into_one_completion_while_the_chat_extends():

@@ -8,7 +8,11 @@ the learner from that answer on is the reference. Then the TRL routes score the 
 * ``env_reward`` (replay in the env), for every id;
 * the column reward of ``llm_marl_envs.rewards`` on ``env_dataset``'s rows, where the env
   family has one. Where the columns cannot hold the reward (the pioneer's collective reward
-  needs the observer's answer, which comes later) it refuses, naming ``env_reward``.
+  needs the observer's answer, which comes later) it refuses, naming ``env_reward``;
+* ``tool_environment``'s ``get_reward`` (the answer played as one tool call, the rest by the
+  scripted continuation);
+* ``env_rollout_func``'s ``episode_return`` (read by ``episode_reward``): the same answers
+  played through the rollout engine, the learner's return summed as the rollout function does.
 """
 
 from __future__ import annotations
@@ -21,10 +25,17 @@ import pytest
 pytest.importorskip("trl")
 
 import llm_marl_envs  # noqa: E402
-from llm_marl_envs.integrations.trl import coop_coding_reward, env_dataset, env_reward  # noqa: E402
+from llm_marl_envs.integrations.trl import (  # noqa: E402
+    _episode_return,
+    coop_coding_reward,
+    env_dataset,
+    env_reward,
+    tool_environment,
+)
 from llm_marl_envs.policies.scripted import scripted_policy  # noqa: E402
 from llm_marl_envs.registry import agent_names  # noqa: E402
 from llm_marl_envs.rewards import gsm8k_reward, joint_reward, sentiment_reward  # noqa: E402
+from llm_marl_envs.rollout import rollout  # noqa: E402
 
 #: The column reward of each environment; None: multi-turn games, paid through env_reward.
 COLUMN_REWARDS = {
@@ -91,11 +102,34 @@ def _env_pays(env_id: str, agent: str, kwargs: dict, seed: int, answer) -> tuple
     return first, paid
 
 
+def _tool_pays(tool: type, seed: int, answer: str) -> float:
+    """tool_environment: the answer as the learner's one tool call, then get_reward()."""
+    environment = tool()
+    environment.reset(seed=seed)
+    environment._act(answer)
+    return environment.get_reward()
+
+
+def _rollout_pays(env_id: str, agent: str, kwargs: dict, seed: int, answer: str) -> float:
+    """The rollout engine (env_rollout_func's path): the answer as the learner's first turn,
+    its later turns and the partners scripted; the return as env_rollout_func sums it."""
+    later, turns = scripted_policy(env_id, agent, 0), []
+
+    def learner(observation: str, info: dict) -> str:
+        turns.append(observation)
+        return answer if len(turns) == 1 else later(observation, info)
+
+    players = {a: scripted_policy(env_id, a, 0) for a in agent_names(env_id)} | {agent: learner}
+    result = rollout(env_id, players, seeds=[seed], batch_size=1, env_kwargs=kwargs, progress=False)
+    return _episode_return(result.episodes[0], agent)
+
+
 @pytest.mark.parametrize(("env_id", "agent", "kwargs"), _cases())
 def test_every_trl_route_pays_what_the_env_pays(env_id, agent, kwargs):
     rows = env_dataset(env_id, agent, len(SEEDS), env_kwargs=kwargs)
     columns = {name: rows[name] for name in rows.column_names if name != "prompt"}
     replay = env_reward(env_id, agent, env_kwargs=kwargs)
+    tool = tool_environment(env_id, agent, env_kwargs=kwargs, continuation="scripted")
     column_reward = COLUMN_REWARDS[_family(env_id)]
     refused = columns.get("reward_mode", [None])[0] == "collective" and (
         "partner_reward" not in columns
@@ -104,6 +138,12 @@ def test_every_trl_route_pays_what_the_env_pays(env_id, agent, kwargs):
         played = [_env_pays(env_id, agent, kwargs, s, player(env_id, agent)) for s in SEEDS]
         answers, paid = [a for a, _ in played], [p for _, p in played]
         assert replay(completions=answers, prompts=rows["prompt"], **columns) == paid
+        tools = [_tool_pays(tool, s, a) for s, a in zip(SEEDS, answers, strict=True)]
+        assert tools == pytest.approx(paid, abs=1e-12)  # summed in another order
+        rolled = [
+            _rollout_pays(env_id, agent, kwargs, s, a) for s, a in zip(SEEDS, answers, strict=True)
+        ]
+        assert rolled == pytest.approx(paid, abs=1e-12)
         if column_reward is None:
             continue
         chat = [[{"role": "assistant", "content": a}] for a in answers]
