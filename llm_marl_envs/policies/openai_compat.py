@@ -200,6 +200,11 @@ class OpenAIPolicy(Policy):
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}")
         json.dumps(extra_body)  # TypeError now rather than in a worker thread
+        if (extra_body or {}).get("stream"):
+            raise ValueError(
+                "extra_body={'stream': True} is not supported: the policy reads whole "
+                "answers; leave 'stream' out"
+            )
 
         self.base_url = base_url.rstrip("/")
         self.model = model

@@ -504,6 +504,7 @@ def test_server_builds_prompts_from_messages(start_server):
         {"model": ""},
         {"stop": ["", "x"]},
         {"extra_body": ["not", "a", "dict"]},
+        {"extra_body": {"stream": True}},  # a stream is not JSON: refused up front
         {"seed": "7"},
     ],
 )
