@@ -83,6 +83,7 @@ the arguments that define it.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +91,7 @@ from llm_marl_envs.core.simultaneous import SimultaneousTextEnv, TextParallelEnv
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.coding import load_coding_problems
 from llm_marl_envs.envs.base import coding_prompts as authors_feedback
+from llm_marl_envs.envs.base.coding_prompts import error_text, program_text
 from llm_marl_envs.rewards import coding_authors_analysis as authors_analysis
 from llm_marl_envs.rewards.coding import split_tests
 from llm_marl_envs.rewards.coding_sandbox import (
@@ -97,6 +99,7 @@ from llm_marl_envs.rewards.coding_sandbox import (
     run_program_tests,
     sandbox_limits,
     score_authors,
+    score_hardened,
     score_paper,
 )
 
@@ -165,6 +168,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         render_mode: str | None = None,
         max_action_length: int = 8192,
         worked_example: bool = False,
+        feedback_asserts: bool = True,
     ) -> None:
         if num_turns not in (1, 2):
             raise ValueError(f"num_turns must be 1 or 2, got {num_turns!r}")
@@ -202,6 +206,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.turn_weights = weights
         self.reward_impl, self.prompt_style, self.feedback = reward_impl, prompt_style, feedback
         self.worked_example = bool(worked_example)
+        self.feedback_asserts = bool(feedback_asserts)
         self.feedback_original_prompt = bool(feedback_original_prompt)
         self.feedback_previous_response = bool(feedback_previous_response)
         self.limits = sandbox_limits(reward_impl, test_timeout, program_timeout)
@@ -256,7 +261,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         if self.reward_impl == "paper":
             scored = self._score_paper(texts[HELPER], texts[MAIN])
         else:
-            scored = self._score_authors(texts[HELPER], texts[MAIN])
+            scored = self._score_authors(texts[HELPER], texts[MAIN], self.reward_impl)
         levels = scored.levels
         paid = self.turn_weights[self.round] * levels["total"]
         for agent, action in actions.items():
@@ -322,11 +327,13 @@ class CoopCodingEnv(SimultaneousTextEnv):
             code={HELPER: prepared.aux_code, MAIN: prepared.main_code},
         )
 
-    def _score_authors(self, helper_text: str, main_text: str) -> _Scored:
+    def _score_authors(self, helper_text: str, main_text: str, impl: str) -> _Scored:
         """The authors' reward, bit for bit
-        (:func:`llm_marl_envs.rewards.coding_sandbox.score_authors`)."""
+        (:func:`llm_marl_envs.rewards.coding_sandbox.score_authors`), or v4's with its
+        cooperation probes (``"hardened"``, :func:`~llm_marl_envs.rewards.coding_sandbox.score_hardened`)."""
         problem = self.problem
-        levels, result, prepared = score_authors(
+        score = score_hardened if impl == "hardened" else score_authors
+        levels, result, prepared = score(
             problem["prompt"],
             helper_text,
             main_text,
@@ -349,12 +356,14 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self, actions: dict[str, CleanAction], scored: _Scored, levels: dict[str, float]
     ) -> None:
         """Our round-2 prompt: both codes, the score and what failed in the execution."""
-        feedback = _feedback(scored.analysis, scored.result, self.tests)
+        feedback = _feedback(scored.analysis, scored.result, self.tests, self.feedback_asserts)
         for agent, teammate in ((HELPER, MAIN), (MAIN, HELPER)):
+            code = scored.code[teammate] or "# (none)"
+            fence = _fence(code)
             note = (
                 f"Round {self.round} result: {levels['total']:.2f} of 4.0 points, "
                 f"{scored.passed}/{scored.total} tests passed.\n{feedback}\n\n"
-                f"Your teammate's code:\n```python\n{scored.code[teammate] or '# (none)'}\n```\n\n"
+                f"Your teammate's code:\n{fence}python\n{code}\n{fence}\n\n"
                 "Write your improved code."
             )
             messages = self.infos[agent]["messages"] + [
@@ -392,6 +401,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
             original_prompt=self.feedback_original_prompt,
             previous_response=self.feedback_previous_response,
             analysis=analysis,
+            show_asserts=self.feedback_asserts,
         )
 
     def _render_header(self) -> str:
@@ -418,8 +428,28 @@ class _Scored:
 
 
 def _test_rows(result: Any) -> list[dict[str, Any]]:
-    keys = ("index", "passed", "timed_out", "error_type", "message")
-    return [{k: t.to_dict()[k] for k in keys} for t in (result.tests if result else [])]
+    """``infos["test_results"]``: each test's outcome, the program's words on one visible line
+    (:func:`~llm_marl_envs.envs.base.coding_prompts.program_text`)."""
+    rows = []
+    for test in result.tests if result else []:
+        row = test.to_dict()
+        rows.append(
+            {
+                "index": row["index"],
+                "passed": row["passed"],
+                "timed_out": row["timed_out"],
+                "error_type": row["error_type"] and program_text(row["error_type"]),
+                "message": program_text(row["message"]),
+            }
+        )
+    return rows
+
+
+def _fence(code: str) -> str:
+    """A markdown fence longer than every run of backticks in ``code``, so the code cannot
+    close it and write lines outside it (three backticks for code without any)."""
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -433,28 +463,34 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _feedback(analysis: Any, result: Any, tests: tuple[str, ...]) -> str:
-    """Feedback from the execution itself: what failed, where, and how."""
+def _feedback(
+    analysis: Any, result: Any, tests: tuple[str, ...], show_asserts: bool = True
+) -> str:
+    """Feedback from the execution itself: what failed, where, and how. What the program
+    said (error messages, its own exception names) is quoted on the line of its test
+    (:func:`~llm_marl_envs.envs.base.coding_prompts.error_text`); ``show_asserts=False``
+    names a failed test by its number instead of printing its assert (expected value)."""
     if not analysis.main_defined:
         return "The main function was not defined."
     if not analysis.main_returns:
         return "The main function never returns a value."
     if not analysis.syntax_ok:
-        return f"The program does not parse: {analysis.syntax_error}"
+        return f"The program does not parse: {program_text(analysis.syntax_error)}"
     if result.status != "ok":
-        return (
-            f"The program failed to load ({result.status}): {result.error_type}: {result.message}"
-        )
+        error = error_text(result.error_type, result.message)
+        return f"The program failed to load ({result.status}): {error}"
     failed = [t for t in result.tests if not t.passed]
     if not failed:
         return "All tests passed."
     lines = ["Failed tests:"]
     for test in failed[:MAX_FEEDBACK_ITEMS]:
-        assertion = tests[test.index].strip().splitlines()[-1][:200]
-        detail = (
-            f"{test.error_type}: {test.message[:200]}" if test.message else str(test.error_type)
-        )
-        lines.append(f"- {assertion}  ->  {detail}")
+        message = test.message[:200]
+        if show_asserts:
+            assertion = program_text(tests[test.index].strip().splitlines()[-1][:200])
+            lines.append(f"- {assertion}  ->  {error_text(test.error_type, message)}")
+        else:
+            message = "" if test.error_type == "AssertionError" else message
+            lines.append(f"- test {test.index + 1}  ->  {error_text(test.error_type, message)}")
     if len(failed) > MAX_FEEDBACK_ITEMS:
         lines.append(f"- ... and {len(failed) - MAX_FEEDBACK_ITEMS} more")
     return "\n".join(lines)

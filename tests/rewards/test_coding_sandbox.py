@@ -68,7 +68,7 @@ def test_coop_coding_reward_takes_completions_and_columns():
 
 def test_bad_arguments_are_one_line_errors():
     with pytest.raises(
-        ValueError, match=r"reward_impl must be one of \['paper', 'authors'\], got 'x'"
+        ValueError, match=r"reward_impl must be one of \['paper', 'authors', 'hardened'\], got 'x'"
     ):
         coop_coding_reward([AUX], partner_completion=[MAIN], reward_impl="x", **COLUMNS)
     with pytest.raises(ValueError, match="agent must be 'helper_0' or 'main_0'"):

@@ -78,7 +78,7 @@ def _coding_main(observation: str, info: dict[str, Any]) -> str:
 def oracle_answers(info: dict[str, Any]) -> Pair | None:
     """The oracle team's ``(aux, main)`` for this episode's problem in the authors' format;
     ``None`` in another format or where ``info`` does not say which problem it is."""
-    if info.get("reward_impl") != "authors" or info.get("row_id") is None:
+    if info.get("reward_impl") not in ("authors", "hardened") or info.get("row_id") is None:
         return None
     return _answers(str(info.get("data_source", "")), int(info["row_id"]))
 
