@@ -1,12 +1,12 @@
-"""CoopCoding-v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
+"""CoopCoding-v4 / -v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/CoopCoding-v2`` (AEC and native Parallel); ``-v1``, ``-v0`` kept |
+| Id | ``llm_marl_envs/CoopCoding-v4`` (AEC and native Parallel); ``-v2``, ``-v1``, ``-v0`` kept |
 | Agents | ``helper_0`` writes ``def aux(...)``; ``main_0`` writes the entry-point function and may call ``aux``; simultaneous, ``num_turns`` rounds (1 or 2) |
 | Action | free text: code, optionally in a markdown fence (unwrapped) |
 | Observation | instruction + the problem (signature and docstring); in round 2 also the execution feedback; ``infos[agent]["messages"]`` is the append-only chat |
-| Reward | MAGRPO's joint coding reward (maximum 4.0 per round), the same for both agents; ``reward_impl`` picks whose implementation |
+| Reward | MAGRPO's joint coding reward (maximum 4.0 per round), the same for both agents; ``reward_impl`` picks whose implementation (v4: ``"hardened"``, the cooperation bonus must be earned) |
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
 
 **Versions and implementations.** v1 runs the task as the MAGRPO authors' released code
@@ -23,6 +23,28 @@ also shown in the flat prompt. The embedded 135M model then writes ``aux`` as th
 instead of rewriting the main function, and stops (``docs/benchmarks/prompt_formats.md``).
 Rewards and feedback are v1's. Every choice is an argument of all versions; ``reward_impl`` is in
 ``infos[agent]["reward_impl"]`` and in episode records.
+
+**CoopCoding-v4** is v2 (the authors' prompts, level_feedback and the worked example) without
+the two reward hacks of the authors' reward, which the parity versions v1 and v2 keep on
+purpose (``docs/magrpo_parity.md``):
+
+* *the feedback is no answer key* (``feedback_asserts=False``): round 2's feedback names a
+  failed test by its number and error (``Failed case 1: AssertionError``), never the
+  assert with its expected value, and leaves an ``AssertionError``'s message (the test's own
+  text) out. (v0 listed up to five failing asserts: a round-2 answer that was only a table
+  of them scored 5/5 with no solution; v1's one assert gave 1/7 + the bonus = 3.14.)
+* *the cooperation bonus must be earned* (``reward_impl="hardened"``,
+  :mod:`llm_marl_envs.rewards.coding_hardened`): structure, syntax and tests are the
+  authors' points; the +0.5 (main calls ``aux``) and +1.0 (main is not a thin wrapper by
+  their check) are paid only when **every test passes** and two reruns of the tests each
+  lose at least one: one where every call of ``aux`` answers another question (it gets the
+  arguments of another call), one where its result is replaced by a different value. A
+  helper that returns a constant answers every question alike, and a result main ignores
+  changes nothing: no bonus. (With the authors' rule, a constant helper and a main that
+  is not a thin wrapper, ``r = aux(*a); s = r; return s``, got +1.5 whenever one test
+  passed: 47 of 100 training problems, mean 2.40 against 1.50 for an honest failure.) Their
+  -0.5 for an ignored result is dropped (such a main gets no bonus at all). What it cannot
+  see (a program that notices the reruns) is listed in that module.
 
 **Reward** ``"paper"`` (``llm_marl_envs.rewards.coding``, tests run by
 ``llm_marl_envs.rewards.coding_sandbox``, as for TRL), per round:
@@ -57,15 +79,26 @@ MAGRPO's splits (HumanEval test[33:133] / test[:32]; CoopHumanEval test[:50] / t
 only the interpreter and the standard library (not the dataset), cannot open sockets, and
 never sees another program's text or result. ``test_timeout`` bounds each test and
 ``program_timeout`` (default ``4 * test_timeout``) the whole program, loads included: past
-it, the remaining tests fail unrun. Control characters in the program's output and error
-messages are stripped before they reach ``infos`` or the next round's prompt.
+it, the remaining tests fail unrun.
+
+**Text the program produced** (exception messages, and the names of exception classes it
+defines) reaches ``infos`` and prompts only as one line of visible characters
+(:func:`~llm_marl_envs.envs.base.coding_prompts.program_text`, in every version): line
+breaks are folded into the two characters ``\\n``, quotes and backslashes escaped, and
+control, format (zero-width, tag characters, soft hyphen, bidirectional marks), separator,
+private-use and surrogate characters removed. In the feedback a message is always in double
+quotes after its test's own prefix (``-> ValueError: "..."``), an exception name that is not
+a plain identifier too, so no program can write a line that reads as the environment's
+(``Round 1 result: ...``, ``- Tests: ...``); the teammate's code sits in a fence longer
+than any run of backticks in it.
 ``sandbox_isolation="strict"`` makes the constructor raise ``SandboxError`` on a machine where
 the sandbox cannot give all of its guarantees; the default ``"auto"`` warns once, naming them.
 
 **Arguments.** ``dataset``, ``split``, ``data_source``, ``num_turns``, ``turn_weights``,
 ``reward_impl``, ``prompt_style``, ``feedback``, ``feedback_tests``,
-``feedback_original_prompt``, ``feedback_previous_response``, ``worked_example``, ``test_timeout`` (seconds per
-test; default 3, and the authors' 10 with ``reward_impl="authors"``), ``program_timeout``,
+``feedback_original_prompt``, ``feedback_previous_response``, ``feedback_asserts``,
+``worked_example``, ``test_timeout`` (seconds per test; default 3, and the authors' 10 with
+``reward_impl="authors"`` or ``"hardened"``), ``program_timeout``,
 ``sandbox_isolation``,
 ``max_action_length``, ``max_cycles`` (defaults to ``num_turns``), ``render_mode``.
 ``reset(options={"row_index": i})`` plays problem ``i`` of the split.
@@ -75,7 +108,9 @@ filesystem, seccomp, the ``program_timeout`` budget, control characters stripped
 the score of every program that finishes within the budget unchanged. v1: the authors'
 reward, prompts and feedback (``reward_impl="authors"``, ``prompt_style="authors"``,
 ``feedback="level_feedback"``). v2: v1 with ``worked_example=True`` (issue 18; the
-observation changes, rewards do not). Versions are registry arguments
+observation changes, rewards do not). 2026-11 (issue 31), every version: a program's words
+shown as one quoted visible line (scores unchanged). v4: v2 with ``reward_impl="hardened"``
+and ``feedback_asserts=False`` (issue 31). Versions are registry arguments
 (``envs_registry.yaml``): one class, whose defaults are v0's; each version's entry states
 the arguments that define it.
 """
