@@ -498,9 +498,7 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _feedback(
-    analysis: Any, result: Any, tests: tuple[str, ...], show_asserts: bool = True
-) -> str:
+def _feedback(analysis: Any, result: Any, tests: tuple[str, ...], show_asserts: bool = True) -> str:
     """Feedback from the execution itself: what failed, where, and how. What the program
     said (error messages, its own exception names) is quoted on the line of its test
     (:func:`~llm_marl_envs.envs.base.coding_prompts.error_text`); ``show_asserts=False``

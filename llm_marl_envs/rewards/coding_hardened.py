@@ -25,8 +25,10 @@ cooperation bonus is paid only when all three hold:
    call of the run, or of the second where its own are the first's; the first call changed
    arguments: numbers + 1, bools negated, strings reversed and extended, each element of a
    container changed and one more added), and at least one test then fails. A helper that
-   returns a constant answers every question alike, so every test still passes: no bonus;
-   nor does a helper without parameters (a constant too).
+   returns a constant answers every question alike, so every test still passes: no bonus.
+   A call without arguments asks no question: there the result is replaced, as in 2 (a
+   helper that hands over a table or a function main needs is real work; a constant
+   *answer* cannot pass every test).
 
 Then the bonus is the authors' amounts: +0.5, and +1.0 more when main is not a thin
 wrapper by their check. Their -0.5 for an ignored result is dropped: a main that ignores
@@ -36,10 +38,10 @@ same tests passed and no cooperation scores.
 
 **What it cannot see.** The probes run inside the program's own process: a program can
 notice that ``aux`` was swapped (its code object, timing) and fail on purpose, which passes
-conditions 2 and 3. That only pays on a problem the pair solved (condition 1), so it buys
-the bonus for a solution that exists, never for a failure. Likewise a main that calls
-``aux`` on a fixed argument and refuses to answer unless it gets the expected reply (a
-"handshake") passes both probes: again only on a solved problem.
+conditions 2 and 3. A main that solves the problem alone but refuses to answer unless
+``aux()``, called without arguments, returns an agreed value (a "handshake") passes them
+too. Both pay only on a problem the pair solved (condition 1): the bonus for a solution that
+exists, never for a failure.
 
 The probes run only for answers that pass every test and call ``aux``; each is one more
 sandbox run of the same tests, stopped at its first timeout, with less time per test
@@ -84,10 +86,10 @@ PROBE_TIMEOUT_MARGIN = 1.0
 #: ``"result"``): it rebinds the global ``aux`` to a function that, for each outermost call
 #: (calls made from inside aux itself, as in recursion, go to the real one), either calls the
 #: real aux with the arguments of one of the run's first two calls, whichever differ from its
-#: own (the first call: changed arguments), or calls it on copies of its arguments and
-#: returns another value
+#: own (the first call: changed arguments; a call without arguments: as the other mode), or
+#: calls it on copies of its arguments and returns another value
 #: (a helper that returns ``None`` works on its arguments: the copies keep that from main).
-PROBE_SOURCE = '''
+PROBE_SOURCE = """
 
 def _probe_install(_mode, _real):
     _copy = __import__("copy").deepcopy
@@ -158,7 +160,7 @@ def _probe_install(_mode, _real):
             return _real(*args, **kwargs)
         _depth[0] += 1
         try:
-            if _mode == "inputs":
+            if _mode == "inputs" and (args or kwargs):
                 args, kwargs = _other_arguments(args, kwargs)
                 return _real(*args, **kwargs)
             args, kwargs = _copied((args, kwargs))
@@ -172,7 +174,7 @@ def _probe_install(_mode, _real):
 
 aux = _probe_install(_PROBE_MODE_, aux)
 del _probe_install
-'''
+"""
 
 
 def prepare(

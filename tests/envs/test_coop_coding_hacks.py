@@ -46,6 +46,10 @@ MUTATING_AUX = (
 )
 MUTATING_MAIN = HEC + "    found = []\n    aux(found, numbers, threshold)\n    return found[0]\n"
 
+# a helper without parameters that hands main a tool
+TOOL_AUX = "def aux():\n    return lambda a, b: abs(a - b)\n"
+TOOL_MAIN = HEC + "    distance = aux()\n" + SOLO.replace("abs(a - b)", "distance(a, b)")
+
 
 def _play(env_id, helper, main, *, row=0, **kwargs):
     env = llm_marl_envs.make(env_id, split="eval", **kwargs)
@@ -95,6 +99,7 @@ def test_v4_pays_no_bonus_where_aux_does_not_matter(helper, main, why):
         (f"```python\n{AUX}```", COOPERATIVE, 1.5),
         (AUX, WRAPPER, 0.5),  # a thin wrapper by their check: +0.5 only, as theirs
         (MUTATING_AUX, MUTATING_MAIN, 1.5),
+        (TOOL_AUX, TOOL_MAIN, 1.5),  # aux() hands over a function: real work, no question
     ],
 )
 def test_v4_pays_the_bonus_for_real_cooperation(helper, main, bonus):
@@ -137,9 +142,7 @@ def test_the_old_feedback_is_an_answer_key(env_id, kwargs):
     assert any(("3.5", "0.5") in LEAK.findall(p) for p in prompts)
 
 
-@pytest.mark.parametrize(
-    ("env_id", "kwargs"), [(V4, {}), (V0, {"feedback_asserts": False})]
-)
+@pytest.mark.parametrize(("env_id", "kwargs"), [(V4, {}), (V0, {"feedback_asserts": False})])
 def test_v4_feedback_names_failed_tests_without_their_expected_values(env_id, kwargs):
     for prompt in _round_two_prompts(env_id, **kwargs):
         assert not LEAK.findall(prompt) and "assert" not in prompt and "== 0.5" not in prompt

@@ -103,7 +103,9 @@ def test_invisible_characters_never_reach_infos_or_prompts(env_id):
 
 def test_program_text_folds_escapes_and_removes():
     assert cf.program_text("plain 'text' (ok)") == "plain 'text' (ok)"
-    assert cf.program_text("a\nb\r\nc\rd\x0be\x85f\u2028g\u2029h") == "a\\nb\\nc\\nd\\ne\\nf\\ng\\nh"
+    assert (
+        cf.program_text("a\nb\r\nc\rd\x0be\x85f\u2028g\u2029h") == "a\\nb\\nc\\nd\\ne\\nf\\ng\\nh"
+    )
     assert cf.program_text('say "hi" \\ there\t!') == 'say \\"hi\\" \\\\ there\\t!'
     assert cf.program_text(f"a{INVISIBLE}b\u3000c\u115fd") == "ab cd"
     assert cf.program_text(None) == ""
@@ -111,7 +113,7 @@ def test_program_text_folds_escapes_and_removes():
     sample = [*range(0x3000), *range(0xD800, 0xE100), *range(0xFE00, 0x10000)]
     sample += [*range(0x1D170, 0x1D180), *range(0xE0000, 0xE0200), 0xF0000, 0x10FFFF]
     for ch in map(chr, sample):
-        if ch in "\\\"":
+        if ch in '\\"':
             continue
         shown = cf.program_text(f"a{ch}b")
         assert len(shown.splitlines()) == 1 and shown.isprintable(), hex(ord(ch))

@@ -477,10 +477,7 @@ def _diagnostics(
         lines.append(f"  SyntaxError at line {line}, col {column}: {program_text(message)}")
     if tests.total > 0:
         lines.append(f"- Tests: {tests.passed}/{tests.total} passed")
-        lines += [
-            _failed_case(number, text, o, show_asserts)
-            for number, text, o in tests.failures
-        ]
+        lines += [_failed_case(number, text, o, show_asserts) for number, text, o in tests.failures]
     else:
         lines.append("- Tests: no test cases found")
     return lines

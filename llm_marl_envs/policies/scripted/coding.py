@@ -1,7 +1,8 @@
 """Scripted players of CoopCoding: an oracle team for the authors' format (v1, v2), and v0's
 trivial pair.
 
-**The authors' format** (``info["reward_impl"] == "authors"``, CoopCoding-v1 and -v2). The
+**The authors' format** (``info["reward_impl"]`` ``"authors"``, CoopCoding-v1 and -v2, or
+``"hardened"``, CoopCoding-v4, which reads answers the same way). The
 oracle is *privileged*, like the maze's: it finds the episode's problem from
 ``info["data_source"]`` and ``info["row_id"]`` (the rows the env loaded) and writes, as a
 perfect team would, a helper ``aux`` and a main function that calls it and uses its result
