@@ -28,7 +28,11 @@ Both agents write the same answers in every round; the oracle draws nothing, so 
 plays alike. Measured with the authors' reward in the
 sandbox (``tests/policies/test_scripted_coding.py``): the team scores the maximum the
 canonical solution allows on 160 of the 164 HumanEval problems (97.6%; 4.0 on 152) and 4.0 on
-all 82 CoopHumanEval problems, alike on v1 and v2, in one turn and in two.
+all 82 CoopHumanEval problems, alike on v1 and v2, in one turn and in two. On CoopCoding-v4,
+whose bonus needs every test passed and an ``aux`` that matters, it scores 4.0 on 150 of the
+164 HumanEval problems (mean 3.85, against 3.92 on v1): it loses the bonus where the canonical
+solution fails some of the authors' per-line asserts (HumanEval/1, /44, /53, /87, /113, /151)
+and where the split's ``aux`` makes no difference on the tests (/20, /124).
 
 **CoopCoding-v0** (the paper's reward): an identity helper and a main that passes its first
 argument through it, unchanged since v0.
