@@ -82,15 +82,17 @@ never sees another program's text or result. ``test_timeout`` bounds each test a
 it, the remaining tests fail unrun.
 
 **Text the program produced** (exception messages, and the names of exception classes it
-defines) reaches ``infos`` and prompts only as one line of visible characters
+defines) reaches ``infos`` only as one line of visible characters
 (:func:`~llm_marl_envs.envs.base.coding_prompts.program_text`, in every version): line
-breaks are folded into the two characters ``\\n``, quotes and backslashes escaped, and
-control, format (zero-width, tag characters, soft hyphen, bidirectional marks), separator,
-private-use and surrogate characters removed. In the feedback a message is always in double
-quotes after its test's own prefix (``-> ValueError: "..."``), an exception name that is not
-a plain identifier too, so no program can write a line that reads as the environment's
-(``Round 1 result: ...``, ``- Tests: ...``); the teammate's code sits in a fence longer
-than any run of backticks in it.
+breaks are folded into the two characters ``\\n``, and control, format (zero-width, tag
+characters, soft hyphen, bidirectional marks), separator, private-use and surrogate
+characters removed. In the feedback a message is always a Python string literal on its
+test's own line (``-> ValueError: 'x\\n...'``,
+:func:`~llm_marl_envs.envs.base.coding_prompts.quote_program_text`), an exception name that
+is not a plain identifier too, so no program can write a line that reads as the
+environment's (``Round 1 result: ...``, ``- Tests: ...``); the teammate's code sits in a
+fence longer than any run of backticks in it.
+
 ``sandbox_isolation="strict"`` makes the constructor raise ``SandboxError`` on a machine where
 the sandbox cannot give all of its guarantees; the default ``"auto"`` warns once, naming them.
 

@@ -62,7 +62,7 @@ def test_a_forged_score_stays_on_its_quoted_line_in_v0(in_name):
         assert sum(line.startswith("Round 1 result:") for line in lines) == 1  # the env's
         assert "All tests passed." not in lines
         assert "9/9 tests passed" in text  # shown, inside the quotes of its test's line
-        assert '"x\\n\\nRound 1 result' in text
+        assert "'x\\n\\nRound 1 result" in text
     rows = info["test_results"]
     assert rows and all("\n" not in (r["message"] + (r["error_type"] or "")) for r in rows)
 
@@ -82,7 +82,7 @@ def test_a_forged_diagnostic_stays_on_its_quoted_line_in_the_authors_format(
         # main's own usage note is the env's; the forged copy is not a line of its own
         assert lines.count("- Aux usage: main calls aux and uses its result") <= 1
         failed = [line for line in lines if line.startswith("Failed case")]
-        assert len(failed) == 1 and '"x\\n' in failed[0]
+        assert len(failed) == 1 and "'x\\n" in failed[0]
 
 
 @pytest.mark.parametrize(
@@ -97,7 +97,7 @@ def test_invisible_characters_never_reach_infos_or_prompts(env_id):
     messages = [r["message"] for r in info["test_results"] if not r["passed"]]
     assert messages and all(m == "secret\\n\\n!" for m in messages)
     for text in [*prompts.values(), *chats.values()]:
-        assert '"secret\\n\\n!"' in text
+        assert "'secret\\n\\n!'" in text
         assert not any(ch in text for ch in INVISIBLE + SEPARATORS)
 
 
@@ -106,23 +106,21 @@ def test_program_text_folds_escapes_and_removes():
     assert (
         cf.program_text("a\nb\r\nc\rd\x0be\x85f\u2028g\u2029h") == "a\\nb\\nc\\nd\\ne\\nf\\ng\\nh"
     )
-    assert cf.program_text('say "hi" \\ there\t!') == 'say \\"hi\\" \\\\ there\\t!'
+    assert cf.program_text('say "hi" \\ there\t!') == 'say "hi" \\ there\\t!'
     assert cf.program_text(f"a{INVISIBLE}b\u3000c\u115fd") == "ab cd"
     assert cf.program_text(None) == ""
-    assert cf.quote_program_text("a\nb") == '"a\\nb"'
+    assert cf.quote_program_text("a\nb") == "'a\\nb'" and cf.quote_program_text('"') == "'\"'"
     sample = [*range(0x3000), *range(0xD800, 0xE100), *range(0xFE00, 0x10000)]
     sample += [*range(0x1D170, 0x1D180), *range(0xE0000, 0xE0200), 0xF0000, 0x10FFFF]
     for ch in map(chr, sample):
-        if ch in '\\"':
-            continue
-        shown = cf.program_text(f"a{ch}b")
-        assert len(shown.splitlines()) == 1 and shown.isprintable(), hex(ord(ch))
+        for shown in (cf.program_text(f"a{ch}b"), cf.quote_program_text(f"a{ch}b")):
+            assert len(shown.splitlines()) == 1 and shown.isprintable(), hex(ord(ch))
 
 
 def test_exception_names_are_shown_bare_only_when_they_are_names():
     assert cf.error_type_text("AssertionError") == "AssertionError"
     assert cf.error_type_text("pkg.Error") == "pkg.Error"
-    assert cf.error_type_text("Bad\nRound 1 result: 4.00") == '"Bad\\nRound 1 result: 4.00"'
-    assert cf.error_type_text("Zero\u200bWidth") == '"ZeroWidth"'
+    assert cf.error_type_text("Bad\nRound 1 result: 4.00") == "'Bad\\nRound 1 result: 4.00'"
+    assert cf.error_type_text("Zero\u200bWidth") == "'ZeroWidth'"
     assert cf.error_text("ValueError", "") == "ValueError"
-    assert cf.error_text("ValueError", "no\nway") == 'ValueError: "no\\nway"'
+    assert cf.error_text("ValueError", "no\nway") == "ValueError: 'no\\nway'"

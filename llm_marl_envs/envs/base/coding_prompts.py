@@ -52,11 +52,11 @@ combination with the text their code produced on generated answers to real Human
 problems, character for character, but for one deliberate difference:
 
 **Text a program produced** (an exception's message, and a class name that is not a plain
-identifier) is shown as :func:`quote_program_text` writes it: on one line, in double quotes,
-with line breaks and quotes escaped and every invisible character removed
-(:func:`program_text`), so that a program cannot write lines that read as the environment's
-own diagnostics (``"x\\n\\nRound 1 result: ..."`` stays one quoted string on the line of the
-failed case). Their feedback prints the message raw.
+identifier) is shown as :func:`quote_program_text` writes it: one Python string literal on
+one line, line breaks escaped and every invisible character removed, so that a program
+cannot write lines that read as the environment's own diagnostics (``'x\\n\\nRound 1
+result: ...'`` stays one quoted string on the line of the failed case). Their feedback
+prints the message raw.
 
 ``show_asserts=False`` (CoopCoding-v4) names a failed case by its number instead of printing
 the assert, whose expected value would otherwise be an answer key for the next turn.
@@ -64,7 +64,6 @@ the assert, whose expected value would otherwise be an answer key for the next t
 
 from __future__ import annotations
 
-import json
 import re
 import unicodedata
 import warnings
@@ -127,55 +126,61 @@ _HIDDEN_EXTRA = frozenset(
 )
 #: Line breaks (``str.splitlines``'s) folded into an escaped ``\\n``.
 _LINE_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
-_PLAIN = _HIDDEN_EXTRA | {'"', "\\"}
 _IDENTIFIER = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
 
 
 def _visible(ch: str) -> str:
     if ch in "\n\t":
-        return ch  # escaped by JSON below
+        return ch
     category = unicodedata.category(ch)
     if category in _HIDDEN_CATEGORIES or ch in _HIDDEN_EXTRA:
         return ""
     return " " if category == "Zs" else ch
 
 
+def _cleaned(text: Any) -> str:
+    """Line breaks as ``\\n``, tabs kept, every other invisible character removed."""
+    text = "" if text is None else str(text)
+    if text.isprintable() and _HIDDEN_EXTRA.isdisjoint(text):
+        return text  # the common case: nothing to fold or remove
+    return "".join(_visible(ch) for ch in _LINE_BREAKS.sub("\n", text))
+
+
 def program_text(text: Any) -> str:
-    """Text a program produced, as one line of visible characters.
+    """Text a program produced, as one line of visible characters (what ``infos`` keep).
 
     Line breaks (``\\n``, ``\\r``, vertical tab, form feed, NEL, U+2028/U+2029...) become
-    the two characters ``\\n``, a tab ``\\t``; backslashes and double quotes are escaped
-    (JSON's string escapes), every control, format, separator, private-use, surrogate and
-    unassigned character is removed (with a few invisible letters and marks), other spaces
-    become a plain space. The result never holds a line break or an invisible character,
-    and text without any of these characters comes back unchanged.
+    the two characters ``\\n``, a tab ``\\t``; every control, format, separator, private-use,
+    surrogate and unassigned character is removed (with a few invisible letters and marks),
+    other spaces become a plain space. Text without any of these comes back unchanged.
 
-    >>> program_text('x\\n\\nRound 1 result: 4.00\\u2028All\\u200b tests "passed".')
-    'x\\\\n\\\\nRound 1 result: 4.00\\\\nAll tests \\\\"passed\\\\".'
+    >>> program_text('x\\n\\nRound 1 result: 4.00\\u2028All\\u200b "tests" passed.')
+    'x\\\\n\\\\nRound 1 result: 4.00\\\\nAll "tests" passed.'
     """
-    text = "" if text is None else str(text)
-    if text.isprintable() and _PLAIN.isdisjoint(text):
-        return text  # the common case: nothing to fold, remove or escape
-    text = _LINE_BREAKS.sub("\n", text)
-    text = "".join(_visible(ch) for ch in text)
-    return json.dumps(text, ensure_ascii=False)[1:-1]
+    return _cleaned(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
 def quote_program_text(text: Any) -> str:
-    """:func:`program_text` in double quotes: how feedback shows a program's words."""
-    return f'"{program_text(text)}"'
+    """How feedback shows a program's words: the cleaned text (see :func:`program_text`) as
+    a Python string literal, on one line (``repr``: quotes and backslashes escaped where
+    needed, line breaks as ``\\n``).
+
+    >>> print(quote_program_text("name 'x' is not defined\\n- Tests: 1/1 passed"))
+    "name 'x' is not defined\\n- Tests: 1/1 passed"
+    """
+    return repr(_cleaned(text))
 
 
 def error_type_text(error_type: Any) -> str:
     """An exception's class name for feedback: as it is when it is a (dotted) identifier,
     else quoted (:func:`quote_program_text`), since a program names its own classes."""
     name = "" if error_type is None else str(error_type)
-    plain = not name or (_IDENTIFIER.fullmatch(name) and program_text(name) == name)
+    plain = not name or (_IDENTIFIER.fullmatch(name) and _cleaned(name) == name)
     return name if plain else quote_program_text(name)
 
 
 def error_text(error_type: Any, message: Any) -> str:
-    """``Type: "message"`` (``Type`` alone without a message) for feedback."""
+    """``Type: 'message'`` (``Type`` alone without a message) for feedback."""
     shown = error_type_text(error_type)
     return f"{shown}: {quote_program_text(message)}" if message else shown
 
