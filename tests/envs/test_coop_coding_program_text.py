@@ -126,7 +126,6 @@ def test_exception_names_are_shown_bare_only_when_they_are_names():
     assert cf.error_text("ValueError", "no\nway") == "ValueError: 'no\\nway'"
 
 
-
 def test_the_teammates_code_gets_a_fence_it_cannot_close():
     """v0 shows each agent its teammate's code in a markdown fence. (Its reading of an answer
     already unwraps every run of three backticks, so this is a second line of defence.)"""
