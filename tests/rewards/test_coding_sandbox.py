@@ -116,7 +116,11 @@ CONTROL = HE0_MAIN.replace("return", "ret\x00urn")  # the env drops control char
 
 @pytest.mark.parametrize(
     ("env_id", "reward_impl"),
-    [("llm_marl_envs/CoopCoding-v0", "paper"), ("llm_marl_envs/CoopCoding-v1", "authors")],
+    [
+        ("llm_marl_envs/CoopCoding-v0", "paper"),
+        ("llm_marl_envs/CoopCoding-v1", "authors"),
+        ("llm_marl_envs/CoopCoding-v4", "hardened"),
+    ],
 )
 @pytest.mark.parametrize("main", [HE0_MAIN, TOO_LONG, CONTROL], ids=["plain", "long", "control"])
 def test_the_trl_reward_is_the_env_reward(env_id, reward_impl, main):
