@@ -39,11 +39,12 @@ same tests passed and no cooperation scores.
 **What it cannot see.** The probes run inside the program's own process: a program can
 notice that ``aux`` was swapped (its code object, timing), or break what the probe calls
 (builtins, the globals it shares with the program), and fail on purpose, which passes
-conditions 2 and 3; a program made slow on purpose under the probe (arguments that are
-costly to compare or copy) can lose a test to the probe's shorter time limit. A main that solves the problem alone but refuses to answer unless
-``aux()``, called without arguments, returns an agreed value (a "handshake") passes them
-too. Both pay only on a problem the pair solved (condition 1): the bonus for a solution that
-exists, never for a failure.
+conditions 2 and 3; so can a program made slow on purpose under the probe (arguments
+costly to compare or copy), which loses a test to the probe's shorter time limit. A main
+that solves the problem alone but refuses to answer unless ``aux()``, called without
+arguments, returns an agreed value (a "handshake") passes them too. All of these pay only
+on a problem the pair solved (condition 1): the bonus for a solution that exists, never for
+a failure.
 
 The probes run only for answers that pass every test and call ``aux``; each is one more
 sandbox run of the same tests, stopped at its first timeout, with less time per test
