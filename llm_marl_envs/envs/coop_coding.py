@@ -1,12 +1,12 @@
-"""CoopCoding-v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
+"""CoopCoding-v4 / -v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/CoopCoding-v2`` (AEC and native Parallel); ``-v1``, ``-v0`` kept |
+| Id | ``llm_marl_envs/CoopCoding-v4`` (AEC and native Parallel); ``-v2``, ``-v1``, ``-v0`` kept |
 | Agents | ``helper_0`` writes ``def aux(...)``; ``main_0`` writes the entry-point function and may call ``aux``; simultaneous, ``num_turns`` rounds (1 or 2) |
 | Action | free text: code, optionally in a markdown fence (unwrapped) |
 | Observation | instruction + the problem (signature and docstring); in round 2 also the execution feedback; ``infos[agent]["messages"]`` is the append-only chat |
-| Reward | MAGRPO's joint coding reward (maximum 4.0 per round), the same for both agents; ``reward_impl`` picks whose implementation |
+| Reward | MAGRPO's joint coding reward (maximum 4.0 per round), the same for both agents; ``reward_impl`` picks whose implementation (v4: ``"hardened"``, the cooperation bonus must be earned) |
 | Paper | Liu et al., "LLM Collaboration With Multi-Agent Reinforcement Learning" (MAGRPO), arXiv:2508.04652 |
 
 **Versions and implementations.** v1 runs the task as the MAGRPO authors' released code
@@ -23,6 +23,28 @@ also shown in the flat prompt. The embedded 135M model then writes ``aux`` as th
 instead of rewriting the main function, and stops (``docs/benchmarks/prompt_formats.md``).
 Rewards and feedback are v1's. Every choice is an argument of all versions; ``reward_impl`` is in
 ``infos[agent]["reward_impl"]`` and in episode records.
+
+**CoopCoding-v4** is v2 (the authors' prompts, level_feedback and the worked example) without
+the two reward hacks of the authors' reward, which the parity versions v1 and v2 keep on
+purpose (``docs/magrpo_parity.md``):
+
+* *the feedback is no answer key* (``feedback_asserts=False``): round 2's feedback names a
+  failed test by its number and error (``Failed case 1: AssertionError``), never the
+  assert with its expected value, and leaves an ``AssertionError``'s message (the test's own
+  text) out. (v0 listed up to five failing asserts: a round-2 answer that was only a table
+  of them scored 5/5 with no solution; v1's one assert gave 1/7 + the bonus = 3.14.)
+* *the cooperation bonus must be earned* (``reward_impl="hardened"``,
+  :mod:`llm_marl_envs.rewards.coding_hardened`): structure, syntax and tests are the
+  authors' points; the +0.5 (main calls ``aux``) and +1.0 (main is not a thin wrapper by
+  their check) are paid only when **every test passes** and two reruns of the tests each
+  lose at least one: one where every call of ``aux`` answers another question (it gets the
+  arguments of another call), one where its result is replaced by a different value. A
+  helper that returns a constant answers every question alike, and a result main ignores
+  changes nothing: no bonus. (With the authors' rule, a constant helper and a main that
+  is not a thin wrapper, ``r = aux(*a); s = r; return s``, got +1.5 whenever one test
+  passed: 47 of 100 training problems, mean 2.40 against 1.50 for an honest failure.) Their
+  -0.5 for an ignored result is dropped (such a main gets no bonus at all). What it cannot
+  see (a program that notices the reruns) is listed in that module.
 
 **Reward** ``"paper"`` (``llm_marl_envs.rewards.coding``, tests run by
 ``llm_marl_envs.rewards.coding_sandbox``, as for TRL), per round:
@@ -57,15 +79,28 @@ MAGRPO's splits (HumanEval test[33:133] / test[:32]; CoopHumanEval test[:50] / t
 only the interpreter and the standard library (not the dataset), cannot open sockets, and
 never sees another program's text or result. ``test_timeout`` bounds each test and
 ``program_timeout`` (default ``4 * test_timeout``) the whole program, loads included: past
-it, the remaining tests fail unrun. Control characters in the program's output and error
-messages are stripped before they reach ``infos`` or the next round's prompt.
+it, the remaining tests fail unrun.
+
+**Text the program produced** (exception messages, and the names of exception classes it
+defines) reaches ``infos`` only as one line of visible characters
+(:func:`~llm_marl_envs.envs.base.coding_prompts.program_text`, in every version): line
+breaks are folded into the two characters ``\\n``, and control, format (zero-width, tag
+characters, soft hyphen, bidirectional marks), separator, private-use and surrogate
+characters removed. In the feedback a message is always a Python string literal on its
+test's own line (``-> ValueError: 'x\\n...'``,
+:func:`~llm_marl_envs.envs.base.coding_prompts.quote_program_text`), an exception name that
+is not a plain identifier too, so no program can write a line that reads as the
+environment's (``Round 1 result: ...``, ``- Tests: ...``); the teammate's code sits in a
+fence longer than any run of backticks in it.
+
 ``sandbox_isolation="strict"`` makes the constructor raise ``SandboxError`` on a machine where
 the sandbox cannot give all of its guarantees; the default ``"auto"`` warns once, naming them.
 
 **Arguments.** ``dataset``, ``split``, ``data_source``, ``num_turns``, ``turn_weights``,
 ``reward_impl``, ``prompt_style``, ``feedback``, ``feedback_tests``,
-``feedback_original_prompt``, ``feedback_previous_response``, ``worked_example``, ``test_timeout`` (seconds per
-test; default 3, and the authors' 10 with ``reward_impl="authors"``), ``program_timeout``,
+``feedback_original_prompt``, ``feedback_previous_response``, ``feedback_asserts``,
+``worked_example``, ``test_timeout`` (seconds per test; default 3, and the authors' 10 with
+``reward_impl="authors"`` or ``"hardened"``), ``program_timeout``,
 ``sandbox_isolation``,
 ``max_action_length``, ``max_cycles`` (defaults to ``num_turns``), ``render_mode``.
 ``reset(options={"row_index": i})`` plays problem ``i`` of the split.
@@ -75,7 +110,9 @@ filesystem, seccomp, the ``program_timeout`` budget, control characters stripped
 the score of every program that finishes within the budget unchanged. v1: the authors'
 reward, prompts and feedback (``reward_impl="authors"``, ``prompt_style="authors"``,
 ``feedback="level_feedback"``). v2: v1 with ``worked_example=True`` (issue 18; the
-observation changes, rewards do not). Versions are registry arguments
+observation changes, rewards do not). 2026-11 (issue 31), every version: a program's words
+shown as one quoted visible line (scores unchanged). v4: v2 with ``reward_impl="hardened"``
+and ``feedback_asserts=False`` (issue 31). Versions are registry arguments
 (``envs_registry.yaml``): one class, whose defaults are v0's; each version's entry states
 the arguments that define it.
 """
@@ -83,6 +120,7 @@ the arguments that define it.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -90,6 +128,7 @@ from llm_marl_envs.core.simultaneous import SimultaneousTextEnv, TextParallelEnv
 from llm_marl_envs.core.text_env import CleanAction
 from llm_marl_envs.data.coding import load_coding_problems
 from llm_marl_envs.envs.base import coding_prompts as authors_feedback
+from llm_marl_envs.envs.base.coding_prompts import error_text, program_text
 from llm_marl_envs.rewards import coding_authors_analysis as authors_analysis
 from llm_marl_envs.rewards.coding import split_tests
 from llm_marl_envs.rewards.coding_sandbox import (
@@ -97,6 +136,7 @@ from llm_marl_envs.rewards.coding_sandbox import (
     run_program_tests,
     sandbox_limits,
     score_authors,
+    score_hardened,
     score_paper,
 )
 
@@ -165,6 +205,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         render_mode: str | None = None,
         max_action_length: int = 8192,
         worked_example: bool = False,
+        feedback_asserts: bool = True,
     ) -> None:
         if num_turns not in (1, 2):
             raise ValueError(f"num_turns must be 1 or 2, got {num_turns!r}")
@@ -202,6 +243,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.turn_weights = weights
         self.reward_impl, self.prompt_style, self.feedback = reward_impl, prompt_style, feedback
         self.worked_example = bool(worked_example)
+        self.feedback_asserts = bool(feedback_asserts)
         self.feedback_original_prompt = bool(feedback_original_prompt)
         self.feedback_previous_response = bool(feedback_previous_response)
         self.limits = sandbox_limits(reward_impl, test_timeout, program_timeout)
@@ -256,7 +298,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         if self.reward_impl == "paper":
             scored = self._score_paper(texts[HELPER], texts[MAIN])
         else:
-            scored = self._score_authors(texts[HELPER], texts[MAIN])
+            scored = self._score_authors(texts[HELPER], texts[MAIN], self.reward_impl)
         levels = scored.levels
         paid = self.turn_weights[self.round] * levels["total"]
         for agent, action in actions.items():
@@ -322,11 +364,13 @@ class CoopCodingEnv(SimultaneousTextEnv):
             code={HELPER: prepared.aux_code, MAIN: prepared.main_code},
         )
 
-    def _score_authors(self, helper_text: str, main_text: str) -> _Scored:
+    def _score_authors(self, helper_text: str, main_text: str, impl: str) -> _Scored:
         """The authors' reward, bit for bit
-        (:func:`llm_marl_envs.rewards.coding_sandbox.score_authors`)."""
+        (:func:`llm_marl_envs.rewards.coding_sandbox.score_authors`), or v4's with its
+        cooperation probes (``"hardened"``, :func:`~llm_marl_envs.rewards.coding_sandbox.score_hardened`)."""
         problem = self.problem
-        levels, result, prepared = score_authors(
+        score = score_hardened if impl == "hardened" else score_authors
+        levels, result, prepared = score(
             problem["prompt"],
             helper_text,
             main_text,
@@ -349,12 +393,14 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self, actions: dict[str, CleanAction], scored: _Scored, levels: dict[str, float]
     ) -> None:
         """Our round-2 prompt: both codes, the score and what failed in the execution."""
-        feedback = _feedback(scored.analysis, scored.result, self.tests)
+        feedback = _feedback(scored.analysis, scored.result, self.tests, self.feedback_asserts)
         for agent, teammate in ((HELPER, MAIN), (MAIN, HELPER)):
+            code = scored.code[teammate] or "# (none)"
+            fence = _fence(code)
             note = (
                 f"Round {self.round} result: {levels['total']:.2f} of 4.0 points, "
                 f"{scored.passed}/{scored.total} tests passed.\n{feedback}\n\n"
-                f"Your teammate's code:\n```python\n{scored.code[teammate] or '# (none)'}\n```\n\n"
+                f"Your teammate's code:\n{fence}python\n{code}\n{fence}\n\n"
                 "Write your improved code."
             )
             messages = self.infos[agent]["messages"] + [
@@ -392,6 +438,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
             original_prompt=self.feedback_original_prompt,
             previous_response=self.feedback_previous_response,
             analysis=analysis,
+            show_asserts=self.feedback_asserts,
         )
 
     def _render_header(self) -> str:
@@ -418,8 +465,28 @@ class _Scored:
 
 
 def _test_rows(result: Any) -> list[dict[str, Any]]:
-    keys = ("index", "passed", "timed_out", "error_type", "message")
-    return [{k: t.to_dict()[k] for k in keys} for t in (result.tests if result else [])]
+    """``infos["test_results"]``: each test's outcome, the program's words on one visible line
+    (:func:`~llm_marl_envs.envs.base.coding_prompts.program_text`)."""
+    rows = []
+    for test in result.tests if result else []:
+        row = test.to_dict()
+        rows.append(
+            {
+                "index": row["index"],
+                "passed": row["passed"],
+                "timed_out": row["timed_out"],
+                "error_type": row["error_type"] and program_text(row["error_type"]),
+                "message": program_text(row["message"]),
+            }
+        )
+    return rows
+
+
+def _fence(code: str) -> str:
+    """A markdown fence longer than every run of backticks in ``code``, so the code cannot
+    close it and write lines outside it (three backticks for code without any)."""
+    longest = max((len(run) for run in re.findall(r"`+", code)), default=0)
+    return "`" * max(3, longest + 1)
 
 
 def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
@@ -433,28 +500,32 @@ def _choice(name: str, value: str, allowed: tuple[str, ...]) -> str:
     return value
 
 
-def _feedback(analysis: Any, result: Any, tests: tuple[str, ...]) -> str:
-    """Feedback from the execution itself: what failed, where, and how."""
+def _feedback(analysis: Any, result: Any, tests: tuple[str, ...], show_asserts: bool = True) -> str:
+    """Feedback from the execution itself: what failed, where, and how. What the program
+    said (error messages, its own exception names) is quoted on the line of its test
+    (:func:`~llm_marl_envs.envs.base.coding_prompts.error_text`); ``show_asserts=False``
+    names a failed test by its number instead of printing its assert (expected value)."""
     if not analysis.main_defined:
         return "The main function was not defined."
     if not analysis.main_returns:
         return "The main function never returns a value."
     if not analysis.syntax_ok:
-        return f"The program does not parse: {analysis.syntax_error}"
+        return f"The program does not parse: {program_text(analysis.syntax_error)}"
     if result.status != "ok":
-        return (
-            f"The program failed to load ({result.status}): {result.error_type}: {result.message}"
-        )
+        error = error_text(result.error_type, result.message)
+        return f"The program failed to load ({result.status}): {error}"
     failed = [t for t in result.tests if not t.passed]
     if not failed:
         return "All tests passed."
     lines = ["Failed tests:"]
     for test in failed[:MAX_FEEDBACK_ITEMS]:
-        assertion = tests[test.index].strip().splitlines()[-1][:200]
-        detail = (
-            f"{test.error_type}: {test.message[:200]}" if test.message else str(test.error_type)
-        )
-        lines.append(f"- {assertion}  ->  {detail}")
+        message = test.message[:200]
+        if show_asserts:
+            assertion = program_text(tests[test.index].strip().splitlines()[-1][:200])
+            lines.append(f"- {assertion}  ->  {error_text(test.error_type, message)}")
+        else:
+            message = "" if test.error_type == "AssertionError" else message
+            lines.append(f"- test {test.index + 1}  ->  {error_text(test.error_type, message)}")
     if len(failed) > MAX_FEEDBACK_ITEMS:
         lines.append(f"- ... and {len(failed) - MAX_FEEDBACK_ITEMS} more")
     return "\n".join(lines)

@@ -3,12 +3,15 @@
 MAGRPO's joint coding reward (Liu et al., 2025, arXiv:2508.04652) has two implementations:
 ``"paper"``, the paper's description (:mod:`llm_marl_envs.rewards.coding`), and
 ``"authors"``, their released code bit for bit (:mod:`llm_marl_envs.rewards.coding_authors`).
+``"hardened"`` (CoopCoding-v4) is the authors' reward with a cooperation bonus that must be
+earned (:mod:`llm_marl_envs.rewards.coding_hardened`).
 Each prepares one joint answer without running it; this module is the one place where the
 reward runs code: :func:`run_program_tests` hands a program and its tests to
 :mod:`llm_marl_envs.sandbox`, each test run separately for at most :data:`TEST_TIMEOUT` seconds
 (per implementation), the rest failing unrun after :data:`MAX_TIMEOUTS` timeouts.
 
-* :func:`score_paper` / :func:`score_authors`: one joint answer's components, the sandbox's
+* :func:`score_paper` / :func:`score_authors` / :func:`score_hardened`: one joint answer's
+  components, the sandbox's
   result and the prepared program (what CoopCoding's rounds and feedback read);
 * :func:`coop_coding_reward`: the same reward with the TRL signature (a ``GRPOTrainer``
   ``reward_funcs`` entry as it is; also ``llm_marl_envs.integrations.trl.coop_coding_reward``).
@@ -24,7 +27,7 @@ from dataclasses import replace
 from typing import Any
 
 from llm_marl_envs.core.text_env import clean_text
-from llm_marl_envs.rewards import coding, coding_authors
+from llm_marl_envs.rewards import coding, coding_authors, coding_hardened
 from llm_marl_envs.rewards.inputs import completion_text, per_row
 from llm_marl_envs.rewards.impls import DEFAULT_REWARD_IMPL, check_reward_impl
 from llm_marl_envs.sandbox import ProgramResult, SandboxLimits, run_tests
@@ -36,12 +39,13 @@ __all__ = [
     "run_program_tests",
     "sandbox_limits",
     "score_authors",
+    "score_hardened",
     "score_paper",
 ]
 
 #: Seconds per test, per implementation: ours for the paper's reward, and the authors' runner's
 #: ``signal.alarm(10)``.
-TEST_TIMEOUT = {"paper": 3.0, "authors": 10.0}
+TEST_TIMEOUT = {"paper": 3.0, "authors": 10.0, "hardened": 10.0}
 #: Both implementations stop a program's tests after this many timeouts.
 MAX_TIMEOUTS = 3
 _AUTHORS_LIMITS = {
@@ -59,14 +63,14 @@ def sandbox_limits(
 ) -> SandboxLimits:
     """An implementation's sandbox limits: ``test_timeout`` seconds per test (default
     :data:`TEST_TIMEOUT`), ``program_timeout`` for the whole program (default: the sandbox's),
-    and for ``"authors"`` their memory and output caps (see
+    and for ``"authors"`` and ``"hardened"`` their memory and output caps (see
     :mod:`llm_marl_envs.rewards.coding_authors`)."""
     if test_timeout is None:
         test_timeout = TEST_TIMEOUT[_check_impl(reward_impl)]
     return SandboxLimits(
         timeout=float(test_timeout),
         program_timeout=None if program_timeout is None else float(program_timeout),
-        **(_AUTHORS_LIMITS if reward_impl == "authors" else {}),
+        **(_AUTHORS_LIMITS if reward_impl in ("authors", "hardened") else {}),
     )
 
 
@@ -156,7 +160,66 @@ def score_authors(
     return coding_authors.score(prepared, result.tests_passed), result, prepared
 
 
-_SCORERS = {"paper": score_paper, "authors": score_authors}
+def score_hardened(
+    prompt: str,
+    aux_answer: str,
+    main_answer: str,
+    test: str,
+    entry_point: str,
+    *,
+    limits: SandboxLimits | None = None,
+    isolation: str = "auto",
+) -> tuple[dict[str, float], ProgramResult | None, coding_authors.AuthorsProgram]:
+    """CoopCoding-v4's coding reward of one joint answer
+    (:mod:`llm_marl_envs.rewards.coding_hardened`), tests run in the sandbox.
+
+    The tests run as :func:`score_authors` runs them; when every test passes and main calls
+    ``aux``, they run twice more (the two probes, each stopped at its first timeout) to decide
+    the cooperation bonus. Returns the components, the real run's ``ProgramResult`` (``None``
+    when the climb stopped before the tests) and the prepared program.
+    """
+    prepared = coding_hardened.prepare(prompt, aux_answer, main_answer, test, entry_point)
+    if prepared.gate is not None:
+        return coding_hardened.score(prepared), None, prepared
+    limits = limits or sandbox_limits("hardened")
+    if limits.program_timeout is None:  # as the authors' runner: each test its full timeout
+        limits = replace(limits, program_timeout=limits.timeout * (len(prepared.tests) + 1))
+    result = run_program_tests(
+        prepared.program,
+        prepared.tests,
+        entry_point,
+        setup=prepared.setup,
+        limits=limits,
+        isolation=isolation,
+    )
+    passed = result.tests_passed
+    probes = coding_hardened.Probes()
+    if coding_hardened.needs_probes(prepared, passed):
+        timeout = coding_hardened.probe_timeout(
+            limits.timeout, [test.duration for test in result.tests]
+        )
+        probe_limits = replace(
+            limits,
+            timeout=timeout,
+            program_timeout=min(limits.program_timeout, timeout * (len(prepared.tests) + 1)),
+        )
+        counts: dict[str, int | None] = {}
+        for mode in coding_hardened.PROBES:
+            probe = run_tests(
+                coding_hardened.probe_program(prepared.program, mode),
+                list(prepared.tests),
+                entry_point,
+                setup=prepared.setup,
+                limits=probe_limits,
+                max_timeouts=1,
+                isolation=isolation,
+            )
+            counts[mode] = probe.tests_passed if probe.status == "ok" else None
+        probes = coding_hardened.Probes(**counts)
+    return coding_hardened.score(prepared, passed, probes), result, prepared
+
+
+_SCORERS = {"paper": score_paper, "authors": score_authors, "hardened": score_hardened}
 _HELPERS, _MAINS = ("helper_0", "helper"), ("main_0", "main")
 
 
@@ -197,7 +260,8 @@ def coop_coding_reward(
         partner_completion: The other agent's answers.
         agent: Which one the learner is: ``"main_0"`` (writes the entry point) or
             ``"helper_0"`` (writes ``aux``); a column or one value.
-        reward_impl: ``"paper"`` (CoopCoding-v0's) or ``"authors"`` (CoopCoding-v1's and v2's);
+        reward_impl: ``"paper"`` (CoopCoding-v0's), ``"authors"`` (CoopCoding-v1's and v2's)
+            or ``"hardened"`` (CoopCoding-v4's);
             a column or one value (``env_dataset`` writes the env's).
         max_action_length: Longer answers are format failures (no code), as in the env; a
             column or one value (``env_dataset`` writes the env's).

@@ -7,6 +7,8 @@ Some tasks can be scored in more than one way (``reward_impl``), each named here
 * ``"authors"``: bit for bit what the authors' released code computes today;
 * ``"authors-2025"``: the writing tasks' code as released in 2025, before the authors changed
   arXiv's length table on 2025-12-31 (the code behind the paper's arXiv figures).
+* ``"hardened"`` (coding only): the authors' coding reward with a cooperation bonus that must
+  be earned (:mod:`llm_marl_envs.rewards.coding_hardened`; CoopCoding-v4).
 
 ``docs/magrpo_parity.md`` lists every difference. A function or environment given no
 implementation uses :data:`DEFAULT_REWARD_IMPL`; each registered version names its own in
@@ -27,7 +29,7 @@ _WRITING = ("paper", "authors", "authors-2025")
 REWARD_IMPLS: dict[str, tuple[str, ...]] = {
     "tldr": _WRITING,
     "arxiv": _WRITING,
-    "coding": ("paper", "authors"),
+    "coding": ("paper", "authors", "hardened"),
 }
 #: The implementation of a caller that names none.
 DEFAULT_REWARD_IMPL = "paper"

@@ -105,7 +105,7 @@ def test_control_characters_from_the_program_stay_out_of_infos_and_prompts():
     env = _env(num_turns=2)
     info = _round(env, AUX, raising)
     messages = [r["message"] for r in info["test_results"]]
-    assert messages and all(m == "boom\n" for m in messages), messages  # CR -> newline
+    assert messages and all(m == "boom\\n" for m in messages), messages  # CR -> "\n" shown
     prompt = str(env.observe("main_0")) + str(env.infos["main_0"]["messages"])
     assert "boom" in prompt
     assert not any(ch in prompt for ch in "\x1b\x07\r\u202e")

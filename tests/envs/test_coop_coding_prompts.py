@@ -148,6 +148,17 @@ def test_the_program_and_when_tests_run_are_theirs(runs):
     assert ran >= 1000
 
 
+def _quoted(text: str, outcomes: list[CaseOutcome]) -> str:
+    """Their text with each failed case's message quoted, as ours shows a program's words
+    (the one deliberate difference: ``coding_prompts``'s module docstring)."""
+    for o in outcomes:
+        if not o.passed and o.message:
+            theirs = f"-> {o.error_type}: {o.message}"
+            ours = f"-> {cf.error_type_text(o.error_type)}: {cf.quote_program_text(o.message)}"
+            text = text.replace(theirs, ours)
+    return text
+
+
 @pytest.mark.parametrize("mode", cf.FEEDBACK_MODES)
 def test_followup_prompts_are_theirs_exactly(runs, same_python, mode):
     expected = _load(mode)
@@ -175,6 +186,7 @@ def test_followup_prompts_are_theirs_exactly(runs, same_python, mode):
                 analysis=analysis,
             )
             compared += 1
+            theirs = [_quoted(text, outcomes) for text in theirs]
             if list(ours) != theirs:
                 mismatched.append((run["task_id"], run["kind"], original, previous))
     assert not mismatched, f"{len(mismatched)} of {compared} differ, e.g. {mismatched[:5]}"

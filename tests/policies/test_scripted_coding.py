@@ -102,6 +102,15 @@ def test_oracle_team_scores_the_maximum_on_every_problem(env_id, num_turns, shar
     assert coop == []
 
 
+def test_on_v4_the_oracle_team_loses_only_the_bonus_of_partial_solutions():
+    """CoopCoding-v4 pays the bonus only when every test passes: HumanEval/1's canonical
+    solution passes some of the authors' per-line asserts (v1: 3.0 + passed / total)."""
+    env = llm_marl_envs.make("llm_marl_envs/CoopCoding-v4", split="all")
+    joint, problem = _play(env, 1)
+    assert problem["task_id"] == "HumanEval/1" and joint == pytest.approx(_ceiling(problem) - 1.5)
+    assert _misses("llm_marl_envs/CoopCoding-v4", SAMPLE, 1) == ["HumanEval/1", "HumanEval/2"]
+
+
 def test_unsplit_problems_score_a_thin_wrapper():
     env = llm_marl_envs.make("llm_marl_envs/CoopCoding-v1", split="all")
     joint, _ = _play(env, 2)

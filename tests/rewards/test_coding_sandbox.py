@@ -68,7 +68,7 @@ def test_coop_coding_reward_takes_completions_and_columns():
 
 def test_bad_arguments_are_one_line_errors():
     with pytest.raises(
-        ValueError, match=r"reward_impl must be one of \['paper', 'authors'\], got 'x'"
+        ValueError, match=r"reward_impl must be one of \['paper', 'authors', 'hardened'\], got 'x'"
     ):
         coop_coding_reward([AUX], partner_completion=[MAIN], reward_impl="x", **COLUMNS)
     with pytest.raises(ValueError, match="agent must be 'helper_0' or 'main_0'"):
@@ -116,7 +116,11 @@ CONTROL = HE0_MAIN.replace("return", "ret\x00urn")  # the env drops control char
 
 @pytest.mark.parametrize(
     ("env_id", "reward_impl"),
-    [("llm_marl_envs/CoopCoding-v0", "paper"), ("llm_marl_envs/CoopCoding-v1", "authors")],
+    [
+        ("llm_marl_envs/CoopCoding-v0", "paper"),
+        ("llm_marl_envs/CoopCoding-v1", "authors"),
+        ("llm_marl_envs/CoopCoding-v4", "hardened"),
+    ],
 )
 @pytest.mark.parametrize("main", [HE0_MAIN, TOO_LONG, CONTROL], ids=["plain", "long", "control"])
 def test_the_trl_reward_is_the_env_reward(env_id, reward_impl, main):

@@ -49,12 +49,23 @@ runner's words. :func:`followup_prompts` composes the two prompts::
 
 Parity: ``tests/envs/test_coop_coding_prompts.py`` compares every mode and option
 combination with the text their code produced on generated answers to real HumanEval
-problems, character for character.
+problems, character for character, but for one deliberate difference:
+
+**Text a program produced** (an exception's message, and a class name that is not a plain
+identifier) is shown as :func:`quote_program_text` writes it: one Python string literal on
+one line, line breaks escaped and every invisible character removed, so that a program
+cannot write lines that read as the environment's own diagnostics (``'x\\n\\nRound 1
+result: ...'`` stays one quoted string on the line of the failed case). Their feedback
+prints the message raw.
+
+``show_asserts=False`` (CoopCoding-v4) names a failed case by its number instead of printing
+the assert, whose expected value would otherwise be an answer key for the next turn.
 """
 
 from __future__ import annotations
 
 import re
+import unicodedata
 import warnings
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -81,6 +92,8 @@ __all__ = [
     "outcome_from_result",
     "outcomes_from_sandbox",
     "parse_sandbox_slice",
+    "program_text",
+    "quote_program_text",
     "sandbox_sources",
     "select_feedback_tests",
     "slice_test_source",
@@ -98,6 +111,78 @@ UNSUPPORTED_MODES = {
 TIMEOUT_OUTCOME = ("TimeoutException", "Code execution timed out")
 
 _NO_IMPL = "<no implementation found>"
+
+# --------------------------------------------------------------------------- program text
+#: Unicode categories removed from program text: control, format (zero-width characters, soft
+#: hyphen, bidirectional marks, tag characters U+E0000-E007F), line and paragraph separators,
+#: private use, surrogates and unassigned code points.
+_HIDDEN_CATEGORIES = frozenset({"Cc", "Cf", "Zl", "Zp", "Co", "Cs", "Cn"})
+#: Invisible characters of other categories: combining grapheme joiner, Hangul fillers, the
+#: braille blank and variation selectors.
+_HIDDEN_EXTRA = frozenset(
+    "\u034f\u115f\u1160\u3164\uffa0\u2800"
+    + "".join(map(chr, range(0xFE00, 0xFE10)))
+    + "".join(map(chr, range(0xE0100, 0xE01F0)))
+)
+#: Line breaks (``str.splitlines``'s) folded into an escaped ``\\n``.
+_LINE_BREAKS = re.compile("\r\n|[\n\r\x0b\x0c\x1c\x1d\x1e\x85\u2028\u2029]")
+_IDENTIFIER = re.compile(r"[^\W\d]\w*(?:\.[^\W\d]\w*)*")
+
+
+def _visible(ch: str) -> str:
+    if ch in "\n\t":
+        return ch
+    category = unicodedata.category(ch)
+    if category in _HIDDEN_CATEGORIES or ch in _HIDDEN_EXTRA:
+        return ""
+    return " " if category == "Zs" else ch
+
+
+def _cleaned(text: Any) -> str:
+    """Line breaks as ``\\n``, tabs kept, every other invisible character removed."""
+    text = "" if text is None else str(text)
+    if text.isprintable() and _HIDDEN_EXTRA.isdisjoint(text):
+        return text  # the common case: nothing to fold or remove
+    return "".join(_visible(ch) for ch in _LINE_BREAKS.sub("\n", text))
+
+
+def program_text(text: Any) -> str:
+    """Text a program produced, as one line of visible characters (what ``infos`` keep).
+
+    Line breaks (``\\n``, ``\\r``, vertical tab, form feed, NEL, U+2028/U+2029...) become
+    the two characters ``\\n``, a tab ``\\t``; every control, format, separator, private-use,
+    surrogate and unassigned character is removed (with a few invisible letters and marks),
+    other spaces become a plain space. Text without any of these comes back unchanged.
+
+    >>> program_text('x\\n\\nRound 1 result: 4.00\\u2028All\\u200b "tests" passed.')
+    'x\\\\n\\\\nRound 1 result: 4.00\\\\nAll "tests" passed.'
+    """
+    return _cleaned(text).replace("\n", "\\n").replace("\t", "\\t")
+
+
+def quote_program_text(text: Any) -> str:
+    """How feedback shows a program's words: the cleaned text (see :func:`program_text`) as
+    a Python string literal, on one line (``repr``: quotes and backslashes escaped where
+    needed, line breaks as ``\\n``).
+
+    >>> print(quote_program_text("name 'x' is not defined\\n- Tests: 1/1 passed"))
+    "name 'x' is not defined\\n- Tests: 1/1 passed"
+    """
+    return repr(_cleaned(text))
+
+
+def error_type_text(error_type: Any) -> str:
+    """An exception's class name for feedback: as it is when it is a (dotted) identifier,
+    else quoted (:func:`quote_program_text`), since a program names its own classes."""
+    name = "" if error_type is None else str(error_type)
+    plain = not name or (_IDENTIFIER.fullmatch(name) and _cleaned(name) == name)
+    return name if plain else quote_program_text(name)
+
+
+def error_text(error_type: Any, message: Any) -> str:
+    """``Type: 'message'`` (``Type`` alone without a message) for feedback."""
+    shown = error_type_text(error_type)
+    return f"{shown}: {quote_program_text(message)}" if message else shown
 
 
 # --------------------------------------------------------------------------- tests
@@ -345,7 +430,7 @@ class _Tests:
 
     total: int
     passed: int
-    failures: tuple[tuple[str, CaseOutcome], ...]
+    failures: tuple[tuple[int, str, CaseOutcome], ...]
 
 
 def _tests(
@@ -360,7 +445,11 @@ def _tests(
     if len(outcomes) > len(run):
         raise ValueError(f"more outcomes ({len(outcomes)}) than executed cases ({len(run)})")
     read = [outcome_from_result(o) for o in outcomes]
-    failures = tuple((c.text, o) for c, o in zip(run, read, strict=False) if not o.passed)
+    failures = tuple(
+        (number, c.text, o)
+        for number, (c, o) in enumerate(zip(run, read, strict=False), 1)
+        if not o.passed
+    )
     return _Tests(len(run), sum(o.passed for o in read), failures)
 
 
@@ -368,7 +457,20 @@ def _tests(
 _Parts = tuple[list[str], list[str]]
 
 
-def _diagnostics(analysis: FeedbackAnalysis, tests: _Tests, *, main_first: bool) -> list[str]:
+def _failed_case(number: int, text: str, outcome: CaseOutcome, show_asserts: bool) -> str:
+    """One failed case: their ``Failed case: <assert> -> <error>: <message>`` with the
+    program's words quoted; without the assert (and without an ``AssertionError``'s message,
+    the test's own text) when ``show_asserts`` is off."""
+    if show_asserts:  # their line, with "AssertionError: " for an assert without a message
+        shown = quote_program_text(outcome.message) if outcome.message else ""
+        return f"  Failed case: {text} -> {error_type_text(outcome.error_type)}: {shown}"
+    message = "" if outcome.error_type == "AssertionError" else outcome.message
+    return f"  Failed case {number}: {error_text(outcome.error_type, message)}"
+
+
+def _diagnostics(
+    analysis: FeedbackAnalysis, tests: _Tests, *, main_first: bool, show_asserts: bool = True
+) -> list[str]:
     found = {True: "FOUND", False: "MISSING"}
     aux = f"- Aux definition: {found[analysis.aux_defined]} ({analysis.aux_message})"
     main = f"- Main definition: {found[analysis.main_defined]} ({analysis.main_message})"
@@ -377,12 +479,10 @@ def _diagnostics(analysis: FeedbackAnalysis, tests: _Tests, *, main_first: bool)
     lines.append(f"- Syntax: {syntax} ({analysis.syntax_message})")
     if analysis.syntax_error is not None:
         line, column, message = analysis.syntax_error
-        lines.append(f"  SyntaxError at line {line}, col {column}: {message}")
+        lines.append(f"  SyntaxError at line {line}, col {column}: {program_text(message)}")
     if tests.total > 0:
         lines.append(f"- Tests: {tests.passed}/{tests.total} passed")
-        lines += [
-            f"  Failed case: {text} -> {o.error_type}: {o.message}" for text, o in tests.failures
-        ]
+        lines += [_failed_case(number, text, o, show_asserts) for number, text, o in tests.failures]
     else:
         lines.append("- Tests: no test cases found")
     return lines
@@ -402,9 +502,12 @@ def _aux_usage_notes(analysis: FeedbackAnalysis) -> list[str]:
     return notes
 
 
-def _level_feedback(analysis: FeedbackAnalysis, tests: _Tests, entry_point: str) -> _Parts:
-    aux = _diagnostics(analysis, tests, main_first=False)
-    main = _diagnostics(analysis, tests, main_first=True) + _aux_usage_notes(analysis)
+def _level_feedback(
+    analysis: FeedbackAnalysis, tests: _Tests, entry_point: str, show_asserts: bool = True
+) -> _Parts:
+    aux = _diagnostics(analysis, tests, main_first=False, show_asserts=show_asserts)
+    main = _diagnostics(analysis, tests, main_first=True, show_asserts=show_asserts)
+    main += _aux_usage_notes(analysis)
     tail = "accordingly. Output ONLY the function code with no extra text."
     return (
         aux + [f"\nRevise your aux(...) {tail}"],
@@ -412,7 +515,9 @@ def _level_feedback(analysis: FeedbackAnalysis, tests: _Tests, entry_point: str)
     )
 
 
-def _level_passed(analysis: FeedbackAnalysis, tests: _Tests, entry_point: str) -> _Parts:
+def _level_passed(
+    analysis: FeedbackAnalysis, tests: _Tests, entry_point: str, show_asserts: bool = True
+) -> _Parts:
     syntax = "Syntax correct" if analysis.syntax_ok else "Syntax not correct"
     if tests.total == 0:
         summary = "No tests found"
@@ -452,7 +557,9 @@ def _level_passed(analysis: FeedbackAnalysis, tests: _Tests, entry_point: str) -
     return aux, main
 
 
-def _passed(analysis: FeedbackAnalysis, tests: _Tests, entry_point: str) -> _Parts:
+def _passed(
+    analysis: FeedbackAnalysis, tests: _Tests, entry_point: str, show_asserts: bool = True
+) -> _Parts:
     all_passed = analysis.syntax_ok and analysis.main_defined and 0 < tests.total == tests.passed
     signal = f"Signal: {'All levels passed' if all_passed else 'Not all levels passed'}"
     tail = "if needed. Output ONLY the function code."
@@ -462,12 +569,14 @@ def _passed(analysis: FeedbackAnalysis, tests: _Tests, entry_point: str) -> _Par
     )
 
 
-def _plain(analysis: FeedbackAnalysis, tests: _Tests, entry_point: str) -> _Parts:
+def _plain(
+    analysis: FeedbackAnalysis, tests: _Tests, entry_point: str, show_asserts: bool = True
+) -> _Parts:
     tail = "accordingly. Output ONLY the function code."
     return [f"Revise your aux(...) {tail}"], [f"Revise your {entry_point or 'main'}(...) {tail}"]
 
 
-_COMPOSERS: dict[str, Callable[[FeedbackAnalysis, _Tests, str], _Parts]] = {
+_COMPOSERS: dict[str, Callable[[FeedbackAnalysis, _Tests, str, bool], _Parts]] = {
     "level_feedback": _level_feedback,
     "level_passed": _level_passed,
     "passed": _passed,
@@ -496,8 +605,10 @@ def followup_prompts(
     original_prompt: bool = False,
     previous_response: bool = True,
     analysis: FeedbackAnalysis | None = None,
+    show_asserts: bool = True,
 ) -> tuple[str, str]:
-    """The helper's and main's next-turn prompts, exactly as their external mode writes them.
+    """The helper's and main's next-turn prompts, as their external mode writes them (a
+    program's words quoted: see the module docstring).
 
     Args:
         mode: ``"level_feedback"`` (their default), ``"level_passed"``, ``"passed"`` or
@@ -516,6 +627,8 @@ def followup_prompts(
         previous_response: Show each agent its previous function (their
             ``external_previous_response``; default on).
         analysis: :func:`analyse_feedback` of these answers, if the caller has it already.
+        show_asserts: Print each failed assert, with its expected value (theirs); ``False``
+            names a failed case by its number and leaves an ``AssertionError``'s message out.
 
     Returns:
         ``(aux_prompt, main_prompt)``.
@@ -533,7 +646,7 @@ def followup_prompts(
     if previous_response:
         aux += ["Your previous aux(...) implementation:", analysis.aux_function or _NO_IMPL, ""]
         main += ["Your previous main implementation:", analysis.main_function or _NO_IMPL, ""]
-    aux_tail, main_tail = compose(analysis, tests, entry_point)
+    aux_tail, main_tail = compose(analysis, tests, entry_point, show_asserts)
     return "\n".join(aux + aux_tail), "\n".join(main + main_tail)
 
 

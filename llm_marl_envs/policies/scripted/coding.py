@@ -1,7 +1,8 @@
 """Scripted players of CoopCoding: an oracle team for the authors' format (v1, v2), and v0's
 trivial pair.
 
-**The authors' format** (``info["reward_impl"] == "authors"``, CoopCoding-v1 and -v2). The
+**The authors' format** (``info["reward_impl"]`` ``"authors"``, CoopCoding-v1 and -v2, or
+``"hardened"``, CoopCoding-v4, which reads answers the same way). The
 oracle is *privileged*, like the maze's: it finds the episode's problem from
 ``info["data_source"]`` and ``info["row_id"]`` (the rows the env loaded) and writes, as a
 perfect team would, a helper ``aux`` and a main function that calls it and uses its result
@@ -27,7 +28,11 @@ Both agents write the same answers in every round; the oracle draws nothing, so 
 plays alike. Measured with the authors' reward in the
 sandbox (``tests/policies/test_scripted_coding.py``): the team scores the maximum the
 canonical solution allows on 160 of the 164 HumanEval problems (97.6%; 4.0 on 152) and 4.0 on
-all 82 CoopHumanEval problems, alike on v1 and v2, in one turn and in two.
+all 82 CoopHumanEval problems, alike on v1 and v2, in one turn and in two. On CoopCoding-v4,
+whose bonus needs every test passed and an ``aux`` that matters, it scores 4.0 on 150 of the
+164 HumanEval problems (mean 3.85, against 3.92 on v1): it loses the bonus where the canonical
+solution fails some of the authors' per-line asserts (HumanEval/1, /44, /53, /87, /113, /151)
+and where the split's ``aux`` makes no difference on the tests (/20, /124).
 
 **CoopCoding-v0** (the paper's reward): an identity helper and a main that passes its first
 argument through it, unchanged since v0.
@@ -78,7 +83,7 @@ def _coding_main(observation: str, info: dict[str, Any]) -> str:
 def oracle_answers(info: dict[str, Any]) -> Pair | None:
     """The oracle team's ``(aux, main)`` for this episode's problem in the authors' format;
     ``None`` in another format or where ``info`` does not say which problem it is."""
-    if info.get("reward_impl") != "authors" or info.get("row_id") is None:
+    if info.get("reward_impl") not in ("authors", "hardened") or info.get("row_id") is None:
         return None
     return _answers(str(info.get("data_source", "")), int(info["row_id"]))
 
