@@ -271,7 +271,7 @@ def serve(req: dict) -> None:
     out = io.TextIOWrapper(
         io.FileIO(1, "w", closefd=False),
         encoding="utf-8",
-        errors="backslashreplace",
+        errors=req["limits"].get("stdout_errors", "backslashreplace"),
         write_through=True,
     )
     sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = out
@@ -302,19 +302,26 @@ def serve(req: dict) -> None:
         send({"k": "load", "type": exc_name(error), "msg": short(error)})
         return
     send({"k": "ready"})
+    alarm = (
+        _load("_runner").InProgramAlarm() if req["limits"].get("on_timeout") == "raise" else None
+    )
     while True:
         try:
-            args, kwargs = codec.loads(codec.read_frame(3))
+            args, kwargs, *seconds = codec.loads(codec.read_frame(3))
         except EOFError:
             return
         try:
-            value = fn(*args, **kwargs)
+            value = fn(*args, **kwargs) if alarm is None else alarm.call(fn, args, kwargs, *seconds)
             try:
                 reply = {"k": "ret", "v": to_wire(value)}
             except (codec.WireError, RecursionError) as error:
                 reply = {"k": "bad", "msg": short(error)}
         except BaseException as error:  # noqa: BLE001
             reply = {"k": "raise", "type": exc_name(error), "msg": short(error)}
+            if alarm is not None and isinstance(error, alarm.exception):
+                reply = {"k": "timeout"}
+        if alarm is not None and alarm.fired:
+            reply["alarm"] = True
         try:
             send(reply)
         except (ValueError, RecursionError) as error:  # unencodable payload
