@@ -93,7 +93,10 @@ from llm_marl_envs.envs.base import coding_prompts as authors_feedback
 from llm_marl_envs.rewards import coding_authors_analysis as authors_analysis
 from llm_marl_envs.rewards.coding import split_tests
 from llm_marl_envs.rewards.coding_sandbox import (
+    SCORED_TEXT_CAP,
     TEST_TIMEOUT,
+    check_authors_harness,
+    harness_packages,
     run_program_tests,
     sandbox_limits,
     score_authors,
@@ -165,6 +168,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         render_mode: str | None = None,
         max_action_length: int = 8192,
         worked_example: bool = False,
+        authors_harness: str = "legacy",
     ) -> None:
         if num_turns not in (1, 2):
             raise ValueError(f"num_turns must be 1 or 2, got {num_turns!r}")
@@ -178,6 +182,12 @@ class CoopCodingEnv(SimultaneousTextEnv):
             raise ValueError(
                 "feedback='execution' reads the paper reward's analysis: use reward_impl='paper', "
                 f"or one of the authors' feedback modes {authors_feedback.FEEDBACK_MODES}"
+            )
+        self.authors_harness = check_authors_harness(authors_harness)
+        if authors_harness == "exact" and reward_impl != "authors":
+            raise ValueError(
+                "authors_harness='exact' runs the authors' reward: use reward_impl='authors', "
+                "or authors_harness='legacy'"
             )
         self.feedback_tests = authors_feedback.parse_sandbox_slice(feedback_tests)
         if test_timeout is None:
@@ -204,7 +214,8 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.worked_example = bool(worked_example)
         self.feedback_original_prompt = bool(feedback_original_prompt)
         self.feedback_previous_response = bool(feedback_previous_response)
-        self.limits = sandbox_limits(reward_impl, test_timeout, program_timeout)
+        self.limits = sandbox_limits(reward_impl, test_timeout, program_timeout, authors_harness)
+        self.packages = harness_packages(authors_harness)
         self.sandbox_isolation = sandbox_isolation
         if sandbox_isolation == "strict":  # refuse now, not in the middle of an episode
             from llm_marl_envs.sandbox import capabilities
@@ -251,12 +262,26 @@ class CoopCodingEnv(SimultaneousTextEnv):
             MAIN: (MAIN_INSTRUCTION.format(entry_point=problem["entry_point"]), user),
         }
 
+    def _clean_action(self, agent: str, action: Any) -> CleanAction:
+        """The action as displayed (cleaned, clipped to ``max_action_length``); with
+        ``authors_harness="exact"`` it also carries the text as written, which is scored
+        (up to ``SCORED_TEXT_CAP`` characters: longer is a ``"too_long"`` failure)."""
+        clean = super()._clean_action(agent, action)
+        if self.authors_harness != "exact":
+            return clean
+        if len(action) > SCORED_TEXT_CAP:
+            return _ScoredAction(clean.text, "too_long", "")
+        return _ScoredAction(
+            clean.text, clean.failure if clean.failure == "empty" else None, action
+        )
+
     def _resolve(self, actions: dict[str, CleanAction]) -> None:
         texts = {agent: "" if a.failure else a.text for agent, a in actions.items()}
         if self.reward_impl == "paper":
             scored = self._score_paper(texts[HELPER], texts[MAIN])
         else:
-            scored = self._score_authors(texts[HELPER], texts[MAIN])
+            written = {a: getattr(act, "scored", texts[a]) for a, act in actions.items()}
+            scored = self._score_authors(written[HELPER], written[MAIN])
         levels = scored.levels
         paid = self.turn_weights[self.round] * levels["total"]
         for agent, action in actions.items():
@@ -293,6 +318,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
             setup=setup,
             limits=self.limits,
             isolation=self.sandbox_isolation,
+            packages=self.packages,
         )
 
     def _score_paper(self, helper_text: str, main_text: str) -> _Scored:
@@ -334,6 +360,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
             problem["entry_point"],
             limits=self.limits,
             isolation=self.sandbox_isolation,
+            authors_harness=self.authors_harness,
         )
         status = result.status if result else (prepared.gate or "not_run")
         return _Scored(
@@ -400,6 +427,13 @@ class CoopCodingEnv(SimultaneousTextEnv):
             f"row {self.row_id} ({self.problem.get('task_id')}) | {len(self.tests)} tests ===\n"
             f"{self.problem.get('prompt', '').strip()}"
         )
+
+
+@dataclass(frozen=True)
+class _ScoredAction(CleanAction):
+    """A cleaned action and the text that is scored: as written (``authors_harness="exact"``)."""
+
+    scored: str = ""
 
 
 @dataclass
