@@ -268,13 +268,14 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str) -> None:
 
 def serve(req: dict) -> None:
     """U: run the program's top level, then answer calls of the entry point on fd 3/4."""
-    out = io.TextIOWrapper(
-        io.FileIO(1, "w", closefd=False),
-        encoding="utf-8",
-        errors=req["limits"].get("stdout_errors", "backslashreplace"),
-        write_through=True,
-    )
-    sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = out
+
+    def stream(errors: str) -> io.TextIOWrapper:
+        raw = io.FileIO(1, "w", closefd=False)
+        return io.TextIOWrapper(raw, encoding="utf-8", errors=errors, write_through=True)
+
+    out = stream(req["limits"].get("stdout_errors", "backslashreplace"))
+    err = out if out.errors == "backslashreplace" else stream("backslashreplace")  # as Python's
+    sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__ = out, err, out, err
     sys.stdin = sys.__stdin__ = open(0, closefd=False)  # noqa: SIM115 - /dev/null, kept open
     sys.modules["random"].seed()  # a fresh interpreter's random state, not the zygote's
     write_all, frame, to_wire = codec.write_all, codec.frame, codec.to_wire

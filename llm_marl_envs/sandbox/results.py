@@ -69,9 +69,10 @@ class SandboxLimits:
             blocks signals) is killed. The test counts as timed out either way.
         timeout_grace: Seconds a program has to come back after its in-program timeout
             (``on_timeout="raise"``); between 0 and 5.
-        stdout_errors: How the program's ``sys.stdout`` / ``sys.stderr`` encode what cannot be
-            UTF-8 (lone surrogates): ``"backslashreplace"`` (default: printing never fails)
-            or ``"strict"`` (``UnicodeEncodeError`` in the program, as a UTF-8 terminal gives).
+        stdout_errors: How the program's ``sys.stdout`` encodes what cannot be UTF-8 (lone
+            surrogates): ``"backslashreplace"`` (default: printing never fails) or
+            ``"strict"`` (``UnicodeEncodeError`` in the program, as a UTF-8 terminal gives).
+            ``sys.stderr`` always uses ``"backslashreplace"``, as Python's own does.
     """
 
     timeout: float = 3.0
