@@ -1,8 +1,8 @@
-"""CoopCoding-v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
+"""CoopCoding-v3 / -v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/CoopCoding-v2`` (AEC and native Parallel); ``-v1``, ``-v0`` kept |
+| Id | ``llm_marl_envs/CoopCoding-v3`` (AEC and native Parallel); ``-v2``, ``-v1``, ``-v0`` kept |
 | Agents | ``helper_0`` writes ``def aux(...)``; ``main_0`` writes the entry-point function and may call ``aux``; simultaneous, ``num_turns`` rounds (1 or 2) |
 | Action | free text: code, optionally in a markdown fence (unwrapped) |
 | Observation | instruction + the problem (signature and docstring); in round 2 also the execution feedback; ``infos[agent]["messages"]`` is the append-only chat |
@@ -21,8 +21,15 @@ one example exchange in its own format (a small problem, ``count_evens``, and th
 format asks for: ``def aux(n)`` for the helper, ``count_evens`` calling ``aux`` for main),
 also shown in the flat prompt. The embedded 135M model then writes ``aux`` as the helper
 instead of rewriting the main function, and stops (``docs/benchmarks/prompt_formats.md``).
-Rewards and feedback are v1's. Every choice is an argument of all versions; ``reward_impl`` is in
-``infos[agent]["reward_impl"]`` and in episode records.
+Rewards and feedback are v1's. v3 is v1 scored exactly as their runner scores
+(``authors_harness="exact"``, :mod:`llm_marl_envs.rewards.coding_sandbox`): each answer is
+scored as written, not clipped to ``max_action_length`` nor cleaned of control characters
+(those apply to what is shown: the transcript, ``infos`` and the next round's prompt; the one
+limit on the scored text is ``SCORED_TEXT_CAP``, 1 MiB of characters, past which an answer is a
+``"too_long"`` failure scored as empty), a test's timeout is raised inside the program, which
+keeps its state for the next test, stdout is strict UTF-8, and numpy is importable. v1 and v2
+keep ``authors_harness="legacy"``. Every choice is an argument of all versions; ``reward_impl``
+is in ``infos[agent]["reward_impl"]`` and in episode records.
 
 **Reward** ``"paper"`` (``llm_marl_envs.rewards.coding``, tests run by
 ``llm_marl_envs.rewards.coding_sandbox``, as for TRL), per round:
@@ -66,6 +73,7 @@ the sandbox cannot give all of its guarantees; the default ``"auto"`` warns once
 ``reward_impl``, ``prompt_style``, ``feedback``, ``feedback_tests``,
 ``feedback_original_prompt``, ``feedback_previous_response``, ``worked_example``, ``test_timeout`` (seconds per
 test; default 3, and the authors' 10 with ``reward_impl="authors"``), ``program_timeout``,
+``authors_harness`` (``"legacy"`` or ``"exact"``; ``"exact"`` needs ``reward_impl="authors"``),
 ``sandbox_isolation``,
 ``max_action_length``, ``max_cycles`` (defaults to ``num_turns``), ``render_mode``.
 ``reset(options={"row_index": i})`` plays problem ``i`` of the split.
@@ -75,7 +83,9 @@ filesystem, seccomp, the ``program_timeout`` budget, control characters stripped
 the score of every program that finishes within the budget unchanged. v1: the authors'
 reward, prompts and feedback (``reward_impl="authors"``, ``prompt_style="authors"``,
 ``feedback="level_feedback"``). v2: v1 with ``worked_example=True`` (issue 18; the
-observation changes, rewards do not). Versions are registry arguments
+observation changes, rewards do not). v3: v1 with ``authors_harness="exact"`` (issue 32:
+rewards change where the answer as written, the program's state after a timeout, its
+printing or numpy matter; ``docs/magrpo_parity.md``). Versions are registry arguments
 (``envs_registry.yaml``): one class, whose defaults are v0's; each version's entry states
 the arguments that define it.
 """
