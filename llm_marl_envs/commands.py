@@ -57,6 +57,7 @@ DEMO_ENV_KWARGS: dict[str, dict[str, Any]] = {
     "llm_marl_envs/DonorGame-v1": {"num_agents": 4, "num_rounds": 2},
     "llm_marl_envs/CoopCoding-v1": {},
     "llm_marl_envs/CoopCoding-v2": {},
+    "llm_marl_envs/CoopCoding-v3": {},
     "llm_marl_envs/CoopCoding-v4": {},
 }
 

@@ -1,8 +1,8 @@
-"""CoopCoding-v4 / -v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
+"""CoopCoding-v4 / -v3 / -v2 / -v1 / -v0: a helper and a main agent write one Python solution together (MAGRPO coding).
 
 | | |
 |---|---|
-| Id | ``llm_marl_envs/CoopCoding-v4`` (AEC and native Parallel); ``-v2``, ``-v1``, ``-v0`` kept |
+| Id | ``llm_marl_envs/CoopCoding-v4`` (AEC and native Parallel); ``-v3``, ``-v2``, ``-v1``, ``-v0`` kept |
 | Agents | ``helper_0`` writes ``def aux(...)``; ``main_0`` writes the entry-point function and may call ``aux``; simultaneous, ``num_turns`` rounds (1 or 2) |
 | Action | free text: code, optionally in a markdown fence (unwrapped) |
 | Observation | instruction + the problem (signature and docstring); in round 2 also the execution feedback; ``infos[agent]["messages"]`` is the append-only chat |
@@ -21,8 +21,15 @@ one example exchange in its own format (a small problem, ``count_evens``, and th
 format asks for: ``def aux(n)`` for the helper, ``count_evens`` calling ``aux`` for main),
 also shown in the flat prompt. The embedded 135M model then writes ``aux`` as the helper
 instead of rewriting the main function, and stops (``docs/benchmarks/prompt_formats.md``).
-Rewards and feedback are v1's. Every choice is an argument of all versions; ``reward_impl`` is in
-``infos[agent]["reward_impl"]`` and in episode records.
+Rewards and feedback are v1's. v3 is v1 scored exactly as their runner scores
+(``authors_harness="exact"``, :mod:`llm_marl_envs.rewards.coding_sandbox`): each answer is
+scored as written, not clipped to ``max_action_length`` nor cleaned of control characters
+(those apply to what is shown: the transcript, ``infos`` and the next round's prompt; the one
+limit on the scored text is ``SCORED_TEXT_CAP``, 1 MiB of characters, past which an answer is a
+``"too_long"`` failure scored as empty), a test's timeout is raised inside the program, which
+keeps its state for the next test, stdout is strict UTF-8, and numpy is importable. v1 and v2
+keep ``authors_harness="legacy"``. Every choice is an argument of all versions; ``reward_impl``
+is in ``infos[agent]["reward_impl"]`` and in episode records.
 
 **CoopCoding-v4** is v2 (the authors' prompts, level_feedback and the worked example) without
 the two reward hacks of the authors' reward, which the parity versions v1 and v2 keep on
@@ -101,6 +108,7 @@ the sandbox cannot give all of its guarantees; the default ``"auto"`` warns once
 ``feedback_original_prompt``, ``feedback_previous_response``, ``feedback_asserts``,
 ``worked_example``, ``test_timeout`` (seconds per test; default 3, and the authors' 10 with
 ``reward_impl="authors"`` or ``"hardened"``), ``program_timeout``,
+``authors_harness`` (``"legacy"`` or ``"exact"``; ``"exact"`` needs ``reward_impl="authors"``),
 ``sandbox_isolation``,
 ``max_action_length``, ``max_cycles`` (defaults to ``num_turns``), ``render_mode``.
 ``reset(options={"row_index": i})`` plays problem ``i`` of the split.
@@ -110,15 +118,18 @@ filesystem, seccomp, the ``program_timeout`` budget, control characters stripped
 the score of every program that finishes within the budget unchanged. v1: the authors'
 reward, prompts and feedback (``reward_impl="authors"``, ``prompt_style="authors"``,
 ``feedback="level_feedback"``). v2: v1 with ``worked_example=True`` (issue 18; the
-observation changes, rewards do not). 2026-11 (issue 31), every version: a program's words
-shown as one quoted visible line (scores unchanged). v4: v2 with ``reward_impl="hardened"``
-and ``feedback_asserts=False`` (issue 31). Versions are registry arguments
+observation changes, rewards do not). v3: v1 with ``authors_harness="exact"`` (issue 32:
+rewards change where the answer as written, the program's state after a timeout, its
+printing or numpy matter; ``docs/magrpo_parity.md``). 2026-11 (issue 31), every version: a
+program's words shown as one quoted visible line (scores unchanged). v4: v2 with
+``reward_impl="hardened"`` and ``feedback_asserts=False`` (issue 31). Versions are registry arguments
 (``envs_registry.yaml``): one class, whose defaults are v0's; each version's entry states
 the arguments that define it.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 from dataclasses import dataclass, field
@@ -132,7 +143,10 @@ from llm_marl_envs.envs.base.coding_prompts import error_text, program_text
 from llm_marl_envs.rewards import coding_authors_analysis as authors_analysis
 from llm_marl_envs.rewards.coding import split_tests
 from llm_marl_envs.rewards.coding_sandbox import (
+    SCORED_TEXT_CAP,
     TEST_TIMEOUT,
+    check_authors_harness,
+    harness_packages,
     run_program_tests,
     sandbox_limits,
     score_authors,
@@ -206,6 +220,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
         max_action_length: int = 8192,
         worked_example: bool = False,
         feedback_asserts: bool = True,
+        authors_harness: str = "legacy",
     ) -> None:
         if num_turns not in (1, 2):
             raise ValueError(f"num_turns must be 1 or 2, got {num_turns!r}")
@@ -219,6 +234,12 @@ class CoopCodingEnv(SimultaneousTextEnv):
             raise ValueError(
                 "feedback='execution' reads the paper reward's analysis: use reward_impl='paper', "
                 f"or one of the authors' feedback modes {authors_feedback.FEEDBACK_MODES}"
+            )
+        self.authors_harness = check_authors_harness(authors_harness)
+        if authors_harness == "exact" and reward_impl != "authors":
+            raise ValueError(
+                "authors_harness='exact' runs the authors' reward: use reward_impl='authors', "
+                "or authors_harness='legacy'"
             )
         self.feedback_tests = authors_feedback.parse_sandbox_slice(feedback_tests)
         if test_timeout is None:
@@ -246,7 +267,8 @@ class CoopCodingEnv(SimultaneousTextEnv):
         self.feedback_asserts = bool(feedback_asserts)
         self.feedback_original_prompt = bool(feedback_original_prompt)
         self.feedback_previous_response = bool(feedback_previous_response)
-        self.limits = sandbox_limits(reward_impl, test_timeout, program_timeout)
+        self.limits = sandbox_limits(reward_impl, test_timeout, program_timeout, authors_harness)
+        self.packages = harness_packages(authors_harness)
         self.sandbox_isolation = sandbox_isolation
         if sandbox_isolation == "strict":  # refuse now, not in the middle of an episode
             from llm_marl_envs.sandbox import capabilities
@@ -293,12 +315,26 @@ class CoopCodingEnv(SimultaneousTextEnv):
             MAIN: (MAIN_INSTRUCTION.format(entry_point=problem["entry_point"]), user),
         }
 
+    def _clean_action(self, agent: str, action: Any) -> CleanAction:
+        """The action as displayed (cleaned, clipped to ``max_action_length``); with
+        ``authors_harness="exact"`` it also carries the text as written, which is scored
+        (up to ``SCORED_TEXT_CAP`` characters: longer is a ``"too_long"`` failure)."""
+        clean = super()._clean_action(agent, action)
+        if self.authors_harness != "exact":
+            return clean
+        if len(action) > SCORED_TEXT_CAP:
+            return _ScoredAction(clean.text, "too_long", "")
+        return _ScoredAction(
+            clean.text, clean.failure if clean.failure == "empty" else None, action
+        )
+
     def _resolve(self, actions: dict[str, CleanAction]) -> None:
         texts = {agent: "" if a.failure else a.text for agent, a in actions.items()}
         if self.reward_impl == "paper":
             scored = self._score_paper(texts[HELPER], texts[MAIN])
         else:
-            scored = self._score_authors(texts[HELPER], texts[MAIN], self.reward_impl)
+            written = {a: getattr(act, "scored", texts[a]) for a, act in actions.items()}
+            scored = self._score_authors(written[HELPER], written[MAIN], self.reward_impl)
         levels = scored.levels
         paid = self.turn_weights[self.round] * levels["total"]
         for agent, action in actions.items():
@@ -335,6 +371,7 @@ class CoopCodingEnv(SimultaneousTextEnv):
             setup=setup,
             limits=self.limits,
             isolation=self.sandbox_isolation,
+            packages=self.packages,
         )
 
     def _score_paper(self, helper_text: str, main_text: str) -> _Scored:
@@ -369,7 +406,10 @@ class CoopCodingEnv(SimultaneousTextEnv):
         (:func:`llm_marl_envs.rewards.coding_sandbox.score_authors`), or v4's with its
         cooperation probes (``"hardened"``, :func:`~llm_marl_envs.rewards.coding_sandbox.score_hardened`)."""
         problem = self.problem
-        score = score_hardened if impl == "hardened" else score_authors
+        if impl == "hardened":
+            score = score_hardened
+        else:
+            score = functools.partial(score_authors, authors_harness=self.authors_harness)
         levels, result, prepared = score(
             problem["prompt"],
             helper_text,
@@ -447,6 +487,13 @@ class CoopCodingEnv(SimultaneousTextEnv):
             f"row {self.row_id} ({self.problem.get('task_id')}) | {len(self.tests)} tests ===\n"
             f"{self.problem.get('prompt', '').strip()}"
         )
+
+
+@dataclass(frozen=True)
+class _ScoredAction(CleanAction):
+    """A cleaned action and the text that is scored: as written (``authors_harness="exact"``)."""
+
+    scored: str = ""
 
 
 @dataclass

@@ -156,6 +156,7 @@ def _task_columns(env: Any, agent: str) -> dict[str, Any]:
             problem_prompt=problem["prompt"],
             test=problem["test"],
             entry_point=problem["entry_point"],
+            authors_harness=game.authors_harness,
         )
     return columns
 
@@ -214,8 +215,8 @@ def env_dataset(
       collective reward is r1 + r2; on the pioneer's rows the reward functions refuse it, as
       the observer has not answered yet: use :func:`env_reward`); writing ``source``,
       ``task``, ``learner`` (``"first"``/``"second"``); coding ``problem_prompt``, ``test``,
-      ``entry_point``; and, in two-agent games, ``partner_completion`` (the partner's text of
-      the round, ``""`` if it has none yet).
+      ``entry_point``, ``authors_harness``; and, in two-agent games, ``partner_completion``
+      (the partner's text of the round, ``""`` if it has none yet).
 
     Args:
         env_id: A registered id.

@@ -45,6 +45,12 @@ a check with no ``assert ... candidate`` line ends the climb at 1.5 with no test
   plus one for loading (``program_timeout``, unless set); a program past a limit fails its
   remaining tests.
 
+With ``authors_harness="exact"`` (:mod:`llm_marl_envs.rewards.coding_sandbox`, CoopCoding-v3)
+the sandbox also runs the tests as their runner does: the timeout is raised inside the
+program, which keeps its state; stdout is strict UTF-8; numpy is importable. What remains
+different is listed, with how often it occurred on a generated set, in
+``docs/magrpo_parity.md``.
+
 All functions are pure; :func:`prepare` returns what the sandbox must run, :func:`score` the
 components from its outcome; :func:`llm_marl_envs.rewards.coding_sandbox.score_authors` runs
 it in the sandbox (their 10 s per test is

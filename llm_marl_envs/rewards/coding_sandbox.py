@@ -19,10 +19,22 @@ reward runs code: :func:`run_program_tests` hands a program and its tests to
 Every call of a process shares one pool of sandbox processes per isolation mode, started on
 first use and stopped at exit (:func:`llm_marl_envs.sandbox.shutdown`): a trainer that scores
 thousands of completions starts its sandbox workers once.
+
+**The authors' harness** (``authors_harness``, :data:`AUTHORS_HARNESSES`; CoopCoding-v3 and
+``docs/magrpo_parity.md``). ``"legacy"`` (the default; CoopCoding-v1 and v2) runs the authors'
+tests as the sandbox always has: a test past its time kills the program and the next one
+reloads it, printing never fails, only the standard library is importable, and
+:func:`coop_coding_reward` reads an answer as the env's action (control characters dropped,
+over ``max_action_length`` scored as empty). ``"exact"`` runs them as their in-process runner
+does: the timeout is raised inside the program, which goes on with its state kept
+(``SandboxLimits.on_timeout="raise"``), stdout is strict UTF-8 (printing a lone surrogate
+raises), numpy is importable (read-only) when installed, and the answer is scored as written,
+up to :data:`SCORED_TEXT_CAP` characters.
 """
 
 from __future__ import annotations
 
+import importlib.util
 from dataclasses import replace
 from typing import Any
 
@@ -33,9 +45,13 @@ from llm_marl_envs.rewards.impls import DEFAULT_REWARD_IMPL, check_reward_impl
 from llm_marl_envs.sandbox import ProgramResult, SandboxLimits, run_tests
 
 __all__ = [
+    "AUTHORS_HARNESSES",
     "MAX_TIMEOUTS",
+    "SCORED_TEXT_CAP",
     "TEST_TIMEOUT",
+    "check_authors_harness",
     "coop_coding_reward",
+    "harness_packages",
     "run_program_tests",
     "sandbox_limits",
     "score_authors",
@@ -48,30 +64,63 @@ __all__ = [
 TEST_TIMEOUT = {"paper": 3.0, "authors": 10.0, "hardened": 10.0}
 #: Both implementations stop a program's tests after this many timeouts.
 MAX_TIMEOUTS = 3
+#: How the authors' reward runs (see the module docstring): ``"legacy"`` (the default) or
+#: ``"exact"`` (their in-process runner's behaviour).
+AUTHORS_HARNESSES = ("legacy", "exact")
+#: The one limit the exact harness keeps on a scored answer, in characters: far above any
+#: model's token budget (1 MiB of text is over 250,000 tokens); a longer answer is scored as
+#: empty, where the authors would score it whole.
+SCORED_TEXT_CAP = 1 << 20
 _AUTHORS_LIMITS = {
     "memory_bytes": coding_authors.MEMORY_BYTES,
     "max_output_bytes": coding_authors.MAX_OUTPUT_BYTES,
 }
+#: What the exact harness changes in the sandbox: their runner's alarm raises inside the
+#: program, which keeps running; their stdout is a strict UTF-8 stream.
+_EXACT_LIMITS = {"on_timeout": "raise", "stdout_errors": "strict"}
 
 
 def _check_impl(reward_impl: object) -> str:
     return check_reward_impl("coding", reward_impl)
 
 
+def check_authors_harness(harness: object) -> str:
+    """``harness`` if it is one of :data:`AUTHORS_HARNESSES`, else a one-line ``ValueError``."""
+    if harness not in AUTHORS_HARNESSES:
+        raise ValueError(
+            f"authors_harness must be one of {list(AUTHORS_HARNESSES)}, got {harness!r}"
+        )
+    return harness
+
+
 def sandbox_limits(
-    reward_impl: str, test_timeout: float | None = None, program_timeout: float | None = None
+    reward_impl: str,
+    test_timeout: float | None = None,
+    program_timeout: float | None = None,
+    authors_harness: str = "legacy",
 ) -> SandboxLimits:
     """An implementation's sandbox limits: ``test_timeout`` seconds per test (default
     :data:`TEST_TIMEOUT`), ``program_timeout`` for the whole program (default: the sandbox's),
     and for ``"authors"`` and ``"hardened"`` their memory and output caps (see
-    :mod:`llm_marl_envs.rewards.coding_authors`)."""
+    :mod:`llm_marl_envs.rewards.coding_authors`) and, with ``authors_harness="exact"``, their
+    runner's timeouts and stdout (see the module docstring)."""
     if test_timeout is None:
         test_timeout = TEST_TIMEOUT[_check_impl(reward_impl)]
+    exact = check_authors_harness(authors_harness) == "exact" and reward_impl == "authors"
     return SandboxLimits(
         timeout=float(test_timeout),
         program_timeout=None if program_timeout is None else float(program_timeout),
         **(_AUTHORS_LIMITS if reward_impl in ("authors", "hardened") else {}),
+        **(_EXACT_LIMITS if exact else {}),
     )
+
+
+def harness_packages(authors_harness: str) -> tuple[str, ...]:
+    """Packages the program may import besides the standard library: numpy for the exact
+    harness when it is installed (their training environment has it), else none."""
+    if check_authors_harness(authors_harness) == "exact" and importlib.util.find_spec("numpy"):
+        return ("numpy",)
+    return ()
 
 
 def run_program_tests(
@@ -82,9 +131,11 @@ def run_program_tests(
     setup: str,
     limits: SandboxLimits,
     isolation: str = "auto",
+    packages: tuple[str, ...] = (),
 ) -> ProgramResult:
     """Run each test against the program's entry point in the sandbox, as the coding reward
-    does (stop after :data:`MAX_TIMEOUTS` timeouts)."""
+    does (stop after :data:`MAX_TIMEOUTS` timeouts); ``packages`` are importable besides the
+    standard library (:func:`harness_packages`)."""
     return run_tests(
         program,
         list(tests),
@@ -93,6 +144,7 @@ def run_program_tests(
         limits=limits,
         max_timeouts=MAX_TIMEOUTS,
         isolation=isolation,
+        packages=packages,
     )
 
 
@@ -136,19 +188,26 @@ def score_authors(
     *,
     limits: SandboxLimits | None = None,
     isolation: str = "auto",
+    authors_harness: str = "legacy",
 ) -> tuple[dict[str, float], ProgramResult | None, coding_authors.AuthorsProgram]:
     """The authors' coding reward of one joint answer, tests run in the sandbox.
 
     Returns the components (``total`` bit-identical to their ``execution_reward_aux``), the
     sandbox's ``ProgramResult`` (``None`` when the climb stopped before the tests) and the
     prepared program (:func:`llm_marl_envs.rewards.coding_authors.prepare`).
+    ``authors_harness="exact"`` runs the tests as their in-process runner does (see the
+    module docstring; it sets ``on_timeout`` and ``stdout_errors`` of ``limits``);
+    ``"legacy"``, the default, as CoopCoding-v1 and v2 do.
     """
+    exact = check_authors_harness(authors_harness) == "exact"
     prepared = coding_authors.prepare(prompt, aux_answer, main_answer, test, entry_point)
     if prepared.gate is not None:
         return coding_authors.score(prepared), None, prepared
     limits = limits or sandbox_limits("authors")
     if limits.program_timeout is None:  # their runner: every test may take its full timeout
         limits = replace(limits, program_timeout=limits.timeout * (len(prepared.tests) + 1))
+    if exact:
+        limits = replace(limits, **_EXACT_LIMITS)
     result = run_program_tests(
         prepared.program,
         prepared.tests,
@@ -156,6 +215,7 @@ def score_authors(
         setup=prepared.setup,
         limits=limits,
         isolation=isolation,
+        packages=harness_packages(authors_harness),
     )
     return coding_authors.score(prepared, result.tests_passed), result, prepared
 
@@ -223,10 +283,13 @@ _SCORERS = {"paper": score_paper, "authors": score_authors, "hardened": score_ha
 _HELPERS, _MAINS = ("helper_0", "helper"), ("main_0", "main")
 
 
-def _answer(completion: Any, max_length: int) -> str:
+def _answer(completion: Any, max_length: int, harness: str = "legacy") -> str:
     """A completion as CoopCoding reads an action: control characters dropped; empty or too
-    long (a format failure): ""."""
+    long (a format failure): "". The exact harness scores the text as written, up to
+    :data:`SCORED_TEXT_CAP` characters."""
     text = completion_text(completion)
+    if harness == "exact":
+        return text if len(text) <= SCORED_TEXT_CAP else ""
     if len(text) > max_length:
         return ""
     text = clean_text(text)
@@ -243,6 +306,7 @@ def coop_coding_reward(
     agent: list[str] | str = "main_0",
     reward_impl: str | list[str] = DEFAULT_REWARD_IMPL,
     max_action_length: int | list[int] = 8192,
+    authors_harness: str | list[str] = "legacy",
     **kwargs: Any,
 ) -> list[float]:
     """The joint coding reward (``total``, at most 4.0) of each completion and its partner's.
@@ -265,6 +329,9 @@ def coop_coding_reward(
             a column or one value (``env_dataset`` writes the env's).
         max_action_length: Longer answers are format failures (no code), as in the env; a
             column or one value (``env_dataset`` writes the env's).
+        authors_harness: ``"legacy"`` (CoopCoding-v1's and v2's) or ``"exact"``
+            (CoopCoding-v3's: the authors' runner, and answers scored as written; see the
+            module docstring); a column or one value (``env_dataset`` writes the env's).
         **kwargs: Other dataset columns and TRL's own keywords, ignored.
     """
     n = len(completions)
@@ -272,6 +339,7 @@ def coop_coding_reward(
         completions,
         per_row(reward_impl, n, "reward_impl"),
         per_row(max_action_length, n, "max_action_length"),
+        per_row(authors_harness, n, "authors_harness"),
         per_row(partner_completion, n, "partner_completion"),
         per_row(agent, n, "agent"),
         per_row(problem_prompt, n, "problem_prompt"),
@@ -280,15 +348,21 @@ def coop_coding_reward(
         strict=True,
     )
     rewards = []
-    for mine, impl, max_length, other, role, prompt, test_source, entry in rows:
-        score = _SCORERS[_check_impl(impl)]
+    for mine, impl, max_length, harness, other, role, prompt, test_source, entry in rows:
+        impl = _check_impl(impl)
+        harness = check_authors_harness(harness) if impl == "authors" else "legacy"
         if role in _HELPERS:
             aux, main = mine, other
         elif role in _MAINS:
             aux, main = other, mine
         else:
             raise ValueError(f"agent must be 'helper_0' or 'main_0', got {role!r}")
-        aux, main = _answer(aux, max_length), _answer(main, max_length)
-        levels, _, _ = score(prompt, aux, main, test_source, entry)
+        aux, main = _answer(aux, max_length, harness), _answer(main, max_length, harness)
+        if impl == "authors":
+            levels, _, _ = score_authors(
+                prompt, aux, main, test_source, entry, authors_harness=harness
+            )
+        else:
+            levels, _, _ = _SCORERS[impl](prompt, aux, main, test_source, entry)
         rewards.append(levels["total"])
     return rewards

@@ -5,6 +5,13 @@ is a proxy: each call sends its arguments to U over a pipe and returns U's answe
 _codec into fresh builtin objects (or raises). Whatever U does - exit, print, patch its own
 builtins, return objects with a rigged ``__eq__`` - it can only influence the values the
 proxy returns, and the verdict of every test is made here.
+
+Timeouts (``SandboxLimits.on_timeout``): with ``"kill"`` a test past its time kills U, and
+the next test loads the program afresh. With ``"raise"`` the time left of the test travels
+with each call, U raises :class:`TimeoutException` inside the program when it runs out
+(:class:`InProgramAlarm`, the only part of this file that runs in U), and the same U goes on
+with the next test; U is killed only when it does not answer within ``timeout_grace``
+seconds after the test's deadline.
 """
 
 from __future__ import annotations
@@ -52,6 +59,39 @@ ProtocolError = _verdict("ProtocolError", "ProtocolError", kill=True)
 OutputLimit = _verdict("OutputLimit", "OutputLimitExceeded", kill=True)
 
 
+class TimeoutException(Exception):
+    """The in-program timeout of ``on_timeout="raise"``, raised inside the program by U's
+    alarm; an ``Exception``, like the one a ``signal.alarm`` handler raises in a runner that
+    executes the program in its own process (the MAGRPO authors')."""
+
+
+class InProgramAlarm:
+    """U's side of ``on_timeout="raise"``: one alarm per call, for the time the test has left.
+
+    ``fired`` tells T that the alarm went off during the call, even when the program caught
+    the exception and returned a value: the test's one alarm is then spent.
+    """
+
+    exception = TimeoutException
+
+    def __init__(self) -> None:
+        self.fired = False
+
+    def call(self, fn, args: list, kwargs: dict, seconds: float = 0.0) -> object:
+        self.fired = False
+        signal.signal(signal.SIGALRM, self._ring)  # re-installed per call: the program may not
+        if seconds > 0:
+            signal.setitimer(signal.ITIMER_REAL, seconds)
+        try:
+            return fn(*args, **kwargs)
+        finally:
+            signal.setitimer(signal.ITIMER_REAL, 0)
+
+    def _ring(self, _signum: int, _frame: object) -> None:
+        self.fired = True
+        raise TimeoutException("Code execution timed out")
+
+
 class Internal(Exception):
     """The sandbox itself misbehaved; the program is reported as an internal error."""
 
@@ -95,6 +135,9 @@ class Runner:
         self.tests = list(tests_req["tests"])
         self.setup = str(tests_req.get("setup", ""))
         self.max_timeouts = int(tests_req["max_timeouts"])
+        self.raise_timeouts = self.limits.get("on_timeout", "kill") == "raise"
+        self.grace = float(self.limits.get("timeout_grace", 1.0))
+        self.alarm_spent = False  # on_timeout="raise": this test's alarm already went off in U
         self.caps, self.cmd, self.ctl_r = caps, cmd, ctl_r
         self.ctl_buf = b""
         self.events: dict[int, dict[str, str]] = {}
@@ -312,18 +355,31 @@ class Runner:
     def call(self, args: tuple, kwargs: dict) -> object:
         if not self.alive:
             raise self._fault(Crashed("the candidate process is no longer running"))
+        wire = (args, kwargs)
+        if self.raise_timeouts:  # U keeps the test's time; T waits for it, plus a grace
+            self._disarm()
+            now = time.monotonic()
+            if now >= self.deadline and not self.alarm_spent:
+                self.alarm_spent = True  # the test's alarm goes off here, before the call
+                raise self._fault(self._timeout_fault())
+            wire = (args, kwargs, 0.0 if self.alarm_spent else self.deadline - now)
+            wait_until = max(self.deadline, now) + self.grace
+        else:
+            wait_until = self.deadline
         try:
-            payload = codec.frame(codec.dumps((args, kwargs)))
+            payload = codec.frame(codec.dumps(wire))
         except codec.WireError as error:
             raise self._fault(BadArgument(f"argument not plain data: {error}")) from None
         self.in_call, self.enforce_output = True, True
         self._send(payload)
         try:
-            message = self.wait_message(self.deadline)
+            message = self.wait_message(wait_until)
         except MemoryError:  # a reply too costly to hold: the candidate's fault, not ours
             self.reply_buf = bytearray()
             raise self._fault(ProtocolError("reply too large to decode")) from None
         self.in_call = False
+        if self.raise_timeouts:
+            self._after_alarmed_call(message)
         kind = message["k"]
         if kind == "ret":
             try:
@@ -347,6 +403,19 @@ class Runner:
                 raise self._fault(Aborted(f"the candidate raised {name}"))
             raise CandidateError(f"{str(name)[:80]}: {text}")
         raise self._fault(ProtocolError(f"unexpected message {kind[:40]!r}"))
+
+    def _after_alarmed_call(self, message: dict) -> None:
+        """``on_timeout="raise"``: U's timeout is this test's; otherwise T's timer takes over
+        the time the test has left (none if U's alarm went off and the program caught it)."""
+        self.alarm_spent |= message.get("alarm") is True or message["k"] == "timeout"
+        if message["k"] == "timeout":
+            raise self._fault(self._timeout_fault())
+        if not self.alarm_spent:
+            left = self.deadline - time.monotonic()
+            if left <= 0:
+                self.alarm_spent = True
+                raise self._fault(self._timeout_fault())
+            self._arm(left)
 
     def make_candidate(self):
         call = self.call
@@ -475,7 +544,7 @@ class Runner:
                     self._fail_from(tests, i, failure[1], f"reloading the program: {failure[2]}")
                     return
             out["tests_run"] += 1
-            self.pending, self.in_call = None, False
+            self.pending, self.in_call, self.alarm_spent = None, False, False
             start = time.monotonic()
             self.deadline = self._deadline(start)
             error: BaseException | None = None

@@ -285,13 +285,14 @@ def untrusted_main(fds: list[int], req: dict, caps: dict, workdir: str, _exit=os
 
 def serve(req: dict) -> None:
     """U: run the program's top level, then answer calls of the entry point on fd 3/4."""
-    out = io.TextIOWrapper(
-        io.FileIO(1, "w", closefd=False),
-        encoding="utf-8",
-        errors="backslashreplace",
-        write_through=True,
-    )
-    sys.stdout = sys.stderr = sys.__stdout__ = sys.__stderr__ = out
+
+    def stream(errors: str) -> io.TextIOWrapper:
+        raw = io.FileIO(1, "w", closefd=False)
+        return io.TextIOWrapper(raw, encoding="utf-8", errors=errors, write_through=True)
+
+    out = stream(req["limits"].get("stdout_errors", "backslashreplace"))
+    err = out if out.errors == "backslashreplace" else stream("backslashreplace")  # as Python's
+    sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__ = out, err, out, err
     sys.stdin = sys.__stdin__ = open(0, closefd=False)  # noqa: SIM115 - /dev/null, kept open
     sys.modules["random"].seed()  # a fresh interpreter's random state, not the zygote's
     write_all, frame, to_wire = codec.write_all, codec.frame, codec.to_wire
@@ -319,19 +320,26 @@ def serve(req: dict) -> None:
         send({"k": "load", "type": exc_name(error), "msg": short(error)})
         return
     send({"k": "ready"})
+    alarm = (
+        _load("_runner").InProgramAlarm() if req["limits"].get("on_timeout") == "raise" else None
+    )
     while True:
         try:
-            args, kwargs = codec.loads(codec.read_frame(3))
+            args, kwargs, *seconds = codec.loads(codec.read_frame(3))
         except EOFError:
             return
         try:
-            value = fn(*args, **kwargs)
+            value = fn(*args, **kwargs) if alarm is None else alarm.call(fn, args, kwargs, *seconds)
             try:
                 reply = {"k": "ret", "v": to_wire(value)}
             except (codec.WireError, RecursionError) as error:
                 reply = {"k": "bad", "msg": short(error)}
         except BaseException as error:  # noqa: BLE001
             reply = {"k": "raise", "type": exc_name(error), "msg": short(error)}
+            if alarm is not None and isinstance(error, alarm.exception):
+                reply = {"k": "timeout"}
+        if alarm is not None and alarm.fired:
+            reply["alarm"] = True
         try:
             send(reply)
         except (ValueError, RecursionError) as error:  # unencodable payload

@@ -459,16 +459,18 @@ class SandboxPool:
             zygote.close()
 
 
-_shared: dict[str, SandboxPool] = {}
+_shared: dict[tuple[str, tuple[str, ...]], SandboxPool] = {}
 _default_lock = threading.Lock()
 
 
-def _pool(isolation: str = "auto") -> SandboxPool:
-    """The shared pool of this process for an isolation mode (started on first use)."""
+def _pool(isolation: str = "auto", packages: Iterable[str] = ()) -> SandboxPool:
+    """The shared pool of this process for an isolation mode and the packages it shows
+    (started on first use)."""
+    key = (isolation, tuple(sorted(set(packages))))
     with _default_lock:
-        pool = _shared.get(isolation)
+        pool = _shared.get(key)
         if pool is None or pool._closed or pool._pid != os.getpid():
-            pool = _shared[isolation] = SandboxPool(isolation=isolation)
+            pool = _shared[key] = SandboxPool(isolation=isolation, packages=key[1])
         return pool
 
 
@@ -481,6 +483,7 @@ def run_tests(
     limits: SandboxLimits | None = None,
     max_timeouts: int = 3,
     isolation: str = "auto",
+    packages: Iterable[str] = (),
 ) -> ProgramResult:
     """Run each test against the program's entry point in the sandbox.
 
@@ -496,12 +499,14 @@ def run_tests(
         max_timeouts: After this many timed-out tests the rest are not run (and fail).
         isolation: ``"auto"`` or ``"strict"`` (see :class:`SandboxPool`); each mode has its
             own shared pool.
+        packages: Installed packages to show read-only besides the standard library (see
+            :class:`SandboxPool`); each set of packages has its own shared pool.
 
     Returns:
         A :class:`ProgramResult`; only tests the trusted runner saw complete count as passed.
         Text the program produced (messages, output) has its control characters removed.
     """
-    return _pool(isolation).run(
+    return _pool(isolation, packages).run(
         program, tests, entry_point, setup=setup, limits=limits, max_timeouts=max_timeouts
     )
 

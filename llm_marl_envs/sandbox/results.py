@@ -12,6 +12,9 @@ __all__ = ["ProgramResult", "SandboxLimits", "TestResult", "clean_program_text"]
 
 #: Default whole-program time budget, in multiples of the per-test timeout.
 PROGRAM_TIMEOUT_FACTOR = 4.0
+#: ``SandboxLimits.on_timeout`` and ``SandboxLimits.stdout_errors`` values.
+ON_TIMEOUT = ("kill", "raise")
+STDOUT_ERRORS = ("backslashreplace", "strict")
 _ANSI = re.compile(r"\x1b(?:\[[0-?]*[ -/]*[@-~]|\][^\x07\x1b]*(?:\x07|\x1b\\)?|[@-Z\\-_])")
 _BIDI = "\u061c\u200e\u200f\u202a\u202b\u202c\u202d\u202e\u2066\u2067\u2068\u2069"
 
@@ -59,6 +62,19 @@ class SandboxLimits:
             means ``4 * timeout``, so one program never costs more than four test timeouts.
         max_reply_bytes: Largest encoded return value the trusted runner accepts from the
             program; a larger one fails the test as ``ProtocolError``.
+        on_timeout: What a test that runs past ``timeout`` does to the program. ``"kill"``
+            (default): its process tree is killed and the next test reloads the program
+            (module state starts afresh). ``"raise"``: the timeout is raised inside the
+            program, as an ``Exception`` (a ``signal.alarm`` handler would), and the same
+            process goes on with the next test, its state kept; only a program that does not
+            come back within ``timeout_grace`` seconds (it swallowed the exception, or
+            blocks signals) is killed. The test counts as timed out either way.
+        timeout_grace: Seconds a program has to come back after its in-program timeout
+            (``on_timeout="raise"``); between 0 and 5.
+        stdout_errors: How the program's ``sys.stdout`` encodes what cannot be UTF-8 (lone
+            surrogates): ``"backslashreplace"`` (default: printing never fails) or
+            ``"strict"`` (``UnicodeEncodeError`` in the program, as a UTF-8 terminal gives).
+            ``sys.stderr`` always uses ``"backslashreplace"``, as Python's own does.
     """
 
     timeout: float = 3.0
@@ -70,8 +86,19 @@ class SandboxLimits:
     cpu_seconds: float | None = None
     program_timeout: float | None = None
     max_reply_bytes: int = 1 << 20
+    on_timeout: str = "kill"
+    timeout_grace: float = 1.0
+    stdout_errors: str = "backslashreplace"
 
     def __post_init__(self) -> None:
+        if self.on_timeout not in ON_TIMEOUT:
+            raise ValueError(f"on_timeout must be one of {ON_TIMEOUT}, got {self.on_timeout!r}")
+        if self.stdout_errors not in STDOUT_ERRORS:
+            raise ValueError(
+                f"stdout_errors must be one of {STDOUT_ERRORS}, got {self.stdout_errors!r}"
+            )
+        if not 0 < self.timeout_grace <= 5:
+            raise ValueError(f"timeout_grace must be in (0, 5] seconds, got {self.timeout_grace!r}")
         if not self.timeout > 0:
             raise ValueError(f"timeout must be positive, got {self.timeout!r}")
         if self.program_timeout is not None and not self.program_timeout > 0:

@@ -46,6 +46,7 @@ TASKS = [
     ("llm_marl_envs/TLDRSummarization-v0", "elaborator_0", BUNDLED, joint_reward),
     ("llm_marl_envs/ArxivExpansion-v0", "background_0", BUNDLED, joint_reward),
     ("llm_marl_envs/CoopCoding-v0", "main_0", {}, coop_coding_reward),
+    ("llm_marl_envs/CoopCoding-v3", "helper_0", {}, coop_coding_reward),  # authors_harness
 ]
 TASK_IDS = [t[0].split("/")[1] for t in TASKS]
 

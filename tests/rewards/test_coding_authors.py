@@ -8,7 +8,8 @@ the totals it returned (``float.hex``) and a hash of each case's inputs. Here th
 go through our static analysis and, where the climb reaches the tests, through the real
 sandbox; equality is exact.
 
-The default run executes every eighth case in the sandbox (and every case whose climb stops
+Both harnesses are checked: ``authors_harness="legacy"`` (CoopCoding-v1 and v2) and
+``"exact"`` (v3). The default run executes every eighth case in the sandbox (and every case whose climb stops
 before the tests); ``CODING_PARITY_ALL=1`` runs them all (about four minutes on 2 cores).
 Endless-loop cases run with a 0.5 s per-test limit instead of their 10 s: an endless loop
 times out under any limit, and the count of timeouts is what the score depends on.
@@ -54,7 +55,7 @@ def cases() -> list[dict]:
     return gen.build_cases(list(read_problems().values()), coop)
 
 
-def _check(case: dict, want: list[str]) -> tuple[bool, object]:
+def _check(case: dict, want: list[str], harness: str = "legacy") -> tuple[bool, object]:
     assert gen.digest(case) == want[1], (
         f"{case['id']}: inputs changed, regenerate the expected values"
     )
@@ -65,7 +66,13 @@ def _check(case: dict, want: list[str]) -> tuple[bool, object]:
         return coding_authors.score(prepared)["total"].hex() == want[0], prepared.gate
     limits = sandbox_limits("authors", 0.5 if case["id"].endswith("/endless") else None)
     parts, result, _ = score_authors(
-        case["prompt"], case["aux"], case["main"], case["test"], case["entry_point"], limits=limits
+        case["prompt"],
+        case["aux"],
+        case["main"],
+        case["test"],
+        case["entry_point"],
+        limits=limits,
+        authors_harness=harness,
     )
     return parts["total"].hex() == want[0], (parts["total"], float.fromhex(want[0]), result.status)
 
@@ -103,11 +110,12 @@ def test_static_gates_match_the_authors_code(expected, cases):
 
 
 @pytest.mark.slow
-def test_sandboxed_reward_matches_the_authors_code(expected, cases):
+@pytest.mark.parametrize("harness", ["legacy", "exact"])  # CoopCoding-v1/v2 and v3
+def test_sandboxed_reward_matches_the_authors_code(expected, cases, harness):
     selected = [c for i, c in enumerate(cases) if i % EVERY == 0 or c["id"].endswith("/endless")]
     mismatches = []
     for case in selected:
-        same, detail = _check(case, expected[case["id"]])
+        same, detail = _check(case, expected[case["id"]], harness)
         if not same:
             mismatches.append((case["id"], detail))
     assert mismatches == [], f"{len(mismatches)} of {len(selected)} differ: {mismatches[:5]}"
