@@ -67,7 +67,9 @@ class FreeText(_UnicodeText):
     Unlike :class:`gymnasium.spaces.Text`, membership does not depend on a charset: every
     Unicode string of admissible length is contained, the empty string included (the default
     ``min_length`` is 0). ``sample()`` draws printable text from :data:`SAMPLE_CHARSET`
-    (vectorised, a few microseconds for short strings).
+    (vectorised, a few microseconds for short strings). Text has no numeric vector form:
+    Gymnasium's ``flatten_space``, ``flatdim``, ``flatten`` and ``unflatten`` (so
+    ``FlattenObservation``) raise a one-line ``ValueError`` on a FreeText space.
 
     Args:
         max_length: Maximum number of characters (inclusive).
@@ -218,6 +220,30 @@ class _SharedTexts(np.ndarray):
 Sequence.register(_SharedTexts)
 
 
+def _refuse_flattening(space: FreeText, *_: Any, **__: Any) -> Any:
+    """Gymnasium's flattening of a ``Text`` space would give a vector of ``max_length`` charset
+    indices (a million int32 for an observation) and raise ``KeyError`` on any other
+    character; a FreeText space refuses instead, naming what to do with text."""
+    raise ValueError(
+        f"{space!r} holds free text, which has no numeric vector form, so Gymnasium cannot "
+        "flatten it (FlattenObservation, flatten_space, flatdim, flatten): give the "
+        "observation string to a tokenizer or a language-model policy instead "
+        "(docs/integrations.md, 'Gymnasium: one agent learns')"
+    )
+
+
+def _register_flattening_refusal() -> None:
+    from gymnasium.spaces import utils as space_utils
+
+    for function in (
+        space_utils.flatdim,
+        space_utils.flatten_space,
+        space_utils.flatten,
+        space_utils.unflatten,
+    ):
+        function.register(FreeText)(_refuse_flattening)
+
+
 def _register_vector_support() -> None:
     from gymnasium.vector import utils as vector_utils
 
@@ -250,3 +276,4 @@ def _register_vector_support() -> None:
 
 
 _register_vector_support()
+_register_flattening_refusal()
