@@ -67,7 +67,9 @@ class FreeText(_UnicodeText):
     Unlike :class:`gymnasium.spaces.Text`, membership does not depend on a charset: every
     Unicode string of admissible length is contained, the empty string included (the default
     ``min_length`` is 0). ``sample()`` draws printable text from :data:`SAMPLE_CHARSET`
-    (vectorised, a few microseconds for short strings).
+    (vectorised, a few microseconds for short strings). Text has no numeric vector form:
+    Gymnasium's ``flatten_space``, ``flatdim``, ``flatten`` and ``unflatten`` (so
+    ``FlattenObservation``) raise a one-line ``ValueError`` on a FreeText space.
 
     Args:
         max_length: Maximum number of characters (inclusive).
@@ -139,35 +141,107 @@ class FreeText(_UnicodeText):
 # it), and its shared memory stores charset indices, so any character outside the charset
 # raises. FreeText registers its own: a batch is a tuple of str, and shared memory holds each
 # string as its length followed by its code points (int32), so any Unicode text fits,
-# lone surrogates included.
-class _SharedTexts(Sequence):
+# lone surrogates included; reading it gives a live view whose copies are tuples of str.
+class _SharedTexts(np.ndarray):
     """A live, read-only view of the strings in a FreeText shared-memory block.
 
-    Gymnasium's ``AsyncVectorEnv`` reads its shared observations once and hands out that
-    object (or a deep copy of it) after every step, as numpy views do; the strings are
-    therefore decoded on access, and a deep copy is a plain tuple of the current strings.
+    Gymnasium's ``AsyncVectorEnv`` and SuperSuit's multi-process vector env read their shared
+    observations once and hand out that object, or a copy of it, after every step, as they do
+    numpy views; the strings are therefore decoded on access. It is a numpy array of the
+    block's int32 rows (length, then code points) because SuperSuit copies only arrays, tuples
+    and dicts, but as a Python sequence it holds ``str``: ``len``, indexing, iteration, ``in``
+    and ``==`` see the texts, and ``copy()`` / ``copy.copy`` / ``copy.deepcopy`` / pickling give
+    a plain ``tuple`` of the current strings (what ``SyncVectorEnv`` returns). Numpy functions
+    (``np.asarray``) see the int32 rows.
     """
 
-    def __init__(self, rows: np.ndarray) -> None:
-        self._rows = rows
+    def __new__(cls, rows: np.ndarray) -> _SharedTexts:
+        view = rows.view(cls)
+        view.flags.writeable = False
+        return view
 
-    def __len__(self) -> int:
-        return len(self._rows)
+    def _text(self, index: int) -> str:
+        row = np.ndarray.__getitem__(self.view(np.ndarray), index)
+        return row[1 : 1 + int(row[0])].tobytes().decode("utf-32-le", "surrogatepass")
 
     def __getitem__(self, index: Any) -> Any:
         if isinstance(index, slice):
-            return tuple(self)[index]
-        row = self._rows[index]
-        return row[1 : 1 + int(row[0])].tobytes().decode("utf-32-le", "surrogatepass")
+            return tuple(self._text(i) for i in range(len(self))[index])
+        if isinstance(index, (int, np.integer)):
+            return self._text(int(index))
+        raise TypeError(f"shared texts are indexed by int or slice, not {type(index).__name__}")
 
-    def __deepcopy__(self, memo: dict) -> tuple[str, ...]:
+    def __iter__(self) -> Any:
+        return (self._text(i) for i in range(len(self)))
+
+    __contains__ = Sequence.__contains__
+    __reversed__ = Sequence.__reversed__
+    index = Sequence.index
+    count = Sequence.count
+
+    def __bool__(self) -> bool:
+        return len(self) > 0
+
+    def tolist(self) -> list[str]:  # type: ignore[override]
+        return list(self)
+
+    def copy(self, order: str = "C") -> tuple[str, ...]:  # type: ignore[override]
         return tuple(self)
 
-    def __eq__(self, other: object) -> bool:
-        return tuple(self) == (tuple(other) if isinstance(other, Sequence) else other)
+    def __copy__(self) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __deepcopy__(self, memo: Any = None) -> tuple[str, ...]:
+        return tuple(self)
+
+    def __reduce__(self) -> Any:
+        return (tuple, (tuple(self),))
+
+    def __reduce_ex__(self, protocol: Any) -> Any:
+        return self.__reduce__()
+
+    def __eq__(self, other: object) -> bool:  # type: ignore[override]
+        if isinstance(other, (Sequence, np.ndarray)) and not isinstance(other, str):
+            return tuple(self) == tuple(other)
+        return NotImplemented
+
+    def __ne__(self, other: object) -> bool:  # type: ignore[override]
+        equal = self.__eq__(other)
+        return equal if equal is NotImplemented else not equal
+
+    __hash__ = None  # type: ignore[assignment]
 
     def __repr__(self) -> str:
         return repr(tuple(self))
+
+    __str__ = __repr__
+
+
+Sequence.register(_SharedTexts)
+
+
+def _refuse_flattening(space: FreeText, *_: Any, **__: Any) -> Any:
+    """Gymnasium's flattening of a ``Text`` space would give a vector of ``max_length`` charset
+    indices (a million int32 for an observation) and raise ``KeyError`` on any other
+    character; a FreeText space refuses instead, naming what to do with text."""
+    raise ValueError(
+        f"{space!r} holds free text, which has no numeric vector form, so Gymnasium cannot "
+        "flatten it (FlattenObservation, flatten_space, flatdim, flatten): give the "
+        "observation string to a tokenizer or a language-model policy instead "
+        "(docs/integrations.md, 'Gymnasium: one agent learns')"
+    )
+
+
+def _register_flattening_refusal() -> None:
+    from gymnasium.spaces import utils as space_utils
+
+    for function in (
+        space_utils.flatdim,
+        space_utils.flatten_space,
+        space_utils.flatten,
+        space_utils.unflatten,
+    ):
+        function.register(FreeText)(_refuse_flattening)
 
 
 def _register_vector_support() -> None:
@@ -202,3 +276,4 @@ def _register_vector_support() -> None:
 
 
 _register_vector_support()
+_register_flattening_refusal()

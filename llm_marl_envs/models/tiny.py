@@ -3,7 +3,16 @@
 :func:`tiny_model` needs no download: a byte-level BPE tokenizer is trained by the
 ``tokenizers`` library on the built-in :data:`CORPUS` and the bundled data samples,
 wrapped in a transformers fast tokenizer with ChatML special tokens and a chat template,
-and a 2-layer GPT-2 (~0.5M parameters) is initialised from ``seed``.
+and a 2-layer GPT-2 (~0.6M parameters) is initialised from ``seed``.
+
+It reads :data:`CONTEXT` (4,096) positions, prompt and answer together: every environment's
+longest prompt plus its registry token budget fits (``tests/models/test_tiny_context.py``; the
+longest, a 9x9 MazeCollab game's late turn with the scripted partner, is ~2,900 tokens). Its
+first 1,024 position rows, and every other weight, are the ones the model had when it read
+1,024 positions: the rows past 1,024 are drawn after the rest, so any prompt and answer that
+fitted in 1,024 positions give the same logits as before. (A maze game that runs all its
+cycles with answers of the full budget, as this model's gibberish does, outgrows any fixed
+context: :class:`~llm_marl_envs.policies.hf.HFPolicy` cuts such prompts from the left.)
 
 The weights are drawn with a wide ``initializer_range`` so that next-token logits are well
 separated: greedy decoding then gives the same tokens whether a prompt is generated alone or
@@ -22,7 +31,7 @@ from typing import Any
 
 from llm_marl_envs.core.optional import require
 
-__all__ = ["CHAT_TEMPLATE", "CORPUS", "tiny_model", "tiny_tokenizer"]
+__all__ = ["CHAT_TEMPLATE", "CONTEXT", "CORPUS", "tiny_model", "tiny_tokenizer"]
 
 #: ChatML without a default system message.
 CHAT_TEMPLATE = (
@@ -33,6 +42,11 @@ CHAT_TEMPLATE = (
 )
 
 SPECIAL_TOKENS = ("<|endoftext|>", "<|im_start|>", "<|im_end|>")
+
+#: Positions the tiny model reads: prompt plus answer (``n_positions``, ``model_max_length``).
+CONTEXT = 4096
+#: The position table the weights were first drawn with; rows past it are appended after.
+_FIRST_POSITIONS = 1024
 
 #: The tokenizer's training text: the words the environments use.
 CORPUS = """\
@@ -125,7 +139,7 @@ def tiny_tokenizer() -> Any:
         additional_special_tokens=["<|im_start|>"],
         padding_side="left",
         chat_template=CHAT_TEMPLATE,
-        model_max_length=1024,
+        model_max_length=CONTEXT,
         clean_up_tokenization_spaces=False,
     )
 
@@ -138,7 +152,8 @@ def tiny_model(seed: int = 0, dtype: Any = None) -> tuple[Any, Any]:
         dtype: ``torch.float32`` (default), ``torch.float64``, ``torch.bfloat16``, or its name.
 
     Returns:
-        ``(model, tokenizer)``; the model is in eval mode on the CPU.
+        ``(model, tokenizer)``; the model is in eval mode on the CPU. It reads
+        :data:`CONTEXT` positions (prompt plus answer).
     """
     transformers = require("transformers", "train", "the tiny test model")
     from llm_marl_envs.models.runtime import resolve_dtype, seeded
@@ -146,7 +161,7 @@ def tiny_model(seed: int = 0, dtype: Any = None) -> tuple[Any, Any]:
     tokenizer = tiny_tokenizer()
     config = transformers.GPT2Config(
         vocab_size=len(tokenizer),
-        n_positions=1024,
+        n_positions=_FIRST_POSITIONS,
         n_embd=64,
         n_layer=2,
         n_head=2,
@@ -161,9 +176,24 @@ def tiny_model(seed: int = 0, dtype: Any = None) -> tuple[Any, Any]:
     )
     with seeded(seed):
         model = transformers.GPT2LMHeadModel(config)
+        _extend_positions(model, CONTEXT)
     model.to(resolve_dtype(dtype))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
     model.generation_config.bos_token_id = tokenizer.bos_token_id
     model.eval()
     return model, tokenizer
+
+
+def _extend_positions(model: Any, context: int) -> None:
+    """Grow GPT-2's position table to ``context`` rows, drawing the new rows (normal, the
+    config's ``initializer_range``, as GPT-2 initialises it) from torch's current generator
+    after every other weight, so the existing rows and weights stay as drawn."""
+    torch = require("torch", "train", "the tiny test model")
+    table = model.transformer.wpe.weight.detach()
+    extra = torch.empty(context - table.shape[0], table.shape[1], dtype=table.dtype)
+    extra.normal_(mean=0.0, std=model.config.initializer_range)
+    model.transformer.wpe = torch.nn.Embedding.from_pretrained(
+        torch.cat([table, extra]), freeze=False
+    )
+    model.config.n_positions = context

@@ -90,3 +90,41 @@ def test_text_observation_is_a_plain_string_with_a_dtype():
 )
 def test_clean_text(raw, clean):
     assert clean_text(raw) == clean
+
+
+# --------------------------------------------------------------------------- flattening (issue 30)
+# Gymnasium flattened a Text space into max_length charset indices: FlattenObservation on an
+# observation made a 1,048,576-long int32 vector, then raised KeyError on a character outside
+# the 145-character charset. FreeText refuses every flattening function with one line.
+@pytest.mark.parametrize("function", ["flatdim", "flatten_space"])
+def test_flattening_the_space_is_refused_naming_the_text_route(function):
+    from gymnasium.spaces import utils
+
+    with pytest.raises(ValueError, match="tokenizer or a language-model policy") as refused:
+        getattr(utils, function)(FreeText(1 << 20))
+    assert "\n" not in str(refused.value) and "FreeText(" in str(refused.value)
+
+
+@pytest.mark.parametrize("text", ["plain", "日本語 😀 \ud800", "€"])
+def test_flattening_a_text_is_refused_whatever_its_characters(text):
+    from gymnasium.spaces import Dict, utils
+
+    space = FreeText(64)
+    for call in (
+        lambda: utils.flatten(space, text),
+        lambda: utils.unflatten(space, np.zeros(64, dtype=np.int32)),
+        lambda: utils.flatten_space(Dict(text=space, n=Text(4))),
+    ):
+        with pytest.raises(ValueError, match="cannot flatten it"):
+            call()
+
+
+def test_flatten_observation_refuses_at_wrap_time():
+    import gymnasium
+
+    import llm_marl_envs  # noqa: F401 - registers the Gymnasium ids
+
+    env = gymnasium.make("llm_marl_envs/IMDBSentiment-pioneer_0-v1", data_source="bundled")
+    with pytest.raises(ValueError, match="give the observation string to a tokenizer"):
+        gymnasium.wrappers.FlattenObservation(env)
+    env.close()

@@ -32,7 +32,7 @@ def test_tiny_model_is_deterministic_per_seed():
     assert all(torch.equal(state_a[k], state_b[k]) for k in state_a)
     assert not torch.equal(state_a["transformer.wte.weight"], state_c["transformer.wte.weight"])
     assert tok_a.get_vocab() == tok_b.get_vocab()
-    assert 100_000 < sum(p.numel() for p in model_a.parameters()) < 600_000
+    assert 100_000 < sum(p.numel() for p in model_a.parameters()) < 700_000
 
 
 def test_tiny_model_leaves_global_rng_alone():

@@ -203,7 +203,7 @@ def test_system_prompt_is_used_when_messages_have_none(tiny):
 def test_long_prompts_are_cut_from_the_left_with_one_warning(tiny):
     model, tokenizer = tiny
     policy = HFPolicy(model, tokenizer, max_new_tokens=24, use_chat_template=False)
-    long_text = " ".join(["move left then right"] * 400) + " EXIT"
+    long_text = " ".join(["move left then right"] * (model.config.n_positions // 3)) + " EXIT"
     full = tokenizer(long_text)["input_ids"]
     limit = model.config.n_positions - 24
     assert len(full) > limit
