@@ -82,13 +82,21 @@ def overall_interval(
 
 
 def score(suite, runs, *, entry: str, team) -> dict[str, Any]:
-    """The scores of finished task runs (:class:`~llm_marl_envs.evaluation.evaluate.TaskRun`)."""
+    """The scores of finished task runs (:class:`~llm_marl_envs.evaluation.evaluate.TaskRun`).
+    A run whose episodes are not each (item, sample) of its task's frozen plan exactly once is
+    refused (:class:`~llm_marl_envs.evaluation.evaluate.EvalError`, naming the task): a score
+    of some of the items is not the suite's score."""
+    from llm_marl_envs.evaluation.evaluate import EvalError
+
     suite_hash = suite.hash()
     tasks: dict[str, Any] = {}
     scores: list[list[float]] = []
     score_intervals: list[Interval] = []
     for run in runs:
         task = run.task
+        problem = task.plan_difference((item.index, sample) for item, sample, _ in run.episodes)
+        if problem:
+            raise EvalError(f"task {task.name} cannot be scored: {problem}")
         by_item: dict[int, list] = defaultdict(list)
         for item, _, record in run.episodes:
             by_item[item.index].append(record)
