@@ -522,20 +522,22 @@ def _task_display(task) -> dict:
 
 def _scored_entry(suite: Suite, folder: Path, results: dict, transcripts: int) -> dict:
     """An entry's scores recomputed from its episode records (the intervals, task scores and
-    overall stored in ``results.json`` are not read), whether it played every item of the
-    suite, and its first ``transcripts`` episodes per task."""
+    overall stored in ``results.json`` are not read), whether it played every (item, sample)
+    of the suite's plan exactly once (an entry that did not is shown unranked, marked
+    incomplete), and its first ``transcripts`` episodes per task."""
     assignments = {name: block["team"] for name, block in results["tasks"].items()}
     runs = load_runs(suite, folder, assignments)
-    rescored = score(suite, runs, entry=results["entry"], team=None)
+    rescored = score(suite, runs, entry=results["entry"], team=None, partial=True)
     tasks = {}
     for run in runs:
         block = rescored["tasks"][run.task.name]
+        played = [(item.index, sample) for item, sample, _ in run.episodes]
         tasks[run.task.name] = {
             "team": block["team"],
             "metrics": block["metrics"],
             "score": block["score"],
             "played": len(run.episodes),
-            "complete": block["items"] == len(run.task.items),
+            "complete": run.task.plan_difference(played) is None,
             "episodes": [_transcript(*e, run.task) for e in run.episodes[:transcripts]],
         }
     played = sum(block["played"] for block in tasks.values())
