@@ -41,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "PlanError",
     "Item",
     "Suite",
     "SuiteError",
@@ -78,6 +79,10 @@ def canonical_hash(value: Any) -> str:
     """``sha256:<hex>`` of ``value`` as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class PlanError(ValueError):
+    """Episodes that are not a task's frozen plan (each item x sample exactly once)."""
 
 
 @dataclass(frozen=True)

@@ -20,7 +20,7 @@ from llm_marl_envs.cli import main
 from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate, load_episodes
 from llm_marl_envs.evaluation.files import FolderBusy
 from llm_marl_envs.evaluation.results import score
-from llm_marl_envs.evaluation.suite import parse_suite
+from llm_marl_envs.evaluation.suite import PlanError, parse_suite
 
 # the module (the package's ``evaluate`` name is the function)
 evaluate_module = importlib.import_module("llm_marl_envs.evaluation.evaluate")
@@ -209,11 +209,11 @@ def test_scoring_refuses_a_run_that_is_not_the_plan(reference):
     task = suite.task("maze")
     record = None  # scoring refuses before it reads a record
     runs = [evaluate_module.TaskRun(task, [(task.items[0], 0, record)], 0.0, None, {})]
-    with pytest.raises(EvalError, match=r"task maze cannot be scored: 1 of its 2 episodes"):
+    with pytest.raises(PlanError, match=r"task maze cannot be scored: 1 of its 2 episodes"):
         score(suite, runs, entry="x", team=None)
     twice = [(task.items[0], 0, record)] * 2 + [(task.items[1], 0, record)]
     runs = [evaluate_module.TaskRun(task, twice, 0.0, None, {})]
-    with pytest.raises(EvalError, match=r"1 episode\(s\) appear twice \(first: seed-0 sample 0"):
+    with pytest.raises(PlanError, match=r"1 episode\(s\) appear twice \(first: seed-0 sample 0"):
         score(suite, runs, entry="x", team=None)
 
 
