@@ -12,6 +12,10 @@
   the rows of one rank shaded alike (a tie group, ``2=``); entries that did not play every
   item unranked and marked incomplete; every column sortable by a click; then the cross-play
   heatmaps by model name, with the solo scores, collaboration gaps and seat-order effects;
+
+and, in the version folder ``site-<hash>/`` that the index links into (see :func:`build_site`:
+the site is installed in one swap of ``index.html``):
+
 * ``entries/<id>.html``: an entry's team, verification, scores with their tie marks, manifest;
 * ``transcripts/<id>/<task>.html``: an entry's kept episodes of a task, turn by turn (each score
   in the tables links here); an action over :data:`ACTION_LIMIT` characters (an observation
