@@ -558,8 +558,13 @@ def _evaluate(
     }
     finished = out / "results.json"
     if finished.exists() and whole == {t.name for t in chosen}:
-        write(f"{out}: this evaluation is complete; its results are in {finished}")
-        return json.loads(finished.read_text(encoding="utf-8"))
+        try:
+            done = json.loads(finished.read_text(encoding="utf-8"))
+        except ValueError:  # damaged by hand: scored again from the episodes below
+            done = None
+        if isinstance(done, dict):
+            write(f"{out}: this evaluation is complete; its results are in {finished}")
+            return done
     models = ModelCache()
     started = time.time()
     runs: list[TaskRun] = []

@@ -213,3 +213,14 @@ def test_shipped_entries_match_the_plan():
             entry_id
         )
     assert os.path.isdir(shipped_entries())
+
+
+def test_a_key_left_empty_by_a_killed_verify_is_made_again(tmp_path):
+    from llm_marl_envs.evaluation.verification import KEY_FILE, board_key
+
+    (tmp_path / KEY_FILE).write_text("")  # touched, then killed before the key was written
+    assert board_key(tmp_path) is None  # no seal is checked against an empty key
+    key = board_key(tmp_path, create=True)
+    assert len(key) == 64 and (tmp_path / KEY_FILE).stat().st_mode & 0o777 == 0o600
+    assert board_key(tmp_path, create=True) == key  # kept once made
+    assert not [p for p in tmp_path.iterdir() if p.name != KEY_FILE]  # no temporary left

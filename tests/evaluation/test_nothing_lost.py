@@ -256,3 +256,13 @@ def test_the_lock_note_names_the_holder_and_a_dead_holder_releases(tmp_path):
         assert time.monotonic() - started >= 0.3  # it waited before refusing
     with folder_lock(tmp_path, ".lock", "a test", "wait"):  # released on leaving
         pass
+
+
+def test_a_damaged_results_file_is_scored_again(tmp_path, reference):
+    out = tmp_path / "out"
+    evaluate(parse_suite(SMALL), Team.parse("scripted"), out, **QUIET)
+    text = (out / "results.json").read_text()
+    (out / "results.json").write_text(text[:100])
+    results = evaluate(parse_suite(SMALL), Team.parse("scripted"), out, **QUIET)
+    assert scores(results) == scores(reference[0])
+    assert json.loads((out / "results.json").read_text()) == results
