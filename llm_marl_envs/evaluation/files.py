@@ -94,7 +94,8 @@ def folder_lock(
 def folder_flock(folder: str | Path) -> Iterator[None]:
     """An exclusive ``flock`` on ``folder`` itself (no lock file), waited for: processes that
     write into one folder take turns; the kernel drops it when its holder ends, however it
-    ends. A no-op where a folder cannot be opened or locked (Windows)."""
+    ends. A no-op where a folder cannot be opened or locked (Windows, some network file
+    systems)."""
     try:
         fd = os.open(folder, os.O_RDONLY)
     except OSError:
@@ -102,7 +103,10 @@ def folder_flock(folder: str | Path) -> Iterator[None]:
         return
     try:
         if fcntl is not None:
-            fcntl.flock(fd, fcntl.LOCK_EX)
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX)
+            except OSError:  # a file system that cannot lock folders: go on unlocked
+                pass
         yield
     finally:
         os.close(fd)
