@@ -52,7 +52,7 @@ from llm_marl_envs.evaluation.evaluate import (
     load_runs,
     slug,
 )
-from llm_marl_envs.evaluation.files import folder_lock, fsync_folder, write_atomic
+from llm_marl_envs.evaluation.files import folder_flock, folder_lock, fsync_folder, write_atomic
 from llm_marl_envs.evaluation.metrics import item_value, metric_info
 from llm_marl_envs.evaluation.replay import episode_difference, first_difference, replay_task
 from llm_marl_envs.evaluation.results import score
@@ -258,6 +258,8 @@ def _board_lock(board: Path):
     """The board's lock (:func:`~llm_marl_envs.evaluation.files.folder_lock`): one process
     at a time publishes an entry or a verification (or makes the board's key)."""
     board.mkdir(parents=True, exist_ok=True)
+    if board.resolve() == shipped_entries().parent.resolve():
+        return folder_flock(board)  # the package's own board: no lock file in the package
     return folder_lock(
         board,
         ".board.lock",
