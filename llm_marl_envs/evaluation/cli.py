@@ -239,6 +239,18 @@ def _resumable(out: Path, play: Callable[[], Any]) -> tuple[int | None, Any]:
     except RolloutError as error:
         print(f"eval stopped: {error}; run the same command to resume")
         return 1, None
+    except OSError as error:  # disk full, a read-only folder: finished episodes are kept
+        if isinstance(error, FileNotFoundError):
+            raise
+        print(f"eval stopped: {_os_error(error)}; run the same command to resume")
+        return 1, None
+
+
+def _os_error(error: OSError) -> str:
+    """A failed write as one line: the file and the reason (disk full, read-only, ...)."""
+    where = f" {error.filename}" if error.filename else ""
+    reason = error.strerror or str(error) or type(error).__name__
+    return f"cannot write{where}: {reason} (free some space or fix the folder's permissions)"
 
 
 def _cell(value: dict | None) -> str:
@@ -345,7 +357,20 @@ def add_leaderboard_parser(sub) -> None:
 
 
 def run_leaderboard(args: argparse.Namespace) -> int:
-    """``llm-marl leaderboard add|verify|build``; refusals are one line (exit status 2)."""
+    """``llm-marl leaderboard add|verify|build``; refusals are one line (exit status 2), a
+    write that fails too (disk full, a read-only folder: the board and the site are left as
+    they were)."""
+    try:
+        return _run_leaderboard(args)
+    except OSError as error:
+        if isinstance(error, FileNotFoundError):
+            raise
+        raise ValueError(
+            f"leaderboard {args.board_command}: {_os_error(error)}; nothing was changed"
+        ) from None
+
+
+def _run_leaderboard(args: argparse.Namespace) -> int:
     from llm_marl_envs.evaluation import leaderboard
 
     if args.board_command == "add":

@@ -6,9 +6,17 @@ batched rollout engine with a :class:`Team` (a policy spec per seat), then score
 
 * ``run.json``: what is being run (suite hash, team, batch size), written first; a resume
   with other settings is refused;
+* ``.eval.lock``: the folder's lock while an evaluation runs in it (an ``flock``, which the
+  kernel releases when the process ends, however it ends): a second ``llm-marl eval`` on the
+  same folder is refused with one line naming the process that holds it;
 * ``episodes/<task>.jsonl``: one line per episode once a task is complete: the task, item key,
   sample, seed and reset options, and the full episode record (every turn's prompt, action,
-  reward components, format error, tokens generated);
+  reward components, format error, tokens generated). It is written (atomically) only with
+  every (item, sample) of the task's frozen plan, each once; its records are numbered
+  (``episode``, ``group``) by their place in the plan, as an uninterrupted run numbers them,
+  however many resumes it took. A rerun checks it against the plan: a line lost, cut short
+  or edited is left out (a status line names the file and line) and its episode is played
+  again;
 * ``progress/<task>.<n>.jsonl`` and ``.plan.json`` while a task is running: the engine writes
   each finished episode as one complete line the moment it ends, and the plan maps its lines
   to (item, sample). A run stopped in any way (Ctrl-C, a crash, ``kill -9``) keeps them; the
@@ -27,16 +35,16 @@ derived from the suite seed and the task (:func:`task_policies`).
 from __future__ import annotations
 
 import json
-import os
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from llm_marl_envs.evaluation.files import folder_lock, write_atomic
 from llm_marl_envs.evaluation.suite import Item, Suite, Task, data_hash
 from llm_marl_envs.policies import (
     GenerationConfig,
@@ -179,10 +187,9 @@ def _task_seed(suite_seed: int, task_index: int) -> int:
 
 # --------------------------------------------------------------------------- files
 def _write_json(path: Path, value: Any) -> None:
-    """``value`` as JSON at ``path``, atomically (a reader never sees half a file)."""
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(value, indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    """``value`` as JSON at ``path``, atomically (a reader never sees half a file; a unique
+    temporary name, ``fsync``-ed, then renamed)."""
+    write_atomic(path, json.dumps(value, indent=1, ensure_ascii=False) + "\n")
 
 
 def _episode_line(task: Task, item: Item, sample: int, record_line: str) -> str:
@@ -201,19 +208,50 @@ def _episode_line(task: Task, item: Item, sample: int, record_line: str) -> str:
     return f'{head[:-1]}, "record": {record_line}}}'
 
 
+def _episode_lines(path: str | Path) -> Iterator[tuple[int, str | None, dict | None, str]]:
+    """``(line number, text, parsed, problem)`` for each non-blank line of an episodes file
+    (``.jsonl`` or ``.jsonl.gz``): ``parsed`` None and ``problem`` set for a line that is not
+    JSON (``"cut short"`` when it is the last one and lacks its newline: a killed writer)."""
+    import gzip
+    import zlib
+
+    opener = gzip.open if str(path).endswith(".gz") else open
+    try:
+        with opener(path, "rb") as handle:
+            for number, raw in enumerate(handle, 1):
+                if not raw.strip():
+                    continue
+                try:
+                    data = json.loads(raw)
+                    if not isinstance(data, dict):
+                        raise ValueError("not a JSON object")
+                except ValueError as error:
+                    cut = not raw.endswith(b"\n")
+                    problem = "cut short (no newline)" if cut else f"not JSON ({error})"
+                    yield number, None, None, problem
+                    continue
+                yield number, raw.decode("utf-8"), data, ""
+    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
+        raise EvalError(f"{path}: the file is cut short or damaged ({error})") from None
+
+
 def load_episodes(path: str | Path) -> list[dict]:
     """The lines of an ``episodes/<task>.jsonl`` file, each with its record as an
-    :class:`~llm_marl_envs.rollout.records.EpisodeRecord`."""
-    import gzip
-
+    :class:`~llm_marl_envs.rollout.records.EpisodeRecord`. A line that is not an episode
+    (a file cut short, edited by hand) is an :class:`EvalError` naming the file and line."""
     lines = []
-    opener = gzip.open if str(path).endswith(".gz") else open
-    with opener(path, "rt", encoding="utf-8") as handle:
-        for line in handle:
-            if line.strip():
-                data = json.loads(line)
-                data["record"] = EpisodeRecord.from_dict(data["record"])
-                lines.append(data)
+    for number, _, data, problem in _episode_lines(path):
+        try:
+            if problem:
+                raise ValueError(problem)
+            data["record"] = EpisodeRecord.from_dict(data["record"])
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
+            raise EvalError(
+                f"{path}:{number}: not an episode line ({type(error).__name__}: "
+                f"{str(error)[:100]}); restore the file, or delete that line and run the same "
+                "llm-marl eval again to play its episode again"
+            ) from None
+        lines.append(data)
     return lines
 
 
@@ -231,18 +269,71 @@ def load_runs(
     return runs
 
 
-def _load_run(task: Task, folder: Path, assignment: dict[str, str]) -> TaskRun | None:
-    """``task``'s finished run in ``folder``, or None when it has no episodes file."""
+def _episodes_path(task: Task, folder: Path) -> Path | None:
     path = folder / "episodes" / f"{task.name}.jsonl"
     if not path.exists():
         path = path.with_name(path.name + ".gz")
-        if not path.exists():
-            return None
-    items = {item.index: item for item in task.items}
-    episodes = [(items[x["item"]], x["sample"], x["record"]) for x in load_episodes(path)]
+    return path if path.exists() else None
+
+
+def _meta(task: Task, folder: Path) -> dict:
     meta_file = folder / "episodes" / f"{task.name}.meta.json"
-    meta = json.loads(meta_file.read_text()) if meta_file.exists() else {}
+    return json.loads(meta_file.read_text()) if meta_file.exists() else {}
+
+
+def _load_run(task: Task, folder: Path, assignment: dict[str, str]) -> TaskRun | None:
+    """``task``'s finished run in ``folder``, or None when it has no episodes file. An
+    episode of no item of the task is an :class:`EvalError` naming the file and line."""
+    path = _episodes_path(task, folder)
+    if path is None:
+        return None
+    items = {item.index: item for item in task.items}
+    episodes = []
+    for number, line in enumerate(load_episodes(path), 1):
+        if line.get("item") not in items:
+            raise EvalError(
+                f"{path}:{number}: item {line.get('item')!r} is not one of {task.name}'s"
+            )
+        episodes.append((items[line["item"]], line["sample"], line["record"]))
+    meta = _meta(task, folder)
     return TaskRun(task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment)
+
+
+def _plan_index(task: Task) -> dict[tuple[int, int], int]:
+    """(item, sample) -> its place in the task's frozen episode plan: the ``episode`` (and,
+    one episode per group, ``group``) number it has in an uninterrupted run."""
+    return {(item.index, sample): k for k, (item, sample) in enumerate(task.episode_plan())}
+
+
+def _saved(task: Task, out: Path, write) -> tuple[dict[tuple[int, int], str], list[str]]:
+    """The episodes of ``task``'s ``episodes`` file by (item, sample), each as its record's
+    JSON, and what was wrong with the file (lines cut short or not JSON, episodes not in the
+    plan or played twice): those are left out and played again."""
+    path = _episodes_path(task, out)
+    if path is None:
+        return {}, []
+    plan = _plan_index(task)
+    kept: dict[tuple[int, int], str] = {}
+    problems = []
+    for number, _, data, problem in _episode_lines(path):
+        item, sample = (data.get("item"), data.get("sample")) if data else (None, None)
+        key = (item, sample) if type(item) is int and type(sample) is int else None
+        if problem:
+            problems.append(f"{path}:{number}: {problem}")
+        elif key not in plan or not isinstance(data.get("record"), dict):
+            problems.append(f"{path}:{number}: not an episode of the task's plan")
+        elif key in kept:
+            problems.append(f"{path}:{number}: item {item} sample {sample} appears twice")
+        else:
+            try:
+                EpisodeRecord.from_dict(data["record"])
+            except (ValueError, TypeError, AttributeError) as error:
+                problems.append(f"{path}:{number}: not an episode record ({str(error)[:80]})")
+                continue
+            kept[key] = json.dumps(data["record"], ensure_ascii=False)
+    for problem in problems[:3]:
+        write(f"  {task.name}: {problem}; left out (its episode is played again)")
+    return kept, problems
 
 
 def _finished(task: Task, progress: Path) -> dict[tuple[int, int], str]:
@@ -258,9 +349,9 @@ def _finished(task: Task, progress: Path) -> dict[tuple[int, int], str]:
             for line in handle:
                 try:
                     episode = json.loads(line)["episode"]
-                except (ValueError, KeyError):  # the last line, cut short by a kill
+                    item, sample = plan["episodes"][episode]
+                except (ValueError, KeyError, IndexError, TypeError):  # cut short by a kill
                     continue
-                item, sample = plan["episodes"][episode]
                 done.setdefault((item, sample), line.rstrip("\n"))
     return done
 
@@ -274,14 +365,16 @@ def _play_task(
     write,
     executor: str | None = None,
     num_workers: int | None = None,
+    saved: Mapping[tuple[int, int], str] | None = None,
 ) -> dict[tuple[int, int], str]:
-    """Play the episodes of ``task`` that no earlier run finished; return all of them, by
-    (item, sample), as record lines."""
+    """Play the episodes of ``task`` that no earlier run finished (``saved``: those of its
+    episodes file; the rest from the progress files); return all of them, by (item, sample),
+    as record lines."""
     from llm_marl_envs.rollout import rollout
 
     progress_dir = out / "progress"
     progress_dir.mkdir(parents=True, exist_ok=True)
-    done = _finished(task, progress_dir)
+    done = {**_finished(task, progress_dir), **(saved or {})}
     plan = [
         (item, sample) for item, sample in task.episode_plan() if (item.index, sample) not in done
     ]
@@ -306,33 +399,55 @@ def _play_task(
             executor=executor,
             num_workers=num_workers,
         )
-        done = _finished(task, progress_dir)
+        done = {**_finished(task, progress_dir), **(saved or {})}
     return done
+
+
+def _renumbered(line: str, number: int) -> str:
+    """A record line with ``episode`` and ``group`` set to ``number`` (its place in the plan),
+    as an uninterrupted run numbers it (a resumed shard's engine counted from 0)."""
+    data = json.loads(line)
+    if data.get("episode") == number and data.get("group") == number:
+        return line
+    data["episode"] = data["group"] = number
+    return json.dumps(data, ensure_ascii=False)
 
 
 def _save_task(
     task: Task, lines: dict[tuple[int, int], str], assignment: dict, out: Path, seconds: float
 ) -> TaskRun:
     """Write a finished task's ``episodes/<task>.jsonl`` and ``.meta.json`` (and remove its
-    progress files); return it as a :class:`TaskRun`."""
+    progress files); return it as a :class:`TaskRun`. Refuses (:class:`EvalError`, the file
+    untouched) unless ``lines`` hold every (item, sample) of the task's frozen plan."""
+    problem = task.plan_difference(lines)
+    if problem:
+        raise EvalError(
+            f"task {task.name}: {problem}; episodes/{task.name}.jsonl is not written; run the "
+            "same command again to play what is missing"
+        )
     hashed = data_hash(task)
-    items = {item.index: item for item in task.items}
-    final = out / "episodes" / f"{task.name}.jsonl"
-    tmp = final.with_name(final.name + ".tmp")
-    with open(tmp, "w", encoding="utf-8") as handle:
-        for (i, sample), line in sorted(lines.items()):
-            handle.write(_episode_line(task, items[i], sample, line) + "\n")
+    plan = _plan_index(task)
+    ordered = [(item, sample) for item, sample in task.episode_plan()]
+    records = [_renumbered(lines[(i.index, s)], plan[(i.index, s)]) for i, s in ordered]
+    text = "".join(
+        _episode_line(task, item, sample, line) + "\n"
+        for (item, sample), line in zip(ordered, records, strict=True)
+    )
     episodes = [
-        (items[i], sample, EpisodeRecord.from_dict(json.loads(line)))
-        for (i, sample), line in sorted(lines.items())
+        (item, sample, EpisodeRecord.from_dict(json.loads(line)))
+        for (item, sample), line in zip(ordered, records, strict=True)
     ]
     _write_json(
         out / "episodes" / f"{task.name}.meta.json", {"wall_seconds": seconds, "data_hash": hashed}
     )
-    os.replace(tmp, final)
+    write_atomic(out / "episodes" / f"{task.name}.jsonl", text)
+    _clear_progress(task, out)
+    return TaskRun(task, episodes, seconds, hashed, assignment)
+
+
+def _clear_progress(task: Task, out: Path) -> None:
     for leftover in (out / "progress").glob(f"{task.name}.*"):
         leftover.unlink()
-    return TaskRun(task, episodes, seconds, hashed, assignment)
 
 
 def evaluate(
@@ -367,14 +482,47 @@ def evaluate(
             ``num_workers`` Ray actors; the records, and so the scores, are the same).
         num_workers: Ray actors per task with ``executor="ray"``.
 
-    Raises :class:`EvalError` for an output folder that holds another run, and the rollout's
-    ``RolloutInterrupted`` / ``RolloutError`` after saving the finished episodes.
+    Raises :class:`EvalError` for an output folder that holds another run,
+    :class:`~llm_marl_envs.evaluation.files.FolderBusy` while another process evaluates in
+    it, and the rollout's ``RolloutInterrupted`` / ``RolloutError`` after saving the finished
+    episodes.
     """
-    from llm_marl_envs.evaluation import results as scoring
-
     write = write or (lambda line: print(line, file=sys.stderr, flush=True))
     out = Path(out_dir)
     chosen = [suite.task(name) for name in tasks] if tasks else list(suite.tasks)
+    out.mkdir(parents=True, exist_ok=True)
+    with folder_lock(
+        out,
+        LOCK_FILE,
+        "another llm-marl eval",
+        "wait for it to finish (or stop it), or give another --out",
+    ):
+        return _evaluate(
+            suite,
+            team,
+            out,
+            chosen,
+            batch_size,
+            progress,
+            entry,
+            generation,
+            write,
+            executor,
+            num_workers,
+        )
+
+
+#: The lock file of an evaluation folder in use (:func:`~llm_marl_envs.evaluation.files.
+#: folder_lock`: released by the kernel when its process ends, however it ends).
+LOCK_FILE = ".eval.lock"
+
+
+def _evaluate(
+    suite, team, out, chosen, batch_size, progress, entry, generation, write, executor, num_workers
+) -> dict:
+    """:func:`evaluate` with the folder locked."""
+    from llm_marl_envs.evaluation import results as scoring
+
     run = {
         "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
         "team": team.describe(),
@@ -382,7 +530,6 @@ def evaluate(
         "batch_size": batch_size,
         "generation": _placement(generation),
     }
-    out.mkdir(parents=True, exist_ok=True)
     run_file = out / "run.json"
     if run_file.exists():
         before = json.loads(run_file.read_text(encoding="utf-8"))
@@ -401,10 +548,23 @@ def evaluate(
         f"{sum(len(t.episode_plan()) for t in chosen)} episodes, team {team.label}; "
         f"records in {out}"
     )
+    # what each task's episodes file holds: complete (every episode of the plan, nothing
+    # else), or to be completed (a line lost, cut short or edited: played again)
+    saved = {task.name: _saved(task, out, write) for task in chosen}
+    whole = {
+        name
+        for name, (lines, problems) in saved.items()
+        if not problems and lines and not suite.task(name).plan_difference(lines)
+    }
     finished = out / "results.json"
-    if finished.exists() and all((out / "episodes" / f"{t.name}.jsonl").exists() for t in chosen):
-        write(f"{out}: this evaluation is complete; its results are in {finished}")
-        return json.loads(finished.read_text(encoding="utf-8"))
+    if finished.exists() and whole == {t.name for t in chosen}:
+        try:
+            done = json.loads(finished.read_text(encoding="utf-8"))
+        except ValueError:  # damaged by hand: scored again from the episodes below
+            done = None
+        if isinstance(done, dict):
+            write(f"{out}: this evaluation is complete; its results are in {finished}")
+            return done
     models = ModelCache()
     started = time.time()
     runs: list[TaskRun] = []
@@ -412,17 +572,25 @@ def evaluate(
         for index, task in enumerate(chosen):
             with closing(make(task.env, **task.kwargs)) as env:
                 assignment = team.assign(env.possible_agents)
-                earlier = _load_run(task, out, assignment)
-                if earlier is None:
+                if task.name not in whole:
                     seed = _task_seed(suite.raw.get("seed", 0), index)
                     policies = task_policies(models, task, env, assignment, seed, generation)
-            if earlier is not None:
+            lines = saved[task.name][0]
+            if task.name in whole:
+                earlier = _saved_run(task, lines, out, assignment)
                 write(f"  {task.name}: done earlier ({len(earlier.episodes)} episodes)")
+                _clear_progress(task, out)  # left by a run stopped just after saving it
                 runs.append(earlier)
                 continue
+            if lines:
+                missing = len(task.episode_plan()) - len(lines)
+                write(
+                    f"  {task.name}: episodes/{task.name}.jsonl lacks {missing} of its "
+                    f"{len(task.episode_plan())} episodes; playing them again"
+                )
             tick = time.perf_counter()
             lines = _play_task(
-                task, policies, out, batch_size, progress, write, executor, num_workers
+                task, policies, out, batch_size, progress, write, executor, num_workers, lines
             )
             runs.append(_save_task(task, lines, assignment, out, time.perf_counter() - tick))
             write(
@@ -434,3 +602,13 @@ def evaluate(
         models.close()
     _write_json(out / "results.json", results)
     return results
+
+
+def _saved_run(task: Task, lines: Mapping[tuple[int, int], str], out: Path, assignment) -> TaskRun:
+    """A complete task's episodes file (read by :func:`_saved`) as a :class:`TaskRun`."""
+    episodes = [
+        (item, sample, EpisodeRecord.from_dict(json.loads(lines[(item.index, sample)])))
+        for item, sample in task.episode_plan()
+    ]
+    meta = _meta(task, out)
+    return TaskRun(task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment)

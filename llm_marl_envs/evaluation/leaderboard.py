@@ -34,7 +34,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import os
+import re
 import shutil
+import tempfile
 import warnings
 from collections.abc import Callable
 from contextlib import closing
@@ -49,6 +52,7 @@ from llm_marl_envs.evaluation.evaluate import (
     load_runs,
     slug,
 )
+from llm_marl_envs.evaluation.files import folder_flock, folder_lock, fsync_folder, write_atomic
 from llm_marl_envs.evaluation.metrics import item_value, metric_info
 from llm_marl_envs.evaluation.replay import episode_difference, first_difference, replay_task
 from llm_marl_envs.evaluation.results import score
@@ -113,14 +117,40 @@ def entries(board: str | Path | None = DEFAULT_BOARD, shipped: bool = True) -> d
     return found
 
 
+#: An entry folder's name: an id as :func:`~llm_marl_envs.evaluation.evaluate.slug` makes
+#: it, not hidden (``.tmp-*``: an entry being written) and not ``*.tmp`` (what a killed
+#: ``add`` of an older version left).
+_ENTRY_NAME = re.compile(r"(?!.*\.tmp$)[A-Za-z0-9_+-][A-Za-z0-9_.+-]*")
+
+
 def _entry_folders(folder: Path | None) -> dict[str, Path]:
+    """The entries in ``folder``: sub-folders with a valid id and a ``results.json`` that holds
+    a JSON object. Anything else (an entry being written under its temporary name, one a
+    killed process left, a damaged ``results.json``: with a warning naming it) is no entry."""
     if folder is None or not folder.is_dir():
         return {}
-    return {e.name: e for e in sorted(folder.iterdir()) if (e / "results.json").is_file()}
+    found = {}
+    for e in sorted(folder.iterdir()):
+        if not _ENTRY_NAME.fullmatch(e.name) or not (e / "results.json").is_file():
+            continue
+        try:
+            _read(e)
+        except LeaderboardError as error:
+            warnings.warn(f"{e} left out: {error}", stacklevel=3)
+            continue
+        found[e.name] = e
+    return found
 
 
 def _read(folder: Path) -> dict:
-    return json.loads((folder / "results.json").read_text(encoding="utf-8"))
+    path = folder / "results.json"
+    try:
+        results = json.loads(path.read_text(encoding="utf-8"))
+    except (ValueError, UnicodeDecodeError) as error:
+        raise LeaderboardError(f"{path} is not JSON ({error})") from None
+    if not isinstance(results, dict):
+        raise LeaderboardError(f"{path} is not an llm-marl eval result")
+    return results
 
 
 # --------------------------------------------------------------------------- add
@@ -201,15 +231,70 @@ def add_entry(
     if problems:
         raise LeaderboardError(f"{folder} cannot join the board: " + "; ".join(problems))
     name = display_name(name or results.get("entry") or "")
-    entry_id = _new_id(entry_id or name, name, Path(board))
+    board = Path(board)
+    requested = entry_id or name
+    entry_id = _new_id(requested, name, board)  # refused early, before the replay
     episodes = read_episodes(folder, suite)
+    problems = plan_problems(suite, results, episodes)
+    if problems:
+        raise LeaderboardError(f"{folder} cannot join the board: " + "; ".join(problems))
     rescored, problems = replayed_scores(suite, results, episodes)
     if problems:
         raise LeaderboardError(f"{folder} cannot join the board: " + "; ".join(problems))
     entry = {key: results.get(key) for key in ("schema", "entry", "team", "suite", "manifest")}
     entry.update({key: rescored[key] for key in ("complete", "overall", "tasks")})
     entry["board"] = {"id": entry_id, "name": name, "kind": kind}
-    return _write_entry(Path(board) / "entries" / entry_id, suite, entry, episodes)
+    (board / "entries").mkdir(parents=True, exist_ok=True)
+    with _board_lock(board):
+        _new_id(requested, name, board)  # again: another add may have taken it meanwhile
+        return _write_entry(board / "entries" / entry_id, suite, entry, episodes)
+
+
+#: Seconds an ``add`` or ``verify`` waits for another one writing to the same board.
+BOARD_WAIT = 120.0
+
+
+def _board_lock(board: Path):
+    """The board's lock (:func:`~llm_marl_envs.evaluation.files.folder_lock`): one process
+    at a time publishes an entry or a verification (or makes the board's key)."""
+    board.mkdir(parents=True, exist_ok=True)
+    if board.resolve() == shipped_entries().parent.resolve():
+        return folder_flock(board)  # the package's own board: no lock file in the package
+    return folder_lock(
+        board,
+        ".board.lock",
+        "another llm-marl leaderboard add or verify",
+        "try again when it is done",
+        wait=BOARD_WAIT,
+    )
+
+
+def plan_problems(suite: Suite, results: dict, episodes: dict) -> list[str]:
+    """Where a result's tasks differ from the suite's frozen plan: a task that
+    ``results.json`` lists without an episodes file or the reverse, or whose items x samples
+    are not the suite's (the episodes files themselves are checked by
+    :func:`~llm_marl_envs.evaluation.submission.read_episodes`)."""
+    problems = []
+    listed = results.get("tasks") if isinstance(results.get("tasks"), dict) else {}
+    for task in suite.tasks:
+        block = listed.get(task.name)
+        if block is None and task.name in episodes:
+            problems.append(f"task {task.name} has episodes but results.json does not list it")
+        elif block is not None and task.name not in episodes:
+            problems.append(
+                f"task {task.name}: listed in results.json but it has no episodes file "
+                f"(episodes/{task.name}.jsonl)"
+            )
+        elif block is not None:
+            block = block if isinstance(block, dict) else {}
+            claimed = (block.get("items"), block.get("samples"))
+            if claimed != (len(task.items), task.samples):
+                problems.append(
+                    f"task {task.name}: results.json scores {claimed[0]!r} items x "
+                    f"{claimed[1]!r} samples; the suite's plan is {len(task.items)} x "
+                    f"{task.samples}"
+                )
+    return problems
 
 
 def replayed_scores(suite: Suite, results: dict, episodes: dict) -> tuple[dict, list[str]]:
@@ -257,6 +342,8 @@ def _new_id(requested: str, name: str, board: Path) -> str:
     entry_id = slug(requested, "entry")
     if entry_id.startswith("."):
         raise LeaderboardError(f"an entry id cannot start with '.' ({entry_id!r}); choose --id")
+    if entry_id.endswith(".tmp"):
+        raise LeaderboardError(f"an entry id cannot end with '.tmp' ({entry_id!r}); choose --id")
     if entry_id.casefold() in {e.casefold() for e in entries(None)}:
         raise LeaderboardError(
             f"{entry_id!r} is the id of an entry shipped with the package; choose another --id"
@@ -276,24 +363,46 @@ def _new_id(requested: str, name: str, board: Path) -> str:
 
 def _write_entry(target: Path, suite: Suite, entry: dict, episodes: dict) -> Path:
     """Write the entry's results and its episodes (re-encoded from the checked records,
-    gzipped) to ``target``, whole or not at all."""
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    (tmp / "episodes").mkdir(parents=True)
-    for task_name, played in episodes.items():
-        task = suite.task(task_name)
-        lines = [
-            _episode_line(task, item, sample, encode_record(record).decode("utf-8").rstrip("\n"))
-            for item, sample, record in played
-        ]
-        packed = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
-        (tmp / "episodes" / f"{task_name}.jsonl.gz").write_bytes(packed)
-        given = entry["manifest"]["tasks"][task_name]
-        meta = {"wall_seconds": given.get("wall_seconds"), "data_hash": data_hash(task)}
-        (tmp / "episodes" / f"{task_name}.meta.json").write_text(json.dumps(meta) + "\n")
-    (tmp / "results.json").write_text(json.dumps(entry, indent=1) + "\n", encoding="utf-8")
-    tmp.rename(target)
+    gzipped) to ``target``, whole or not at all: into a hidden folder of a name unique to this
+    process (``.tmp-<id>-<pid>-<random>``, never listed by :func:`entries`), every file
+    ``fsync``-ed, then renamed to ``target`` in one step. Called with the board locked, so a
+    hidden folder found here is one a killed ``add`` left: it is removed."""
+    parent = target.parent
+    for stale in parent.glob(".tmp-*"):
+        shutil.rmtree(stale, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".tmp-{target.name[:40]}-{os.getpid()}-", dir=parent))
+    os.chmod(tmp, 0o755)  # mkdtemp's 0700 would hide the entry from other readers
+    try:
+        (tmp / "episodes").mkdir()
+        for task_name, played in episodes.items():
+            task = suite.task(task_name)
+            lines = [
+                _episode_line(
+                    task, item, sample, encode_record(record).decode("utf-8").rstrip("\n")
+                )
+                for item, sample, record in played
+            ]
+            packed = gzip.compress(("\n".join(lines) + "\n").encode("utf-8"), mtime=0)
+            _write_synced(tmp / "episodes" / f"{task_name}.jsonl.gz", packed)
+            given = entry["manifest"]["tasks"][task_name]
+            meta = {"wall_seconds": given.get("wall_seconds"), "data_hash": data_hash(task)}
+            _write_synced(tmp / "episodes" / f"{task_name}.meta.json", json.dumps(meta) + "\n")
+        _write_synced(tmp / "results.json", json.dumps(entry, indent=1) + "\n")
+        fsync_folder(tmp / "episodes")
+        fsync_folder(tmp)
+        os.rename(tmp, target)  # the board is locked and the id free: target does not exist
+    except BaseException:
+        shutil.rmtree(tmp, ignore_errors=True)
+        raise
+    fsync_folder(parent)
     return target
+
+
+def _write_synced(path: Path, data: bytes | str) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        handle.flush()
+        os.fsync(handle.fileno())
 
 
 # --------------------------------------------------------------------------- verify
@@ -334,6 +443,8 @@ def verify_entry(
     folder = found[entry]
     results = _read(folder)
     suite, problems = check_result(results, folder)
+    if not problems:
+        problems = plan_problems(suite, results, read_episodes(folder, suite))
     if problems:
         raise LeaderboardError(f"{entry}: " + "; ".join(problems))
     why = _deterministic(results)
@@ -344,8 +455,9 @@ def verify_entry(
     )
     path = verification_path(board, entry, folder)
     path.parent.mkdir(parents=True, exist_ok=True)
-    sealed = verification.seal(result, verification.board_key(Path(board), create=True))
-    path.write_text(json.dumps(sealed, indent=1) + "\n", encoding="utf-8")
+    with _board_lock(Path(board)):  # one key per board, one writer per verification
+        sealed = verification.seal(result, verification.board_key(Path(board), create=True))
+        write_atomic(path, json.dumps(sealed, indent=1) + "\n")
     return sealed
 
 
@@ -412,20 +524,22 @@ def _task_display(task) -> dict:
 
 def _scored_entry(suite: Suite, folder: Path, results: dict, transcripts: int) -> dict:
     """An entry's scores recomputed from its episode records (the intervals, task scores and
-    overall stored in ``results.json`` are not read), whether it played every item of the
-    suite, and its first ``transcripts`` episodes per task."""
+    overall stored in ``results.json`` are not read), whether it played every (item, sample)
+    of the suite's plan exactly once (an entry that did not is shown unranked, marked
+    incomplete), and its first ``transcripts`` episodes per task."""
     assignments = {name: block["team"] for name, block in results["tasks"].items()}
     runs = load_runs(suite, folder, assignments)
-    rescored = score(suite, runs, entry=results["entry"], team=None)
+    rescored = score(suite, runs, entry=results["entry"], team=None, partial=True)
     tasks = {}
     for run in runs:
         block = rescored["tasks"][run.task.name]
+        played = [(item.index, sample) for item, sample, _ in run.episodes]
         tasks[run.task.name] = {
             "team": block["team"],
             "metrics": block["metrics"],
             "score": block["score"],
             "played": len(run.episodes),
-            "complete": block["items"] == len(run.task.items),
+            "complete": run.task.plan_difference(played) is None,
             "episodes": [_transcript(*e, run.task) for e in run.episodes[:transcripts]],
         }
     played = sum(block["played"] for block in tasks.values())
@@ -455,7 +569,7 @@ def build_board(
     rows = []
     for entry_id, folder in entries(board, shipped).items():
         results = _read(folder)
-        if results["suite"]["name"] != suite.name:
+        if not isinstance(results.get("suite"), dict) or results["suite"].get("name") != suite.name:
             continue
         _, problems = check_result(results, folder)
         if problems:  # measured on another version of the suite: not comparable
@@ -466,6 +580,11 @@ def build_board(
     built = []
     for entry_id, folder, results, trust in rows:
         meta = results.get("board", {})
+        try:
+            scored = _scored_entry(suite, folder, results, transcripts)
+        except (ValueError, KeyError, TypeError, OSError) as error:  # a damaged entry folder
+            warnings.warn(f"entry {entry_id} left out: {error}", stacklevel=2)
+            continue
         built.append(
             {
                 "id": entry_id,
@@ -474,7 +593,7 @@ def build_board(
                 "kind": meta.get("kind", "model"),
                 "verified": trust["verified"],
                 "verification": {k: v for k, v in trust.items() if k != "models"},
-                **_scored_entry(suite, folder, results, transcripts),
+                **scored,
                 "manifest": _shown_manifest(results.get("manifest", {}), trust),
             }
         )

@@ -35,6 +35,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate, slug
+from llm_marl_envs.evaluation.files import write_atomic
 from llm_marl_envs.evaluation.metrics import normalise
 from llm_marl_envs.evaluation.stats import bootstrap_mean, paired_difference, stable_seed
 from llm_marl_envs.evaluation.suite import Suite
@@ -117,7 +118,7 @@ def run_pairings(
             num_workers=num_workers,
         )
     table = crossplay(suite, models, runs, names)
-    (out / "crossplay.json").write_text(json.dumps(table, indent=1) + "\n", encoding="utf-8")
+    write_atomic(out / "crossplay.json", json.dumps(table, indent=1) + "\n")
     return table
 
 

@@ -34,6 +34,7 @@ import numpy as np
 
 from llm_marl_envs.evaluation.metrics import item_value, metric_info, normalise
 from llm_marl_envs.evaluation.stats import Interval, score_interval, stable_seed, widen
+from llm_marl_envs.evaluation.suite import PlanError
 
 __all__ = ["RESAMPLES", "manifest", "overall_interval", "score"]
 
@@ -81,14 +82,21 @@ def overall_interval(
     return widen(interval, float(2 * half), 0.0, 1.0)
 
 
-def score(suite, runs, *, entry: str, team) -> dict[str, Any]:
-    """The scores of finished task runs (:class:`~llm_marl_envs.evaluation.evaluate.TaskRun`)."""
+def score(suite, runs, *, entry: str, team, partial: bool = False) -> dict[str, Any]:
+    """The scores of finished task runs (:class:`~llm_marl_envs.evaluation.evaluate.TaskRun`).
+    A run whose episodes are not each (item, sample) of its task's frozen plan exactly once is
+    refused (:class:`~llm_marl_envs.evaluation.suite.PlanError`, naming the task): a score
+    of some of the items is not the suite's score. ``partial=True`` scores it anyway (the
+    site shows a damaged board entry that way: unranked, marked incomplete)."""
     suite_hash = suite.hash()
     tasks: dict[str, Any] = {}
     scores: list[list[float]] = []
     score_intervals: list[Interval] = []
     for run in runs:
         task = run.task
+        problem = task.plan_difference((item.index, sample) for item, sample, _ in run.episodes)
+        if problem and not partial:
+            raise PlanError(f"task {task.name} cannot be scored: {problem}")
         by_item: dict[int, list] = defaultdict(list)
         for item, _, record in run.episodes:
             by_item[item.index].append(record)

@@ -12,6 +12,10 @@
   the rows of one rank shaded alike (a tie group, ``2=``); entries that did not play every
   item unranked and marked incomplete; every column sortable by a click; then the cross-play
   heatmaps by model name, with the solo scores, collaboration gaps and seat-order effects;
+
+and, in the version folder ``site-<hash>/`` that the index links into (see :func:`build_site`:
+the site is installed in one swap of ``index.html``):
+
 * ``entries/<id>.html``: an entry's team, verification, scores with their tie marks, manifest;
 * ``transcripts/<id>/<task>.html``: an entry's kept episodes of a task, turn by turn (each score
   in the tables links here); an action over :data:`ACTION_LIMIT` characters (an observation
@@ -68,10 +72,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
+from llm_marl_envs.evaluation.files import folder_flock, fsync_folder, write_atomic
+
 __all__ = ["build_site", "file_id", "rank_order", "validate_board"]
 
-#: The files and folders :func:`build_site` writes (and replaces) in its output folder.
-GENERATED = ("index.html", "style.css", "sort.js", "entries", "transcripts")
 ASSETS = ("style.css", "sort.js")
 INTERVAL_KEYS = ("mean", "lo", "hi", "n")
 _SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
@@ -709,7 +713,7 @@ def _entry_page(board: dict, entry: dict) -> str:
     team = json.dumps(entry.get("team"), ensure_ascii=False, default=str)
     kind = f"{_e(entry['kind'])}, " if entry.get("kind") else ""
     body = (
-        f'<nav><a href="../index.html">&larr; leaderboard</a></nav>'
+        f'<nav><a href="../../index.html">&larr; leaderboard</a></nav>'
         f'<h1 class="name">{_e(entry["name"])}</h1><p>Entry <code>{_e(entry["id"])}</code>, '
         f"{kind}{_badges(entry)}. {summary}</p><p>Team: <code>{_e(team)}</code></p>"
         '<h2>Tasks</h2><div class="scroll"><table class="plain"><thead><tr>'
@@ -778,7 +782,7 @@ def _transcript_page(board: dict, entry: dict, task: str, block: dict) -> str:
             f"{PAGE_LIMIT // 1_000_000} MB; the episode file holds them."
         )
     body = (
-        f'<nav><a href="../../index.html">&larr; leaderboard</a> · <a href="../../entries/'
+        f'<nav><a href="../../../index.html">&larr; leaderboard</a> · <a href="../../entries/'
         f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a></nav>'
         f'<h1 class="name">{_e(entry["name"])}: {_e(task)}</h1><p>Seats: <code>{_e(team)}'
         f"</code>. {shown}</p>" + "".join(parts)
@@ -791,50 +795,84 @@ def _write(path: Path, text: str) -> None:
     path.write_text(text, encoding="utf-8", errors="replace", newline="\n")
 
 
-def _install(built: Path, out: Path, aside: Path) -> None:
-    """Move the generated files from ``built`` into ``out``: files atomically, folders by
-    moving the old one aside first; anything else in ``out`` is left alone."""
-    aside.mkdir()
-    for name in GENERATED:
-        target = out / name
-        if target.is_dir() and not target.is_symlink():
-            os.replace(target, aside / name)
-        os.replace(built / name, target)
+#: A version folder of the site (the pages but ``index.html``), named by its content.
+VERSION = re.compile(r"site-[0-9a-f]{16}")
+#: The links of ``index.html`` that point into the version folder.
+_INTO_VERSION = re.compile(r'(href|src)="(?=entries/|transcripts/|style\.css"|sort\.js")')
+
+
+def _digest(folder: Path) -> str:
+    """sha256 of every file under ``folder``: its path and its bytes."""
+    digest = hashlib.sha256()
+    for path in sorted(folder.rglob("*")):
+        if path.is_file():
+            digest.update(path.relative_to(folder).as_posix().encode("utf-8") + b"\0")
+            digest.update(path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
+def _remove(path: Path, out: Path) -> None:
+    """Remove a folder of ``out`` by renaming it to a hidden scratch name first, so a build
+    killed while deleting never leaves a half-deleted version under a version's name."""
+    doomed = Path(tempfile.mkdtemp(prefix=".site-build-old-", dir=out))
+    os.replace(path, doomed / "x")
+    shutil.rmtree(doomed, ignore_errors=True)
 
 
 def build_site(board: dict, out_dir: str | Path) -> Path:
     """Write the static site of ``board`` into ``out_dir`` and return its ``index.html``.
 
-    The pages are written to a scratch folder inside ``out_dir`` first, then moved into place,
-    replacing the ones a previous build wrote (``index.html``, ``style.css``, ``sort.js``,
-    ``entries/``, ``transcripts/``); other files in ``out_dir`` are kept. Raises ValueError,
-    naming the key path, when ``board`` lacks something (see :func:`validate_board`).
+    The pages but the index go to a version folder, ``site-<hash>/`` (``style.css``,
+    ``sort.js``, ``entries/``, ``transcripts/``), named by a hash of its content and built
+    under a hidden scratch name (``.site-build-*``) that becomes the version's name in one
+    rename, complete. ``index.html``, which links into it, is then replaced in one atomic
+    rename: the one swap that publishes the build. A reader (or a build killed at any point)
+    sees the old site or the new one, never a mix; the versions no index links to and the
+    scratch folders of killed builds are removed by the next build. Builds into one folder
+    take turns (an ``flock`` on the folder); other files in ``out_dir`` are kept. Raises
+    ValueError, naming the key path, when ``board`` lacks something (see
+    :func:`validate_board`).
     """
     validate_board(board)
     out = Path(out_dir)
     if out.exists() and not out.is_dir():
         raise ValueError(f"{out} exists and is not a folder")
     out.mkdir(parents=True, exist_ok=True)
-    scratch = Path(tempfile.mkdtemp(prefix=".site-build-", dir=out))
-    try:
-        built = scratch / "new"
-        (built / "entries").mkdir(parents=True)
-        (built / "transcripts").mkdir()
-        assets = resources.files("llm_marl_envs.evaluation") / "site_assets"
-        for name in ASSETS:
-            (built / name).write_bytes((assets / name).read_bytes())
-        _write(built / "index.html", _index(board))
-        for entry in board["entries"]:
-            fid = file_id(entry["id"])
-            _write(built / "entries" / f"{fid}.html", _entry_page(board, entry))
-            folder = built / "transcripts" / fid
-            folder.mkdir()
-            for task in board["tasks"]:
-                block = entry["tasks"].get(task["name"])
-                if block is not None:
-                    page = _transcript_page(board, entry, task["name"], block)
-                    _write(folder / f"{task_file(task['name'])}.html", page)
-        _install(built, out, scratch / "old")
-    finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+    with folder_flock(out):
+        for stale in out.glob(".site-build-*"):  # left by a killed build: none is running
+            shutil.rmtree(stale, ignore_errors=True)
+        scratch = Path(tempfile.mkdtemp(prefix=".site-build-", dir=out))
+        try:
+            version = _build_version(board, scratch)
+            if not (out / version).is_dir():  # the same content is already there, whole
+                os.chmod(scratch, 0o755)
+                os.rename(scratch, out / version)
+            index = _INTO_VERSION.sub(rf'\1="{version}/', _index(board))
+            fsync_folder(out)
+            write_atomic(out / "index.html", index.encode("utf-8", "replace"))
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        for old in out.iterdir():
+            if VERSION.fullmatch(old.name) and old.name != version and old.is_dir():
+                _remove(old, out)
     return out / "index.html"
+
+
+def _build_version(board: dict, folder: Path) -> str:
+    """Write the pages but the index into ``folder``; return the version's name."""
+    (folder / "entries").mkdir()
+    (folder / "transcripts").mkdir()
+    assets = resources.files("llm_marl_envs.evaluation") / "site_assets"
+    for name in ASSETS:
+        (folder / name).write_bytes((assets / name).read_bytes())
+    for entry in board["entries"]:
+        fid = file_id(entry["id"])
+        _write(folder / "entries" / f"{fid}.html", _entry_page(board, entry))
+        pages = folder / "transcripts" / fid
+        pages.mkdir()
+        for task in board["tasks"]:
+            block = entry["tasks"].get(task["name"])
+            if block is not None:
+                page = _transcript_page(board, entry, task["name"], block)
+                _write(pages / f"{task_file(task['name'])}.html", page)
+    return f"site-{_digest(folder)[:16]}"

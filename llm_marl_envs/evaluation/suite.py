@@ -34,12 +34,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "PlanError",
     "Item",
     "Suite",
     "SuiteError",
@@ -77,6 +79,10 @@ def canonical_hash(value: Any) -> str:
     """``sha256:<hex>`` of ``value`` as canonical JSON (sorted keys, no spaces)."""
     text = json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return "sha256:" + hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+class PlanError(ValueError):
+    """Episodes that are not a task's frozen plan (each item x sample exactly once)."""
 
 
 @dataclass(frozen=True)
@@ -156,6 +162,36 @@ class Task:
     def episode_plan(self) -> list[tuple[Item, int]]:
         """Every (item, sample) this task plays, in order."""
         return [(item, sample) for item in self.items for sample in range(self.samples)]
+
+    def plan_difference(self, played: Iterable[tuple[int, int]]) -> str | None:
+        """Why ``played`` ((item index, sample) pairs) is not this task's frozen plan, each of
+        its items x samples exactly once (None: it is)."""
+        plan = {(item.index, sample): (item, sample) for item, sample in self.episode_plan()}
+        counts: dict[tuple[int, int], int] = {}
+        for pair in played:
+            pair = tuple(pair)
+            counts[pair] = counts.get(pair, 0) + 1
+        missing = [plan[k] for k in plan if k not in counts]
+        extra = [k for k in counts if k not in plan]
+        twice = [k for k, n in counts.items() if n > 1 and k in plan]
+        parts = []
+        if missing:
+            item, sample = missing[0]
+            parts.append(
+                f"{len(missing)} of its {len(plan)} episodes ({len(self.items)} items x "
+                f"{self.samples} samples) are missing (first: {item.key} sample {sample})"
+            )
+        if extra:
+            parts.append(
+                f"{len(extra)} episode(s) are not in its plan (first: item {extra[0][0]!r} "
+                f"sample {extra[0][1]!r})"
+            )
+        if twice:
+            item, sample = plan[twice[0]]
+            parts.append(
+                f"{len(twice)} episode(s) appear twice (first: {item.key} sample {sample})"
+            )
+        return "; ".join(parts) or None
 
 
 @dataclass(frozen=True)

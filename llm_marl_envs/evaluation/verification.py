@@ -46,8 +46,10 @@ import hashlib
 import hmac
 import json
 import math
+import os
 import random
 import secrets
+import tempfile
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from pathlib import Path
@@ -327,11 +329,21 @@ def content_hashes(folder: Path) -> dict[str, str]:
 def board_key(board: Path, create: bool = False) -> bytes | None:
     """The board's sealing key (``<board>/verification.key``); made when ``create`` and absent."""
     path = Path(board) / KEY_FILE
-    if not path.is_file() and create:
+    key = path.read_text(encoding="utf-8").strip().encode() if path.is_file() else b""
+    if not key and create:  # absent, or left empty by an older version killed making it
         path.parent.mkdir(parents=True, exist_ok=True)
-        path.touch(mode=0o600)
-        path.write_text(secrets.token_hex(32) + "\n", encoding="utf-8")
-    return path.read_text(encoding="utf-8").strip().encode() if path.is_file() else None
+        fd, tmp = tempfile.mkstemp(prefix=f".{KEY_FILE}.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(secrets.token_hex(32) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)  # whole or absent: never an empty key
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        key = path.read_text(encoding="utf-8").strip().encode()
+    return key or None
 
 
 def _mac(verification: Mapping[str, Any], key: bytes) -> str:

@@ -67,11 +67,13 @@ def edit_results(folder, edit):
 
 def rescore(folder):
     """Score the folder's (edited) episodes with the package's own scoring, as ``llm-marl
-    eval`` does for a complete folder: results.json agrees with the episodes."""
+    eval`` does for a complete folder (whatever the plan: eval itself would refuse a cut
+    task): results.json agrees with the episodes."""
     suite = load_suite("lite")
     results = json.loads((folder / "results.json").read_text())
     assignments = {name: block["team"] for name, block in results["tasks"].items()}
-    fresh = score(suite, load_runs(suite, folder, assignments), entry="x", team=None)
+    runs = load_runs(suite, folder, assignments)
+    fresh = score(suite, runs, entry="x", team=None, partial=True)  # the attacker's scores
     edit_results(folder, lambda r: r.update({k: fresh[k] for k in ("tasks", "overall")}))
 
 

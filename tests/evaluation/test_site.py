@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import copy
 import html
+import os
 import re
+import threading
 from html.parser import HTMLParser
 from pathlib import Path
 
@@ -131,6 +133,13 @@ class Tags(HTMLParser):
         self.text.append(data)
 
 
+def pages(index: Path) -> Path:
+    """The version folder that ``index`` links into (the pages but the index)."""
+    names = set(re.findall(r'href="(site-[0-9a-f]{16})/style.css"', index.read_text()))
+    assert len(names) == 1
+    return index.parent / names.pop()
+
+
 def parse(path: Path) -> Tags:
     parser = Tags()
     parser.feed(path.read_text(encoding="utf-8"))
@@ -148,15 +157,10 @@ def site(tmp_path) -> Path:
 
 
 def test_pages_exist_and_hold_the_data(site):
-    root = site.parent
-    assert site == root / "index.html"
-    assert {p.name for p in root.iterdir()} == {
-        "index.html",
-        "style.css",
-        "sort.js",
-        "entries",
-        "transcripts",
-    }
+    assert site.name == "index.html"
+    root = pages(site)  # the pages but the index: one version folder, named by its content
+    assert {p.name for p in site.parent.iterdir()} == {"index.html", root.name}
+    assert {p.name for p in root.iterdir()} == {"style.css", "sort.js", "entries", "transcripts"}
     index = site.read_text(encoding="utf-8")
     assert "lite" in index and "sha256:abc" in index and "rank = 1 + entries wholly above" in index
     assert "2026-11-24T00:00:00Z" in index
@@ -174,13 +178,13 @@ def test_pages_exist_and_hold_the_data(site):
     assert "background:hsl(" in cross and "collaboration gap" in cross
     assert "-0.100 <small>[-0.300, 0.100] (10)</small>" in cross
     assert "0.200 <small>[0.000, 0.400] (10)</small>" in cross  # seat order
-    assert f'href="entries/{file_id("scripted")}.html">scripted</a>' in cross
+    assert f'href="{root.name}/entries/{file_id("scripted")}.html">scripted</a>' in cross
     for entry_id in ("scripted", EVIL, "hf:evil:model"):
         fid = file_id(entry_id)
         assert (root / "entries" / f"{fid}.html").is_file()
         assert (root / "transcripts" / fid / "maze.html").is_file()
-        assert f'href="transcripts/{fid}/maze.html"' in index
-        assert f'href="entries/{fid}.html"' in index
+        assert f'href="{root.name}/transcripts/{fid}/maze.html"' in index
+        assert f'href="{root.name}/entries/{fid}.html"' in index
     transcript = (root / "transcripts" / file_id("scripted") / "maze.html").read_text()
     assert (
         "seed-0: score 1.000" in transcript and '<pre class="action">MOVE: up</pre>' in transcript
@@ -211,14 +215,14 @@ def test_a_task_an_entry_did_not_run_shows_a_dash(site):
     assert cells[-1] == '<td class="num none" data-sort="">—</td>'  # gsm8k, not run
     gsm8k = index.split('id="task-gsm8k"')[1].split("</section>")[0]
     assert gsm8k.count("<tr class=") == 1 and "2 entries did not run it" in gsm8k
-    assert not (site.parent / "transcripts" / file_id("hf:evil:model") / "gsm8k.html").exists()
+    assert not (pages(site) / "transcripts" / file_id("hf:evil:model") / "gsm8k.html").exists()
 
 
 def test_hostile_text_is_escaped_everywhere(site):
-    root = site.parent
-    pages = sorted(root.rglob("*.html"))
-    assert len(pages) == 1 + 3 + 4
-    for page in pages:
+    root = pages(site)
+    found = sorted(site.parent.rglob("*.html"))
+    assert len(found) == 1 + 3 + 4
+    for page in found:
         parsed = parse(page)
         scripts = [attrs for tag, attrs in parsed.tags if tag == "script"]
         assert all(set(a) == {"src"} and a["src"].endswith("sort.js") for a in scripts), page
@@ -240,7 +244,7 @@ def test_hostile_text_is_escaped_everywhere(site):
 def test_unwritable_characters_become_replacement_characters(tmp_path):
     board = make_board()
     board["entries"][1]["tasks"]["maze"]["episodes"][0]["turns"][0]["action"] = "a\x00b\ud800c"
-    root = build_site(board, tmp_path / "site").parent
+    root = pages(build_site(board, tmp_path / "site"))
     transcript = (root / "transcripts" / file_id("scripted") / "maze.html").read_text()
     assert '<pre class="action">a\ufffdb\ufffdc</pre>' in transcript
 
@@ -256,19 +260,103 @@ def test_builds_are_byte_identical(tmp_path):
 
 def test_rebuilding_replaces_the_generated_files_only(tmp_path):
     out = tmp_path / "site"
-    build_site(make_board(), out)
+    first = pages(build_site(make_board(), out))
     (out / "notes.txt").write_text("mine")
     board = make_board()
     board["entries"].pop(0)  # the evil entry leaves the board
     board["title"] = "second build"
     index = build_site(board, out)
+    second = pages(index)
     assert "second build" in index.read_text()
     assert (out / "notes.txt").read_text() == "mine"
-    assert not (out / "entries" / f"{file_id(EVIL)}.html").exists()
-    assert not (out / "transcripts" / file_id(EVIL)).exists()
+    assert second != first and not first.exists()  # the old version is gone
+    assert not (second / "entries" / f"{file_id(EVIL)}.html").exists()
+    assert not (second / "transcripts" / file_id(EVIL)).exists()
+    assert sorted(p.name for p in out.iterdir()) == sorted(["index.html", second.name, "notes.txt"])
+    # no scratch folder left behind
+
+
+def links_resolve(index: Path) -> None:
+    """Every local link of every page under ``index``'s folder points at a file there."""
+    root = index.parent
+    for page in root.rglob("*.html"):
+        for link in re.findall(r'(?:href|src)="([^"#]+)"', page.read_text()):
+            target = (page.parent / html.unescape(link)).resolve()
+            assert target.is_file() and root.resolve() in target.parents, (page, link)
+
+
+@pytest.mark.parametrize("stop", ["version", "index"])
+def test_a_build_killed_at_any_step_leaves_a_whole_site(tmp_path, monkeypatch, stop):
+    """A build stopped before its version folder is in place, or before the index swap,
+    leaves the old site whole (every link resolves); the next build removes its scratch."""
+    out = tmp_path / "site"
+    old = build_site(make_board(), out).read_bytes()
+    board = make_board()
+    board["entries"].pop(0)
+    board["title"] = "second build"
+    import llm_marl_envs.evaluation.site as site_module
+
+    real_rename, real_write = os.rename, site_module.write_atomic
+
+    def killed(*args, **kwargs):
+        raise KeyboardInterrupt  # stands for kill -9 at this point: nothing after it runs
+
+    monkeypatch.setattr(site_module.shutil, "rmtree", lambda *a, **k: None)  # no cleanup
+    if stop == "version":
+        monkeypatch.setattr(site_module.os, "rename", killed)
+    else:
+        monkeypatch.setattr(site_module, "write_atomic", killed)
+    with pytest.raises(KeyboardInterrupt):
+        build_site(board, out)
+    monkeypatch.undo()
+    assert os.rename is real_rename and site_module.write_atomic is real_write
+    assert (out / "index.html").read_bytes() == old  # the old site, whole
+    links_resolve(out / "index.html")
+    left = {p.name for p in out.iterdir()} - {"index.html", pages(out / "index.html").name}
+    assert left  # what the killed build left: its scratch folder, or an unlinked version
+    index = build_site(board, out)
+    assert "second build" in index.read_text()
+    links_resolve(index)
+    assert not list(out.glob(".site-build-*"))  # removed by the next build
+    assert sorted(p.name for p in out.iterdir()) == sorted(["index.html", pages(index).name])
+
+
+def test_stale_scratch_folders_are_removed_by_the_next_build(tmp_path):
+    out = tmp_path / "site"
+    build_site(make_board(), out)
+    for name in (".site-build-abc123", ".site-build-old-xyz"):  # left by killed builds
+        (out / name / "new" / "entries").mkdir(parents=True)
+        (out / name / "new" / "entries" / "x.html").write_text("x" * 1000)
+    (out / "site-0123456789abcdef").mkdir()  # a version no index links to
+    build_site(make_board(), out)
+    assert sorted(p.name for p in out.iterdir()) == ["index.html", pages(out / "index.html").name]
+
+
+def test_concurrent_builds_into_one_folder_leave_one_whole_site(tmp_path):
+    out = tmp_path / "site"
+    boards = [make_board() for _ in range(4)]
+    for number, board in enumerate(boards):
+        board["title"] = f"build {number}"
+    barrier = threading.Barrier(len(boards))
+    errors = []
+
+    def build(board):
+        barrier.wait()
+        try:
+            build_site(board, out)
+        except Exception as error:  # noqa: BLE001 - collected and asserted below
+            errors.append(error)
+
+    threads = [threading.Thread(target=build, args=(b,)) for b in boards]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert not errors
+    links_resolve(out / "index.html")
     assert sorted(p.name for p in out.iterdir()) == sorted(
-        ["index.html", "style.css", "sort.js", "entries", "transcripts", "notes.txt"]
-    )  # no scratch folder left behind
+        ["index.html", pages(out / "index.html").name]
+    )
 
 
 def test_a_file_in_the_way_is_an_error(tmp_path):
@@ -341,10 +429,10 @@ def test_a_minimal_board_builds(tmp_path):
         ],
     }
     validate_board(board)
-    root = build_site(board, tmp_path / "site").parent
-    pages = list((root / "transcripts" / file_id("x")).iterdir())
-    assert len(pages) == 1 and "/" not in pages[0].name and " " not in pages[0].name
-    assert "No episodes were kept" in pages[0].read_text()
+    root = pages(build_site(board, tmp_path / "site"))
+    found = list((root / "transcripts" / file_id("x")).iterdir())
+    assert len(found) == 1 and "/" not in found[0].name and " " not in found[0].name
+    assert "No episodes were kept" in found[0].read_text()
 
 
 # --------------------------------------------------------------------------- reading right
@@ -408,18 +496,18 @@ def test_incomplete_entries_are_unranked_marked_and_listed_last(tmp_path):
 def test_the_badge_says_what_was_verified(tmp_path):
     board = make_board()
     board["entries"][1]["verification"] = {"summary": "114/114 replayed, 24 regenerated"}
-    root = build_site(board, tmp_path / "site").parent
+    index = build_site(board, tmp_path / "site")
     badge = '<span class="badge verified">114/114 replayed, 24 regenerated</span>'
-    assert badge in (root / "index.html").read_text()
-    assert badge in (root / "entries" / f"{file_id('scripted')}.html").read_text()
-    assert '<span class="badge not-checked">not checked</span>' in (root / "index.html").read_text()
+    assert badge in index.read_text()
+    assert badge in (pages(index) / "entries" / f"{file_id('scripted')}.html").read_text()
+    assert '<span class="badge not-checked">not checked</span>' in index.read_text()
 
 
 def test_entry_pages_keep_the_tie_marks(site):
-    page = (site.parent / "entries" / f"{file_id(EVIL)}.html").read_text()
+    page = (pages(site) / "entries" / f"{file_id(EVIL)}.html").read_text()
     assert "rank 2=." in page  # overall: shared with hf:evil:model
     assert '<td class="num rank">2=</td>' in page  # maze: shared with hf:evil:model
-    scripted = (site.parent / "entries" / f"{file_id('scripted')}.html").read_text()
+    scripted = (pages(site) / "entries" / f"{file_id('scripted')}.html").read_text()
     assert "rank 1." in scripted and '<td class="num rank">1</td>' in scripted
 
 
@@ -459,7 +547,7 @@ def test_long_transcripts_are_cut_and_huge_pages_leave_episodes_out(tmp_path, mo
     maze["episodes"][0]["turns"][0]["action"] = "A" * 50_000
     monkeypatch.setattr("llm_marl_envs.evaluation.site.PAGE_LIMIT", 10_000)
     maze["episodes"] += [episode(f"seed-{k}", 0, "y" * 3_000) for k in range(2, 12)]
-    root = build_site(board, tmp_path / "site").parent
+    root = pages(build_site(board, tmp_path / "site"))
     page = (root / "transcripts" / file_id("scripted") / "maze.html").read_text()
     assert "A" * ACTION_LIMIT + '<span class="cut">[… 46,000 more characters' in page
     assert "A" * (ACTION_LIMIT + 1) not in page

@@ -210,11 +210,12 @@ def test_hostile_model_output_stays_text(page, tmp_path):
     index = build_site(board, tmp_path / "site")
     page.goto(index.as_uri())
     assert page.locator("#overall tbody td.name > a").inner_text() == HOSTILE.strip()
-    page.goto((index.parent / "transcripts" / file_id("hf:x/y") / "t.html").as_uri())
+    pages = next(index.parent.glob("site-*"))  # the version folder: the pages but the index
+    page.goto((pages / "transcripts" / file_id("hf:x/y") / "t.html").as_uri())
     action = page.locator("pre.action").inner_text()  # cut at ACTION_LIMIT, as text
     assert action.startswith(HOSTILE[:ACTION_LIMIT]) and "more characters not shown" in action
     assert page.evaluate("document.querySelectorAll('script, img').length") == 0
-    page.goto((index.parent / "entries" / f"{file_id('hf:x/y')}.html").as_uri())
+    page.goto((pages / "entries" / f"{file_id('hf:x/y')}.html").as_uri())
     assert json.loads(page.locator("pre.manifest").inner_text()) == {"note": HOSTILE}
 
 
@@ -297,7 +298,8 @@ def test_a_5000_character_name_does_not_widen_the_page(browser, tmp_path):
     }
     index = build_site(board, tmp_path / "site")
     page = usable(browser).new_page(viewport={"width": 390, "height": 844})
-    for path in (index, index.parent / "entries" / f"{file_id(name)}.html"):
+    pages = next(index.parent.glob("site-*"))  # the version folder: the pages but the index
+    for path in (index, pages / "entries" / f"{file_id(name)}.html"):
         page.goto(path.as_uri())
         assert page.evaluate(LAYOUT)["overflow"] <= 0, path.name
     page.close()

@@ -1,0 +1,226 @@
+"""The board against concurrent runs and kills (issue 33): one id added by several processes at
+once, an ``add`` killed before its final rename, a damaged ``results.json``, a result whose
+items x samples are not the suite's plan, a full disk."""
+
+from __future__ import annotations
+
+import errno
+import gzip
+import json
+import os
+import shutil
+import subprocess
+import sys
+import threading
+import warnings
+
+import pytest
+
+from llm_marl_envs.cli import main
+from llm_marl_envs.evaluation import leaderboard
+from llm_marl_envs.evaluation.evaluate import Team, evaluate
+from llm_marl_envs.evaluation.leaderboard import (
+    LeaderboardError,
+    add_entry,
+    build_board,
+    entries,
+    shipped_entries,
+)
+from llm_marl_envs.evaluation.suite import load_suite
+
+TASKS = ["gsm8k", "maze"]
+
+
+@pytest.fixture(scope="module")
+def evaluated(tmp_path_factory):
+    out = tmp_path_factory.mktemp("lite") / "scripted"
+    evaluate(load_suite("lite"), Team.parse("scripted"), out, tasks=TASKS, progress=False)
+    return out
+
+
+def added(board):
+    """The board's own entries (the shipped ones left out)."""
+    return sorted(set(entries(board)) - set(entries(None)))
+
+
+def test_concurrent_adds_of_one_id_publish_one_whole_entry(evaluated, tmp_path):
+    board = tmp_path / "board"
+    barrier = threading.Barrier(4)
+    outcomes = []
+
+    def add(number):
+        barrier.wait()
+        try:
+            add_entry(evaluated, board, entry_id="x", name=f"scripted {number}")
+            outcomes.append("added")
+        except Exception as error:  # noqa: BLE001 - every outcome is asserted below
+            outcomes.append(f"{type(error).__name__}: {error}")
+
+    threads = [threading.Thread(target=add, args=(n,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert len(outcomes) == 4 and outcomes.count("added") == 1, outcomes
+    refusal = "LeaderboardError: the board already has an entry 'x'; choose --id"
+    assert all(o in ("added", refusal) for o in outcomes), outcomes
+    assert added(board) == ["x"]
+    assert sorted(p.name for p in (board / "entries").iterdir()) == ["x"]  # no temp left
+    assert sorted(p.name for p in (board / "entries" / "x" / "episodes").iterdir()) == [
+        "gsm8k.jsonl.gz",
+        "gsm8k.meta.json",
+        "maze.jsonl.gz",
+        "maze.meta.json",
+    ]
+    ids = [e["id"] for e in build_board("lite", board, shipped=False)["entries"]]
+    assert ids == ["x"]
+
+
+def test_an_add_killed_before_its_final_rename_publishes_nothing(evaluated, tmp_path):
+    """A real ``kill -9`` of an ``add`` process just before it renames the entry into place:
+    no entry (no phantom ``x.tmp`` either), and the next add of that id succeeds and removes
+    what the killed one left."""
+    board = tmp_path / "board"
+    code = (
+        "import os, signal\n"
+        "from llm_marl_envs.evaluation.leaderboard import add_entry\n"
+        "real = os.rename\n"
+        "def rename(src, dst, *a, **k):\n"
+        "    if os.path.basename(str(dst)) == 'x':\n"
+        "        os.kill(os.getpid(), signal.SIGKILL)\n"
+        "    return real(src, dst, *a, **k)\n"
+        "os.rename = rename\n"
+        f"add_entry({str(evaluated)!r}, {str(board)!r}, entry_id='x')\n"
+    )
+    child = subprocess.run([sys.executable, "-c", code], capture_output=True, timeout=600)
+    assert child.returncode == -9, child.stderr.decode()[-2000:]
+    left = list((board / "entries").iterdir())
+    assert left and all(p.name.startswith(".tmp-x-") for p in left)  # written, not published
+    assert added(board) == []
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # not even a warning about it
+        assert build_board("lite", board, shipped=False)["entries"] == []
+    add_entry(evaluated, board, entry_id="x")
+    assert sorted(p.name for p in (board / "entries").iterdir()) == ["x"]
+
+
+def test_entries_lists_only_whole_entries(evaluated, tmp_path):
+    board = tmp_path / "board"
+    add_entry(evaluated, board, entry_id="x")
+    for name in ("x.tmp", ".tmp-y-123-abc", "y.tmp"):  # an older add's temp, a hidden one
+        shutil.copytree(board / "entries" / "x", board / "entries" / name)
+    cut = board / "entries" / "z"
+    shutil.copytree(board / "entries" / "x", cut)
+    text = (cut / "results.json").read_text()
+    (cut / "results.json").write_text(text[: len(text) // 2])  # killed mid-write (old code)
+    with pytest.warns(UserWarning, match=r"z.results\.json is not JSON"):
+        assert added(board) == ["x"]
+    with pytest.warns(UserWarning, match=r"z.results\.json is not JSON"):
+        assert [e["id"] for e in build_board("lite", board, shipped=False)["entries"]] == ["x"]
+    with pytest.raises(LeaderboardError, match="cannot end with '.tmp'"):
+        add_entry(evaluated, board, entry_id="w.tmp")
+
+
+# --------------------------------------------------------------------------- the plan
+def test_add_refuses_a_task_listed_without_its_episodes(evaluated, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(evaluated, copy)
+    (copy / "episodes" / "maze.jsonl").unlink()
+    with pytest.raises(
+        LeaderboardError,
+        match=r"task maze: listed in results.json but it has no episodes file",
+    ):
+        add_entry(copy, tmp_path / "board", entry_id="x")
+
+
+def test_add_refuses_results_whose_items_are_not_the_plan(evaluated, tmp_path):
+    copy = tmp_path / "copy"
+    shutil.copytree(evaluated, copy)
+    results = json.loads((copy / "results.json").read_text())
+    results["tasks"]["maze"]["samples"] = 2
+    (copy / "results.json").write_text(json.dumps(results))
+    with pytest.raises(
+        LeaderboardError, match=r"task maze: results.json scores 16 items x 2 samples; the suite"
+    ):
+        add_entry(copy, tmp_path / "board", entry_id="x")
+
+
+@pytest.fixture
+def board(evaluated, tmp_path):
+    board = tmp_path / "board"
+    add_entry(evaluated, board, entry_id="x")
+    return board
+
+
+def verify_fails(board, capsys, words):
+    assert main(["leaderboard", "verify", "x", "--board", str(board)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and words in err, err
+
+
+def test_verify_refuses_an_entry_that_lost_an_episode_line(board, capsys):
+    path = board / "entries" / "x" / "episodes" / "maze.jsonl.gz"
+    lines = gzip.decompress(path.read_bytes()).splitlines(keepends=True)
+    path.write_bytes(gzip.compress(b"".join(lines[1:])))
+    verify_fails(board, capsys, "task maze: 1 of its 16 episodes are missing")
+
+
+def test_verify_names_an_episodes_file_cut_short(board, capsys):
+    path = board / "entries" / "x" / "episodes" / "maze.jsonl.gz"
+    path.write_bytes(path.read_bytes()[:-200])
+    verify_fails(board, capsys, f"{path} cannot be read")
+
+
+def test_verify_refuses_a_task_without_its_episodes_file(board, capsys):
+    (board / "entries" / "x" / "episodes" / "maze.jsonl.gz").unlink()
+    verify_fails(board, capsys, "task maze: listed in results.json but it has no episodes file")
+
+
+# --------------------------------------------------------------------------- failed writes
+def test_a_full_disk_during_add_is_one_line_and_leaves_the_board_unchanged(
+    evaluated, tmp_path, monkeypatch, capsys
+):
+    board = tmp_path / "board"
+
+    def full(path, data):
+        raise OSError(errno.ENOSPC, "No space left on device", str(path))
+
+    monkeypatch.setattr(leaderboard, "_write_synced", full, raising=False)
+    argv = ["leaderboard", "add", str(evaluated), "--id", "x", "--board", str(board)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert "\n" not in err and "No space left on device" in err and "nothing was changed" in err
+    assert list((board / "entries").iterdir()) == []
+
+
+def test_the_losing_concurrent_add_is_one_line(evaluated, tmp_path, capsys):
+    board = tmp_path / "board"
+    add_entry(evaluated, board, entry_id="x")
+    argv = ["leaderboard", "add", str(evaluated), "--id", "x", "--board", str(board)]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err == "llm-marl: error: the board already has an entry 'x'; choose --id"
+
+
+def test_shipped_entries_match_the_plan():
+    for entry_id, folder in entries(None).items():
+        assert folder.parent == shipped_entries()
+        results = json.loads((folder / "results.json").read_text())
+        suite = load_suite(results["suite"]["name"])
+        from llm_marl_envs.evaluation.submission import read_episodes
+
+        assert leaderboard.plan_problems(suite, results, read_episodes(folder, suite)) == [], (
+            entry_id
+        )
+    assert os.path.isdir(shipped_entries())
+
+
+def test_a_key_left_empty_by_a_killed_verify_is_made_again(tmp_path):
+    from llm_marl_envs.evaluation.verification import KEY_FILE, board_key
+
+    (tmp_path / KEY_FILE).write_text("")  # touched, then killed before the key was written
+    assert board_key(tmp_path) is None  # no seal is checked against an empty key
+    key = board_key(tmp_path, create=True)
+    assert len(key) == 64 and (tmp_path / KEY_FILE).stat().st_mode & 0o777 == 0o600
+    assert board_key(tmp_path, create=True) == key  # kept once made
+    assert not [p for p in tmp_path.iterdir() if p.name != KEY_FILE]  # no temporary left
