@@ -38,8 +38,10 @@ owns the environment copies and decides where resets and steps run. The default
   :mod:`llm_marl_envs.rollout.records` for what a killed writer leaves and how it is read).
   A record longer than ``max_record_bytes`` is not written (a ``RecordTooLargeWarning``; its
   episode index goes to ``RolloutResult.unwritten_episodes``).
-* **Failures.** If a policy fails, :class:`RolloutError` is raised after the finished
-  episodes are saved; ``error.result`` holds them. Ctrl-C (``KeyboardInterrupt``) likewise
+* **Failures.** If a policy fails, or the executor is lost (Ray shut down, its workers dead
+  too often: an :class:`~llm_marl_envs.rollout.executors.ExecutorLostError`),
+  :class:`RolloutError` is raised after the finished episodes are saved; ``error.result``
+  holds them. Ctrl-C (``KeyboardInterrupt``) likewise
   raises :class:`RolloutInterrupted`, a ``KeyboardInterrupt`` that carries ``result``. Either
   way the file holds exactly the finished episodes, each on a complete line.
 
@@ -60,7 +62,7 @@ import time
 import warnings
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,12 @@ from pettingzoo import AECEnv, ParallelEnv
 import llm_marl_envs
 from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt, as_policy
-from llm_marl_envs.rollout.executors import EnvExecutor, EnvUpdate, LocalExecutor
+from llm_marl_envs.rollout.executors import (
+    EnvExecutor,
+    EnvUpdate,
+    ExecutorLostError,
+    LocalExecutor,
+)
 from llm_marl_envs.rollout.ray_executor import RayExecutor
 from llm_marl_envs.rollout.records import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -490,10 +497,15 @@ class RolloutEngine:
                     self._ask_policies(ready)
                 elif not self._wait_for_envs():
                     break
-        except (PolicyError, KeyboardInterrupt) as error:
+        except (PolicyError, ExecutorLostError, KeyboardInterrupt) as error:
+            # let running steps end before we return (a lost executor's never end)
+            wait_s = 0 if isinstance(error, ExecutorLostError) else None
             for slot in self.slots:
                 if slot.pending is not None:
-                    slot.pending.exception()  # let running steps end before we return
+                    try:
+                        slot.pending.exception(timeout=wait_s)
+                    except (TimeoutError, CancelledError):
+                        pass
             self._finalise(started)
             kept = _kept(self.result, self.out)
             if isinstance(error, KeyboardInterrupt):
@@ -517,7 +529,8 @@ class RolloutEngine:
         if not running:
             return False
         # a timeout, so that a Ctrl-C delivered to another thread is seen here
-        wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+        if not wait(running, timeout=0.2, return_when=FIRST_COMPLETED).done:
+            self.executor.check()  # work that can never finish (Ray shut down) ends the wait
         return True
 
     def _wait_for_all_envs(self) -> None:
@@ -527,6 +540,7 @@ class RolloutEngine:
             if not running or all(f.done() for f in running):
                 return
             wait(running, timeout=0.2)  # a timeout, so that a Ctrl-C is seen here
+            self.executor.check()  # work that can never finish (Ray shut down) ends the wait
 
     # ------------------------------------------------------------------ 2. policy batches
     def _ask_policies(self, ready: list[int]) -> None:
