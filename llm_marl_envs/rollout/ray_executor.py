@@ -20,7 +20,8 @@ of environments, a driver batching generation across them.
   there: reset from its seed, then stepped through the same actions, which gives back the
   state the dead worker held. The engine never notices; finished episodes were written
   already, so nothing is lost and nothing is played twice. After ``max_worker_failures``
-  deaths the rollout stops with :class:`WorkerLostError`.
+  deaths the rollout stops with a ``RolloutError`` caused by :class:`WorkerLostError`;
+  ``ray.shutdown()`` during a rollout stops it the same way (:class:`RayShutdownError`).
 * **Errors.** An exception raised inside an environment reaches the caller as the original
   exception (its type and message), not as a Ray wrapper.
 
