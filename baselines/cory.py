@@ -639,10 +639,10 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
     # SIGTERM / SIGINT stop the run at the next iteration's end, with a checkpoint; a full disk
-    # ends in one line (training.GracefulStop)
+    # or a read-only folder ends in one line (training.GracefulStop)
     with training.GracefulStop(args.algo, out) as stop:
+        out.mkdir(parents=True, exist_ok=True)
         tqdm.write(plan(args, compute))  # before the first slow step (loading models)
         learners, ref_model, pad_id = build_learners(args, compute.device)
         # The update code reads these run constants from one object.

@@ -411,10 +411,10 @@ def main(argv=None) -> list[dict]:
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     env_name = args.env.split("/")[-1]
     out_dir = Path(args.out_dir or f"runs/{args.algo}-{env_name}-{args.seed}")
-    out_dir.mkdir(parents=True, exist_ok=True)
     # SIGTERM / SIGINT stop the run at the next iteration's end, with a checkpoint; a full disk
-    # ends in one line (training.GracefulStop)
+    # or a read-only folder ends in one line (training.GracefulStop)
     with training.GracefulStop(args.algo, out_dir) as stop:
+        out_dir.mkdir(parents=True, exist_ok=True)
         agents = list(llm_marl_envs.make(args.env, **env_kwargs).possible_agents)
         n_episodes = args.batch_size * args.group_size
         models = len(agents) if args.algo == "magrpo" else 1

@@ -348,9 +348,13 @@ class GracefulStop:
         if isinstance(error, OSError) and error.errno in DISK_ERRORS:
             where = error.filename or "a file"
             self._close_bar()
+            if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                what, fix = "cannot write", "free space"
+            else:
+                what, fix = "cannot access", "make the folder writable (or pick another --out-dir)"
             note(
-                f"{self.prog}: cannot write {where}: {error.strerror or error}; free space (or "
-                f"make the folder writable) and resume: {self._resume_hint()}"
+                f"{self.prog}: {what} {where}: {error.strerror or error}; {fix}, then resume: "
+                f"{self._resume_hint()}"
             )
             raise SystemExit(1) from None
         return False

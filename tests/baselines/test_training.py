@@ -294,3 +294,17 @@ def test_other_os_errors_are_not_called_a_full_disk(tmp_path):
     with pytest.raises(FileNotFoundError):
         with training.GracefulStop("cory", tmp_path):
             raise FileNotFoundError(errno.ENOENT, "No such file or directory", "x")
+
+
+def test_a_read_only_folder_is_one_line_too(tmp_path, capfd):
+    import errno
+
+    with pytest.raises(SystemExit) as stopped:
+        with training.GracefulStop("magrpo", tmp_path):
+            raise PermissionError(
+                errno.EACCES, "Permission denied", str(tmp_path / "metrics.jsonl")
+            )
+    assert stopped.value.code == 1
+    last = capfd.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"magrpo: cannot access {tmp_path / 'metrics.jsonl'}: Permission denied")
+    assert "writable" in last and "--resume" in last
