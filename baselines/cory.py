@@ -639,104 +639,125 @@ def train(args: Args) -> tuple[list[dict], dict[str, Learner]]:
     if args.threads > 0:
         torch.set_num_threads(args.threads)
     out = Path(args.out_dir)
-    out.mkdir(parents=True, exist_ok=True)
-    tqdm.write(plan(args, compute))  # before the first slow step (loading models)
-    learners, ref_model, pad_id = build_learners(args, compute.device)
-    # The update code reads these run constants from one object.
-    run = SimpleNamespace(
-        **dataclasses.asdict(args), ref_model=ref_model, pad_id=pad_id, compute=compute
-    )
-    reward_mode = "collective" if args.algo == "cory" else "individual"
-    env_kwargs = {**args.env_kwargs, "reward_mode": reward_mode}
-    title = f"{args.algo} on {args.env.split('/')[-1]}, seed {args.seed}"
-    order = list(learners)  # order[0] plays pioneer_0, order[1] observer_0
-    metrics: list[dict] = []
-    evals: list[dict] = []  # one row per evaluation; "iteration" = updates done before it
-    start = 0
-    state = load_checkpoint(out, learners, args) if args.resume else None
-    if state is not None:  # the logs are rewritten from it: lines logged after it are dropped
-        start, order = state["iteration"], state["order"]
-        metrics, evals = state["metrics"], state["evals"]
-    training.write_log(out / "metrics.jsonl", metrics)
-    training.write_log(out / "eval.jsonl", evals)
-
-    def seated() -> dict[str, Learner]:  # {role: learner}; ppo: the pioneer only
-        return {role: learners[label] for role, label in zip(ROLES, order, strict=False)}
-
-    def run_eval(updates: int) -> None:
-        row = evaluate(args, seated(), env_kwargs, updates)
-        evals.append(row)
-        training.append_log(out / "eval.jsonl", row)
-        tqdm.write(
-            f"eval after {updates} updates: "
-            + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if k.startswith("task_reward"))
+    # SIGTERM / SIGINT stop the run at the next iteration's end, with a checkpoint; a full disk
+    # or a read-only folder ends in one line (training.GracefulStop)
+    with training.GracefulStop(args.algo, out) as stop:
+        out.mkdir(parents=True, exist_ok=True)
+        tqdm.write(plan(args, compute))  # before the first slow step (loading models)
+        learners, ref_model, pad_id = build_learners(args, compute.device)
+        # The update code reads these run constants from one object.
+        run = SimpleNamespace(
+            **dataclasses.asdict(args), ref_model=ref_model, pad_id=pad_id, compute=compute
         )
+        reward_mode = "collective" if args.algo == "cory" else "individual"
+        env_kwargs = {**args.env_kwargs, "reward_mode": reward_mode}
+        title = f"{args.algo} on {args.env.split('/')[-1]}, seed {args.seed}"
+        order = list(learners)  # order[0] plays pioneer_0, order[1] observer_0
+        metrics: list[dict] = []
+        evals: list[dict] = []  # one row per evaluation; "iteration" = updates done before it
+        start = 0
+        state = load_checkpoint(out, learners, args) if args.resume else None
+        if state is not None:  # the logs are rewritten from it: lines logged after it are dropped
+            start, order = state["iteration"], state["order"]
+            metrics, evals = state["metrics"], state["evals"]
+        training.write_log(out / "metrics.jsonl", metrics)
+        training.write_log(out / "eval.jsonl", evals)
 
-    if args.eval_episodes > 0 and start == 0 and not evals:
-        run_eval(0)
+        def seated() -> dict[str, Learner]:  # {role: learner}; ppo: the pioneer only
+            return {role: learners[label] for role, label in zip(ROLES, order, strict=False)}
 
-    bar = tqdm(range(start, args.iterations), initial=start, total=args.iterations, desc=args.algo)
-    for iteration in bar:
-        tick, cpu_tick = time.perf_counter(), time.process_time()
-        compute.reset_peak_memory()
-        roles = seated()
-        policies = {role: learner.policy for role, learner in roles.items()}
-        policies.setdefault("observer_0", observer_stub)  # ppo: the observer is not trained
-        for i, learner in enumerate(roles.values()):
-            learner.policy.reseed(args.seed * 1_000_000 + 2 * iteration + i)
-        # Episode k of this iteration resets with seed * 1e6 + iteration * batch_size + k.
-        result = rollout(
-            args.env,
-            policies,
-            episodes=args.batch_size,
-            batch_size=args.batch_size,
-            seed=args.seed * 1_000_000 + iteration * args.batch_size,
-            env_kwargs=env_kwargs,
-            progress=False,
-        )
-        rollout_seconds = time.perf_counter() - tick
-
-        row: dict = {"iteration": iteration, "pioneer_model": order[0]}
-        for i, (role, learner) in enumerate(roles.items()):
-            turns = [next(t for t in e.turns if t.agent == role) for e in result.episodes]
-            rng = np.random.default_rng([args.seed, iteration, i])
-            stats = ppo_update(learner, turns, run, rng)
-            row.update({f"{k}_{role.split('_')[0]}": v for k, v in stats.items()})
-        for key in ("task_reward", "combined_reward"):
-            row[f"{key}_mean"] = float(np.mean([row[f"{key}_{r.split('_')[0]}"] for r in roles]))
-
-        swap = (
-            args.algo == "cory" and args.swap_every > 0 and (iteration + 1) % args.swap_every == 0
-        )
-        if swap:  # role exchange: the models (with heads, optimizers, eta) change seats
-            order.reverse()
-        seconds = time.perf_counter() - tick
-        row.update(
-            role_swap=swap,
-            seconds=seconds,
-            rollout_seconds=rollout_seconds,
-            train_seconds=seconds - rollout_seconds,
-            cpu_seconds=time.process_time() - cpu_tick,
-            peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
-            peak_gpu_memory_mb=compute.peak_memory_mb(),
-        )
-        metrics.append(row)
-        training.append_log(out / "metrics.jsonl", row)
-        bar.set_postfix(
-            reward=f"{row['task_reward_mean']:.3f}", kl=f"{row['kl_pioneer']:.2f}", pioneer=order[0]
-        )
-
-        last = iteration + 1 == args.iterations
-        if args.eval_episodes > 0 and ((iteration + 1) % args.eval_every == 0 or last):
-            run_eval(iteration + 1)
-        if last or (args.checkpoint_every and (iteration + 1) % args.checkpoint_every == 0):
-            save_checkpoint(
-                out, args, learners, iteration + 1, metrics=metrics, evals=evals, order=order
+        def run_eval(updates: int) -> None:
+            row = evaluate(args, seated(), env_kwargs, updates)
+            evals.append(row)
+            training.append_log(out / "eval.jsonl", row)
+            tqdm.write(
+                f"eval after {updates} updates: "
+                + ", ".join(f"{k} {v:.3f}" for k, v in row.items() if k.startswith("task_reward"))
             )
+
+        def save(done: int) -> None:
+            save_checkpoint(out, args, learners, done, metrics=metrics, evals=evals, order=order)
+            if metrics:
+                plot(metrics, out / "curves.png", evals, title)
+
+        if args.eval_episodes > 0 and start == 0 and not evals:
+            run_eval(0)
+            stop.check(start, saved=False, save=save)  # SIGTERM during it
+
+        bar = stop.watch(
+            tqdm(
+                range(start, args.iterations), initial=start, total=args.iterations, desc=args.algo
+            )
+        )
+        for iteration in bar:
+            tick, cpu_tick = time.perf_counter(), time.process_time()
+            compute.reset_peak_memory()
+            roles = seated()
+            policies = {role: learner.policy for role, learner in roles.items()}
+            policies.setdefault("observer_0", observer_stub)  # ppo: the observer is not trained
+            for i, learner in enumerate(roles.values()):
+                learner.policy.reseed(args.seed * 1_000_000 + 2 * iteration + i)
+            # Episode k of this iteration resets with seed * 1e6 + iteration * batch_size + k.
+            result = rollout(
+                args.env,
+                policies,
+                episodes=args.batch_size,
+                batch_size=args.batch_size,
+                seed=args.seed * 1_000_000 + iteration * args.batch_size,
+                env_kwargs=env_kwargs,
+                progress=False,
+            )
+            rollout_seconds = time.perf_counter() - tick
+
+            row: dict = {"iteration": iteration, "pioneer_model": order[0]}
+            for i, (role, learner) in enumerate(roles.items()):
+                turns = [next(t for t in e.turns if t.agent == role) for e in result.episodes]
+                rng = np.random.default_rng([args.seed, iteration, i])
+                stats = ppo_update(learner, turns, run, rng)
+                row.update({f"{k}_{role.split('_')[0]}": v for k, v in stats.items()})
+            for key in ("task_reward", "combined_reward"):
+                row[f"{key}_mean"] = float(
+                    np.mean([row[f"{key}_{r.split('_')[0]}"] for r in roles])
+                )
+
+            swap = (
+                args.algo == "cory"
+                and args.swap_every > 0
+                and (iteration + 1) % args.swap_every == 0
+            )
+            if swap:  # role exchange: the models (with heads, optimizers, eta) change seats
+                order.reverse()
+            seconds = time.perf_counter() - tick
+            row.update(
+                role_swap=swap,
+                seconds=seconds,
+                rollout_seconds=rollout_seconds,
+                train_seconds=seconds - rollout_seconds,
+                cpu_seconds=time.process_time() - cpu_tick,
+                peak_rss_mb=resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+                peak_gpu_memory_mb=compute.peak_memory_mb(),
+            )
+            metrics.append(row)
+            training.append_log(out / "metrics.jsonl", row)
+            bar.set_postfix(
+                reward=f"{row['task_reward_mean']:.3f}",
+                kl=f"{row['kl_pioneer']:.2f}",
+                pioneer=order[0],
+            )
+
+            last = iteration + 1 == args.iterations
+            if args.eval_episodes > 0 and ((iteration + 1) % args.eval_every == 0 or last):
+                run_eval(iteration + 1)
+            saved = last or bool(
+                args.checkpoint_every and (iteration + 1) % args.checkpoint_every == 0
+            )
+            if saved:
+                save(iteration + 1)
+            if not last:  # SIGTERM / Ctrl-C: save (if not just saved) and exit with one line
+                stop.check(iteration + 1, saved=saved, save=save)
+        if metrics:
             plot(metrics, out / "curves.png", evals, title)
-    if metrics:
-        plot(metrics, out / "curves.png", evals, title)
-    return metrics, seated()
+        return metrics, seated()
 
 
 def main(argv: list[str] | None = None) -> list[dict]:

@@ -411,163 +411,187 @@ def main(argv=None) -> list[dict]:
     env_kwargs = parse_env_kwargs(args.env_kwargs)
     env_name = args.env.split("/")[-1]
     out_dir = Path(args.out_dir or f"runs/{args.algo}-{env_name}-{args.seed}")
-    out_dir.mkdir(parents=True, exist_ok=True)
-    agents = list(llm_marl_envs.make(args.env, **env_kwargs).possible_agents)
-    n_episodes = args.batch_size * args.group_size
-    models = len(agents) if args.algo == "magrpo" else 1
-    evaluations = (
-        f"an evaluation of {args.eval_episodes} fixed tasks before the first update, every "
-        f"{args.eval_every} iterations and at the end"
-        if args.eval_episodes > 0
-        else "no evaluations"
-    )
-    tqdm.write(  # before the first slow step (loading the models), so a user knows
-        f"{args.algo} on {env_name} with the {args.model!r} model, seed {args.seed}, "
-        f"{compute.describe()}: loading "
-        f"{models} model(s), then {args.iterations} iterations of {args.batch_size} groups of "
-        f"{args.group_size} episodes ({n_episodes} per iteration; measured with the defaults: "
-        f"about 90 s per iteration on 2 CPU cores) and {evaluations}; results in {out_dir}"
-    )
-
-    # Learners: a model + optimizer per agent (magrpo), or one for all agents (grpo).
-    learners = []
-    for played in [[a] for a in agents] if args.algo == "magrpo" else [agents]:
-        policy = HFPolicy.from_spec(
-            args.model,
-            dtype=args.dtype,
-            device=compute.device,
-            max_new_tokens=args.max_new_tokens,
-            do_sample=True,
-            temperature=args.temperature,
-            top_p=args.top_p,
-            name=f"{args.algo}:{'+'.join(played)}",
+    # SIGTERM / SIGINT stop the run at the next iteration's end, with a checkpoint; a full disk
+    # or a read-only folder ends in one line (training.GracefulStop)
+    with training.GracefulStop(args.algo, out_dir) as stop:
+        out_dir.mkdir(parents=True, exist_ok=True)
+        agents = list(llm_marl_envs.make(args.env, **env_kwargs).possible_agents)
+        n_episodes = args.batch_size * args.group_size
+        models = len(agents) if args.algo == "magrpo" else 1
+        evaluations = (
+            f"an evaluation of {args.eval_episodes} fixed tasks before the first update, every "
+            f"{args.eval_every} iterations and at the end"
+            if args.eval_episodes > 0
+            else "no evaluations"
         )
-        if args.lora:
-            policy.add_lora(r=args.lora_r, alpha=args.lora_alpha)
-        policy.model.eval()  # dropout off for the whole run; gradients still flow
-        params = [p for p in policy.model.parameters() if p.requires_grad]
-        optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
-        learners.append(
-            {"agents": played, "policy": policy, "optimizer": optimizer, "params": params}
-        )
-    policies = {agent: learner["policy"] for learner in learners for agent in learner["agents"]}
-
-    start, metrics, evals = 0, [], []  # evals: one row per evaluation
-    if args.resume:  # the newest good checkpoint, or none: from scratch
-        start, metrics, evals = load_checkpoint(out_dir, args, learners)
-    training.write_log(
-        out_dir / "metrics.jsonl", metrics
-    )  # drops lines logged after the checkpoint
-    training.write_log(out_dir / "eval.jsonl", evals)
-    title = f"{args.algo} on {env_name}, seed {args.seed}"
-
-    def run_eval(updates: int) -> None:
-        row = evaluate(args, policies, learners, env_kwargs, updates)
-        evals.append(row)
-        training.append_log(out_dir / "eval.jsonl", row)
-        tqdm.write(
-            f"eval after {updates} updates: joint reward {row['reward_mean']:.3f} "
-            f"± {row['reward_std']:.3f} over {row['episodes']} fixed tasks"
+        tqdm.write(  # before the first slow step (loading the models), so a user knows
+            f"{args.algo} on {env_name} with the {args.model!r} model, seed {args.seed}, "
+            f"{compute.describe()}: loading "
+            f"{models} model(s), then {args.iterations} iterations of {args.batch_size} groups of "
+            f"{args.group_size} episodes ({n_episodes} per iteration; measured with the defaults: "
+            f"about 90 s per iteration on 2 CPU cores) and {evaluations}; results in {out_dir}"
         )
 
-    if args.eval_episodes > 0 and start == 0 and not evals:
-        run_eval(0)
+        # Learners: a model + optimizer per agent (magrpo), or one for all agents (grpo).
+        learners = []
+        for played in [[a] for a in agents] if args.algo == "magrpo" else [agents]:
+            policy = HFPolicy.from_spec(
+                args.model,
+                dtype=args.dtype,
+                device=compute.device,
+                max_new_tokens=args.max_new_tokens,
+                do_sample=True,
+                temperature=args.temperature,
+                top_p=args.top_p,
+                name=f"{args.algo}:{'+'.join(played)}",
+            )
+            if args.lora:
+                policy.add_lora(r=args.lora_r, alpha=args.lora_alpha)
+            policy.model.eval()  # dropout off for the whole run; gradients still flow
+            params = [p for p in policy.model.parameters() if p.requires_grad]
+            optimizer = torch.optim.AdamW(params, lr=args.lr, weight_decay=args.weight_decay)
+            learners.append(
+                {"agents": played, "policy": policy, "optimizer": optimizer, "params": params}
+            )
+        policies = {agent: learner["policy"] for learner in learners for agent in learner["agents"]}
 
-    bar = tqdm(
-        range(start, args.iterations),
-        initial=start,
-        total=args.iterations,
-        unit="it",
-        desc=f"{args.algo} {env_name}",
-        disable=not args.progress,
-        file=sys.stderr,
-    )
-    for iteration in bar:
-        tick = time.perf_counter()
-        compute.reset_peak_memory()
+        start, metrics, evals = 0, [], []  # evals: one row per evaluation
+        if args.resume:  # the newest good checkpoint, or none: from scratch
+            start, metrics, evals = load_checkpoint(out_dir, args, learners)
+        training.write_log(
+            out_dir / "metrics.jsonl", metrics
+        )  # drops lines logged after the checkpoint
+        training.write_log(out_dir / "eval.jsonl", evals)
+        title = f"{args.algo} on {env_name}, seed {args.seed}"
 
-        # 1. Rollout: B groups of G episodes; group b plays the task of seed*1e6 + iteration*B + b.
-        for index, learner in enumerate(learners):
-            learner["policy"].reseed(derive_seed(args.seed, iteration, index))
-        result = rollout(
-            args.env,
-            policies,
-            episodes=n_episodes,
-            batch_size=n_episodes,
-            seed=args.seed * 1_000_000 + iteration * args.batch_size,
-            group_size=args.group_size,
-            env_kwargs=env_kwargs,
-            out=out_dir / "episodes.jsonl",
-            progress=False,
-        )
-        episodes = result.episodes  # in order: group b is episodes[b*G : (b+1)*G]
-        rollout_seconds = time.perf_counter() - tick
+        def run_eval(updates: int) -> None:
+            row = evaluate(args, policies, learners, env_kwargs, updates)
+            evals.append(row)
+            training.append_log(out_dir / "eval.jsonl", row)
+            tqdm.write(
+                f"eval after {updates} updates: joint reward {row['reward_mean']:.3f} "
+                f"± {row['reward_std']:.3f} over {row['episodes']} fixed tasks"
+            )
 
-        # 2-3. Joint rewards and group-relative advantages, the same for every agent.
-        rewards = np.array([joint_reward(episode, agents, args.gamma) for episode in episodes])
-        advantages = group_advantages(rewards, args.group_size, args.normalize_std, args.adv_clip)
-
-        # 4. One policy-gradient step per learner.
-        tick_train = time.perf_counter()
-        losses, grad_norms, train_tokens = {}, {}, 0
-        for learner in learners:
-            loss, norm, tokens = policy_gradient_step(learner, episodes, advantages, args, compute)
-            losses.update(loss)
-            grad_norms["+".join(learner["agents"])] = norm
-            train_tokens += tokens
-        train_seconds = time.perf_counter() - tick_train
-
-        # Metrics. Components: the first agent's last turn (the envs' shared joint score);
-        # raw values such as rho are averaged over the episodes that reached them.
-        turns = {a: [t for ep in episodes for t in ep.turns if t.agent == a] for a in agents}
-        scores = [
-            next(t for t in reversed(ep.turns) if t.agent == agents[0]).reward_components
-            for ep in episodes
-        ]
-        names = sorted({k for c in scores for k, v in c.items() if isinstance(v, (int, float))})
-        gen_tokens = sum(len(t.completion_ids) for a in agents for t in turns[a])
-        seconds = time.perf_counter() - tick
-        row = {
-            "iteration": iteration,
-            "episodes": len(episodes),
-            "reward_mean": float(rewards.mean()),
-            "reward_std": float(rewards.std()),
-            "reward_max": float(rewards.max()),
-            "reward_min": float(rewards.min()),
-            "zero_std_groups": int((rewards.reshape(-1, args.group_size).std(axis=1) == 0).sum()),
-            "advantage_abs_mean": float(advantages.abs().mean()),
-            **{
-                f"reward_components/{k}": float(np.mean([c[k] for c in scores if k in c]))
-                for k in names
-            },
-            **{f"loss/{a}": losses[a] for a in agents},
-            **{f"grad_norm/{name}": norm for name, norm in grad_norms.items()},
-            **{
-                f"completion_tokens/{a}": float(np.mean([len(t.completion_ids) for t in turns[a]]))
-                for a in agents
-            },
-            "format_failures": sum(t.format_error is not None for a in agents for t in turns[a]),
-            "seconds": seconds,
-            "rollout_seconds": rollout_seconds,
-            "train_seconds": train_seconds,
-            "gen_tokens_per_s": gen_tokens / rollout_seconds,
-            "train_tokens_per_s": train_tokens / train_seconds,
-            "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB
-            "peak_gpu_memory_mb": compute.peak_memory_mb(),  # None on the CPU
-        }
-        metrics.append(row)
-        training.append_log(out_dir / "metrics.jsonl", row)
-        bar.set_postfix(reward=f"{row['reward_mean']:.3f}", s_it=f"{seconds:.0f}")
-
-        done = iteration + 1
-        every = args.eval_every > 0 and done % args.eval_every == 0
-        if args.eval_episodes > 0 and (every or done == args.iterations):
-            run_eval(done)
-        if done == args.iterations or (args.checkpoint_every and done % args.checkpoint_every == 0):
+        def save(done: int) -> None:
             save_checkpoint(out_dir, done, args, learners, metrics, evals)
-            plot_curves(metrics, out_dir / "curves.png", agents, title, evals)
-    bar.close()
-    return metrics
+            if metrics:
+                plot_curves(metrics, out_dir / "curves.png", agents, title, evals)
+
+        if args.eval_episodes > 0 and start == 0 and not evals:
+            run_eval(0)
+            stop.check(start, saved=False, save=save)  # SIGTERM during it
+
+        bar = stop.watch(
+            tqdm(
+                range(start, args.iterations),
+                initial=start,
+                total=args.iterations,
+                unit="it",
+                desc=f"{args.algo} {env_name}",
+                disable=not args.progress,
+                file=sys.stderr,
+            )
+        )
+        for iteration in bar:
+            tick = time.perf_counter()
+            compute.reset_peak_memory()
+
+            # 1. Rollout: B groups of G episodes; group b plays the task of seed*1e6 + iteration*B + b.
+            for index, learner in enumerate(learners):
+                learner["policy"].reseed(derive_seed(args.seed, iteration, index))
+            result = rollout(
+                args.env,
+                policies,
+                episodes=n_episodes,
+                batch_size=n_episodes,
+                seed=args.seed * 1_000_000 + iteration * args.batch_size,
+                group_size=args.group_size,
+                env_kwargs=env_kwargs,
+                out=out_dir / "episodes.jsonl",
+                progress=False,
+            )
+            episodes = result.episodes  # in order: group b is episodes[b*G : (b+1)*G]
+            rollout_seconds = time.perf_counter() - tick
+
+            # 2-3. Joint rewards and group-relative advantages, the same for every agent.
+            rewards = np.array([joint_reward(episode, agents, args.gamma) for episode in episodes])
+            advantages = group_advantages(
+                rewards, args.group_size, args.normalize_std, args.adv_clip
+            )
+
+            # 4. One policy-gradient step per learner.
+            tick_train = time.perf_counter()
+            losses, grad_norms, train_tokens = {}, {}, 0
+            for learner in learners:
+                loss, norm, tokens = policy_gradient_step(
+                    learner, episodes, advantages, args, compute
+                )
+                losses.update(loss)
+                grad_norms["+".join(learner["agents"])] = norm
+                train_tokens += tokens
+            train_seconds = time.perf_counter() - tick_train
+
+            # Metrics. Components: the first agent's last turn (the envs' shared joint score);
+            # raw values such as rho are averaged over the episodes that reached them.
+            turns = {a: [t for ep in episodes for t in ep.turns if t.agent == a] for a in agents}
+            scores = [
+                next(t for t in reversed(ep.turns) if t.agent == agents[0]).reward_components
+                for ep in episodes
+            ]
+            names = sorted({k for c in scores for k, v in c.items() if isinstance(v, (int, float))})
+            gen_tokens = sum(len(t.completion_ids) for a in agents for t in turns[a])
+            seconds = time.perf_counter() - tick
+            row = {
+                "iteration": iteration,
+                "episodes": len(episodes),
+                "reward_mean": float(rewards.mean()),
+                "reward_std": float(rewards.std()),
+                "reward_max": float(rewards.max()),
+                "reward_min": float(rewards.min()),
+                "zero_std_groups": int(
+                    (rewards.reshape(-1, args.group_size).std(axis=1) == 0).sum()
+                ),
+                "advantage_abs_mean": float(advantages.abs().mean()),
+                **{
+                    f"reward_components/{k}": float(np.mean([c[k] for c in scores if k in c]))
+                    for k in names
+                },
+                **{f"loss/{a}": losses[a] for a in agents},
+                **{f"grad_norm/{name}": norm for name, norm in grad_norms.items()},
+                **{
+                    f"completion_tokens/{a}": float(
+                        np.mean([len(t.completion_ids) for t in turns[a]])
+                    )
+                    for a in agents
+                },
+                "format_failures": sum(
+                    t.format_error is not None for a in agents for t in turns[a]
+                ),
+                "seconds": seconds,
+                "rollout_seconds": rollout_seconds,
+                "train_seconds": train_seconds,
+                "gen_tokens_per_s": gen_tokens / rollout_seconds,
+                "train_tokens_per_s": train_tokens / train_seconds,
+                "peak_rss_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,  # KiB
+                "peak_gpu_memory_mb": compute.peak_memory_mb(),  # None on the CPU
+            }
+            metrics.append(row)
+            training.append_log(out_dir / "metrics.jsonl", row)
+            bar.set_postfix(reward=f"{row['reward_mean']:.3f}", s_it=f"{seconds:.0f}")
+
+            done = iteration + 1
+            every = args.eval_every > 0 and done % args.eval_every == 0
+            if args.eval_episodes > 0 and (every or done == args.iterations):
+                run_eval(done)
+            last = done == args.iterations
+            saved = last or bool(args.checkpoint_every and done % args.checkpoint_every == 0)
+            if saved:
+                save(done)
+            if not last:  # SIGTERM / Ctrl-C: save (if not just saved) and exit with one line
+                stop.check(done, saved=saved, save=save)
+        bar.close()
+        return metrics
 
 
 if __name__ == "__main__":

@@ -27,6 +27,12 @@ JSONL logs and the curves.
 * **Logs.** :func:`write_log` (re)writes a JSONL log from a checkpoint's rows (lines logged
   after the checkpoint are dropped: the resumed run logs them again); :func:`append_log` adds
   one row.
+* **Stops.** :class:`GracefulStop` turns SIGTERM (how a scheduler stops a job) and SIGINT
+  (Ctrl-C) into a request the training loop reads between iterations: the run finishes the
+  iteration in progress, saves a checkpoint and exits with one line saying where it saved and
+  how to resume (status 128 + the signal: 143, 130); a second Ctrl-C stops at once, without a
+  new checkpoint. A full or read-only disk while writing a checkpoint, a log or the curves ends
+  in one line too (status 1); the previous checkpoint stays whole.
 * **Curves.** :func:`plot_curves` draws the panels a trainer chooses (one line per metric key,
   optional std band, evaluation points, role-swap marks) into ``curves.png``.
 """
@@ -34,8 +40,12 @@ JSONL logs and the curves.
 from __future__ import annotations
 
 import dataclasses
+import errno
 import json
+import os
+import signal
 import sys
+import threading
 import warnings
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -291,6 +301,110 @@ def load_latest(root: Path) -> tuple[dict, dict[str, Any]] | None:
             )
             note(f"--resume: {error}; {after}")
     return None
+
+
+# --------------------------------------------------------------------------- stops
+#: OS errors of a write that the user fixes outside the run (space, quota, a read-only folder).
+DISK_ERRORS = (errno.ENOSPC, errno.EDQUOT, errno.EROFS, errno.EACCES, errno.EPERM)
+
+
+class GracefulStop:
+    """SIGTERM and SIGINT, for the time of a ``with`` block, ask the run to stop at its next
+    safe point instead of killing it (the handlers only set :attr:`signal`; the loop saves).
+
+    The training loop calls :meth:`check` between iterations: if a stop was requested it saves
+    (the ``save`` it is given, unless the iteration just saved) and exits with one line
+    (``SystemExit(128 + signal)``). A second SIGINT stops at once: the ``with`` block turns the
+    ``KeyboardInterrupt`` into one line naming the last checkpoint. An ``OSError`` of a full or
+    read-only disk (:data:`DISK_ERRORS`) becomes one line as well. The handlers are installed
+    only in the main thread (Python's rule); the previous ones come back at the end.
+    """
+
+    def __init__(self, prog: str, out_dir: Path) -> None:
+        self.prog, self.out_dir = prog, Path(out_dir)
+        self.signal: int | None = None
+        self._previous: dict[int, Any] = {}
+        self.bar: Any = None  # a progress bar to close before the last line
+
+    def watch(self, bar: T) -> T:
+        """Remember the loop's progress bar (closed before the last line, which stays last)."""
+        self.bar = bar
+        return bar
+
+    def __enter__(self) -> GracefulStop:
+        if threading.current_thread() is threading.main_thread():
+            for sig in (signal.SIGTERM, signal.SIGINT):
+                self._previous[sig] = signal.signal(sig, self._handle)
+        return self
+
+    def __exit__(self, kind, error, traceback) -> bool:
+        for sig, handler in self._previous.items():
+            signal.signal(sig, handler)
+        self._previous = {}
+        if isinstance(error, KeyboardInterrupt):
+            raise SystemExit(
+                self._line(f"stopped at once by a second {signal.Signals.SIGINT.name}", 130)
+            ) from None
+        if isinstance(error, OSError) and error.errno in DISK_ERRORS:
+            where = error.filename or "a file"
+            self._close_bar()
+            if error.errno in (errno.ENOSPC, errno.EDQUOT):
+                what, fix = "cannot write", "free space"
+            else:
+                what, fix = "cannot access", "make the folder writable (or pick another --out-dir)"
+            note(
+                f"{self.prog}: {what} {where}: {error.strerror or error}; {fix}, then resume: "
+                f"{self._resume_hint()}"
+            )
+            raise SystemExit(1) from None
+        return False
+
+    def _handle(self, signum: int, frame: Any) -> None:
+        if self.signal == signal.SIGINT and signum == signal.SIGINT:
+            raise KeyboardInterrupt  # a second Ctrl-C: at once
+        self.signal = signum
+        # os.write, not print: a handler may run while the main thread is inside a print
+        os.write(
+            2,
+            f"\n{self.prog}: {signal.Signals(signum).name} received: finishing this iteration, "
+            "then saving a checkpoint (Ctrl-C again stops at once, without one)\n".encode(),
+        )
+
+    @property
+    def requested(self) -> bool:
+        return self.signal is not None
+
+    def check(self, iteration: int, saved: bool, save: Any) -> None:
+        """At a safe point, after ``iteration`` iterations: if a stop was requested, run
+        ``save(iteration)`` (unless ``saved``: this point has just written its checkpoint), say where
+        and how to resume in one line, and exit with status 128 + the signal."""
+        if self.signal is None:
+            return
+        if not saved:
+            save(iteration)
+        name = signal.Signals(self.signal).name
+        raise SystemExit(
+            self._line(f"stopped by {name} after {iteration} iterations", 128 + self.signal)
+        )
+
+    def _close_bar(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+            self.bar = None
+
+    def _last_checkpoint(self) -> Path | None:
+        found = checkpoints.finished(self.out_dir / "checkpoint")
+        return found[0][1] if found else None
+
+    def _resume_hint(self) -> str:
+        last = self._last_checkpoint()
+        where = f"the last checkpoint is {last}" if last else "there is no checkpoint yet"
+        return f"{where}; run the same command with --resume to continue"
+
+    def _line(self, what: str, status: int) -> int:
+        self._close_bar()
+        note(f"{self.prog}: {what}; {self._resume_hint()}")
+        return status
 
 
 # --------------------------------------------------------------------------- logs and curves

@@ -465,7 +465,7 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
         )
     except RolloutInterrupted as interrupt:
         print(f"rollout stopped: {interrupt}")
-        if interrupt.result.episodes:
+        if interrupt.result.episode_count:
             print(summary_table({args.env_id: interrupt.result}))
         return 130
     except KeyboardInterrupt:  # before the episodes started (loading a model) or after they ended

@@ -7,8 +7,8 @@ testable: :func:`run_rollout`, :func:`run_demo`, :func:`run_play`, :func:`summar
 
 from __future__ import annotations
 
+import heapq
 import math
-import statistics
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
@@ -27,7 +27,7 @@ from llm_marl_envs.policies import (
 from llm_marl_envs.policies.generation import resolve_batch_size
 from llm_marl_envs.registry import make, spec
 from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
-from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord
+from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord, iter_jsonl
 
 __all__ = [
     "DEMO_ENV_KWARGS",
@@ -146,32 +146,24 @@ def summary_table(results: Mapping[str, RolloutResult]) -> str:
     )
     rows = []
     for env_id, result in results.items():
-        episodes = result.episodes
-        if not episodes:
+        stats = result.agent_stats()  # running totals: no record needs to be in memory
+        if not stats:
             rows.append((env_id.split("/")[-1], "-", "0", "-", "-", "-", "-", "-", "-", "-"))
             continue
-        for agent in episodes[0].returns:
-            returns = [e.returns.get(agent, 0.0) for e in episodes]
-            turns = [t for e in episodes for t in e.turns if t.agent == agent]
-            failures = sum(t.format_error is not None for t in turns)
-            successes = [e.final_infos.get(agent, {}).get("success") for e in episodes]
-            success = (
-                f"{sum(bool(s) for s in successes) / len(successes):.0%}"
-                if all(isinstance(s, bool) for s in successes)
-                else "-"
-            )
+        for agent, agent_stats in stats.items():
+            rate = agent_stats.success_rate
             rows.append(
                 (
                     env_id.split("/")[-1],
                     agent,
-                    str(len(episodes)),
-                    _num(statistics.fmean(returns)),
-                    _num(statistics.pstdev(returns)),
-                    _num(min(returns)),
-                    _num(max(returns)),
-                    success,
-                    f"{failures}/{len(turns)}",
-                    f"{len(turns) / len(episodes):.1f}",
+                    str(agent_stats.episodes),
+                    _num(agent_stats.mean),
+                    _num(agent_stats.std),
+                    _num(agent_stats.min),
+                    _num(agent_stats.max),
+                    "-" if rate is None else f"{rate:.0%}",
+                    f"{agent_stats.format_failures}/{agent_stats.turns}",
+                    f"{agent_stats.turns / agent_stats.episodes:.1f}",
                 )
             )
     widths = [max(len(str(r[i])) for r in [header, *rows]) for i in range(len(header))]
@@ -196,9 +188,10 @@ def timing_line(result: RolloutResult) -> str:
     exceed the wall time: then it is given in seconds, not as a share."""
     policy = sum(result.policy_seconds.values())
     wall = max(result.wall_seconds, 1e-9)
+    count = result.episode_count
     return (
-        f"{len(result.episodes)} episodes, {result.turns} turns in {result.wall_seconds:.1f} s "
-        f"({len(result.episodes) / wall:.2f} episodes/s); policy {_share(policy, wall)}, "
+        f"{count} episodes, {result.turns} turns in {result.wall_seconds:.1f} s "
+        f"({count / wall:.2f} episodes/s); policy {_share(policy, wall)}, "
         f"environment {_share(result.env_seconds, wall)}"
     )
 
@@ -258,8 +251,14 @@ def run_rollout(
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     executor: str | None = None,
     num_workers: int | None = None,
+    keep: str | None = None,
 ) -> RolloutResult:
     """Build the policies, run :func:`~llm_marl_envs.rollout.rollout`, print a summary.
+
+    ``keep`` is what the result keeps of each record (see :func:`~llm_marl_envs.rollout.rollout`);
+    default: ``"none"`` with ``out`` (the records are in the file, so memory stays flat
+    however many episodes are played; the ``show`` transcripts are read back from it), else
+    ``"all"``.
 
     Model policies generate as ``generation`` says (default: greedy, the environment's token
     budget), seeded with ``seed``; they are loaded into ``models`` (default: a cache of this
@@ -272,6 +271,8 @@ def run_rollout(
     env_kwargs = dict(env_kwargs or {})
     factory = PolicyFactory(env_id, seed, generation=generation, models=models)
     batch_size = resolve_batch_size(batch_size, factory.generation.device)
+    if keep is None:
+        keep = "none" if out else "all"
     with closing(make(env_id, **env_kwargs)) as env:
         policies = build_policies(factory, env, agent_policies, default=policy)
     try:
@@ -289,25 +290,38 @@ def run_rollout(
             max_record_bytes=max_record_bytes,
             executor=executor,
             num_workers=num_workers,
+            keep=keep,
         )
     except RolloutError as error:
         write(f"rollout stopped: {error}")
-        if error.result.episodes:
+        if error.result.episode_count:
             write(summary_table({env_id: error.result}))
         raise
     finally:
         factory.close()
-    for record in result.episodes[:show]:
+    for record in _shown(result, out, show):
         write(format_episode(record))
     write(summary_table({env_id: result}))
     skipped = len(result.unwritten_episodes)
     where = ""
     if out:
-        where = f"; {len(result.episodes) - skipped} episodes written to {out}"
+        where = f"; {result.episode_count - skipped} episodes written to {out}"
         if skipped:
             where += f" ({skipped} over the record size cap, not written)"
     write(timing_line(result) + where)
     return result
+
+
+def _shown(result: RolloutResult, out: str | None, show: int) -> list[EpisodeRecord]:
+    """The first ``show`` full records: kept in ``result``, else read back from ``out``."""
+    if show <= 0:
+        return []
+    if result.episodes and result.episodes[0].turns:
+        return result.episodes[:show]
+    if not out:
+        return []
+    # the file is in the order episodes finished; the transcripts shown are the lowest numbers
+    return heapq.nsmallest(show, iter_jsonl(out), key=lambda record: record.episode)
 
 
 def run_demo(

@@ -348,3 +348,32 @@ def test_ctrl_c_stops_with_the_kept_summary_and_exit_130(tmp_path, fake_openai):
     assert "rollout stopped: interrupted (Ctrl-C); 2 finished episode(s) kept" in stdout
     assert f"(written to {out})" in stdout and "MazeCollab-v0  gnome_0" in stdout  # the summary
     assert [r.episode for r in read_jsonl(out)] == [0, 1]
+
+
+def test_rollout_with_out_keeps_no_record_and_prints_the_same_summary(tmp_path):
+    """``llm-marl rollout --out`` kept every record in memory (issue 33); now it keeps none,
+    and its summary (from running totals) and ``--show`` (read back) are what they were."""
+    from llm_marl_envs.commands import run_rollout
+
+    printed = {}
+    results = {}
+    for keep in ("all", None):
+        lines: list[str] = []
+        results[keep] = run_rollout(
+            "llm_marl_envs/DonorGame-v0",
+            policy="scripted",
+            episodes=7,
+            batch_size=3,
+            seed=1,
+            env_kwargs={"num_agents": 4},
+            out=str(tmp_path / f"{keep}.jsonl"),
+            show=2,
+            progress=False,
+            write=lines.append,
+            keep=keep,
+        )
+        printed[keep] = [line for line in lines if " turns in " not in line]  # timings differ
+    assert results[None].episodes == [] and results[None].finished == 7
+    assert len(results["all"].episodes) == 7
+    assert printed[None] == printed["all"]
+    assert "| episode 0 |" in printed[None][0] and "| episode 1 |" in printed[None][1]

@@ -35,9 +35,9 @@ class SimultaneousTextEnv(TextAECEnv):
 
     metadata: dict[str, Any] = {**TextAECEnv.metadata, "is_parallelizable": True}
 
-    def reset(self, seed: int | None = None, options: dict | None = None) -> None:
-        self._pending: dict[str, CleanAction] = {}
-        super().reset(seed=seed, options=options)
+    def _start_episode(self, seed: int | None, options: dict) -> None:
+        self._pending: dict[str, CleanAction] = {}  # inside reset's one-thread lock
+        super()._start_episode(seed, options)
 
     def _play(self, agent: str, action: CleanAction) -> None:
         self._pending[agent] = action
@@ -91,17 +91,43 @@ class TextParallelEnv(ParallelEnv):
     def reset(
         self, seed: int | None = None, options: dict | None = None
     ) -> tuple[dict[str, TextObservation], dict[str, dict]]:
+        env = self.aec_env
+        if not env._guard.acquire(False):  # one thread at a time, for the whole call
+            env._refuse("reset()")
         try:
-            self.aec_env.reset(seed=seed, options=options)
-        finally:  # a failed reset leaves the AEC env as it was or needing a reset: mirror it
-            self.agents = list(self.aec_env.agents)
-        return (
-            {a: self.aec_env.observe(a) for a in self.agents},
-            {a: dict(self.aec_env.infos[a]) for a in self.agents},  # snapshots
-        )
+            try:
+                env.reset(seed=seed, options=options)
+            finally:  # a failed reset leaves the AEC env as it was or needing a reset: mirror it
+                self.agents = list(env.agents)
+            result = (
+                {a: env.observe(a) for a in self.agents},
+                {a: dict(env.infos[a]) for a in self.agents},  # snapshots
+            )
+        except BaseException:
+            env._release(failed=True)
+            raise
+        env._release(failed=False)
+        self.agents = list(env.agents)
+        return result
 
     def step(self, actions: dict[str, str]) -> tuple[dict, dict, dict, dict, dict]:
         """Apply one joint action ``{agent: text}`` for every live agent."""
+        env = self.aec_env
+        if not env._guard.acquire(False):  # one thread at a time, for the whole call
+            env._refuse("step()")
+        try:
+            result = self._step(actions)
+        except BaseException:
+            env._release(failed=True)
+            self.agents = list(env.agents)
+            raise
+        try:
+            env._release(failed=False)
+        finally:
+            self.agents = list(env.agents)
+        return result
+
+    def _step(self, actions: dict[str, str]) -> tuple[dict, dict, dict, dict, dict]:
         env = self.aec_env
         env._check_playable("step()")
         if not self.agents:

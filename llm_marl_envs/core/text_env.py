@@ -16,6 +16,11 @@ that an environment module only describes its task:
   current prompt as chat messages), ``reward_components`` and ``format_error``; ``last()``
   hands out a snapshot, never the dict the env keeps updating;
 * rendering: ``"ansi"`` returns the transcript, ``"human"`` prints it as it grows;
+* one thread at a time: ``reset`` and ``step`` hold a lock taken without waiting; a call
+  from a second thread while one is in progress raises ``RuntimeError`` (the two threads
+  would otherwise mix their episodes silently), and the call in progress then raises it too,
+  leaving the env needing a reset. Handing an env from one thread to another between calls
+  (as the rollout engine's worker threads do) is fine; one env per thread is the rule;
 * faults: a ``reset`` or ``step`` that raises part-way (a bad ``row_index``, a scorer or
   sandbox failure, Ctrl-C) leaves no playable half-episode: the env is in a "needs reset"
   state where ``step`` and ``last`` raise ``RuntimeError`` saying why and to call ``reset()``.
@@ -30,6 +35,7 @@ Subclasses implement :meth:`_new_episode` (pick the task, set the first prompt) 
 from __future__ import annotations
 
 import re
+import threading
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -44,6 +50,12 @@ __all__ = ["CleanAction", "TextAECEnv", "Turn", "clean_text"]
 
 DEFAULT_MAX_ACTION_LENGTH = 8192
 DEFAULT_MAX_OBSERVATION_LENGTH = 1 << 20
+
+_TWO_THREADS = (
+    "{cls}.{call} called from thread {thread!r} while another thread is inside a call of the "
+    "same env object: one env used from two threads at once mixes their episodes; make one "
+    "env per thread (e.g. a new llm_marl_envs.make(...) in each)"
+)
 
 # C0/C1 control characters except tab, newline and carriage return; lone UTF-16 surrogates.
 _CONTROL = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f]")
@@ -152,6 +164,43 @@ class TextAECEnv(AECEnv):
         self._printed_turns = 0
         self._header_printed = False
         self._needs_reset: str | None = "no episode yet"  # why step/last refuse, or None
+        # held by reset and step (reentrant: the Parallel form holds it around its calls)
+        self._guard = threading.RLock()
+        self._clash: str | None = None  # set by a second thread that found it held
+
+    # ------------------------------------------------------------------ one thread at a time
+    def _refuse(self, call: str) -> None:
+        """A second thread found the call lock held: tell the call in progress, and raise."""
+        message = _TWO_THREADS.format(
+            cls=type(self).__name__, call=call, thread=threading.current_thread().name
+        )
+        self._clash = message  # the call in progress raises it too, on its way out
+        raise RuntimeError(message)
+
+    def _release(self, failed: bool) -> None:
+        """Release the call lock; if another thread clashed with this call, void the
+        episode and raise (unless the call is already raising)."""
+        self._guard.release()
+        if self._clash is not None:
+            self._after_clash(failed)
+
+    def _after_clash(self, failed: bool) -> None:
+        clash, self._clash = self._clash, None
+        if clash is None:
+            return
+        self._void("another thread called this env during its last call (use one env per thread)")
+        if not failed:
+            raise RuntimeError(clash)
+
+    def __getstate__(self) -> dict[str, Any]:  # a lock does not pickle or deep-copy
+        state = dict(self.__dict__)
+        for key in ("_guard", "_clash"):
+            state.pop(key, None)
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._guard, self._clash = threading.RLock(), None
 
     # ------------------------------------------------------------------ spaces
     def observation_space(self, agent: str) -> FreeText:
@@ -171,12 +220,16 @@ class TextAECEnv(AECEnv):
         check_int("seed", seed, 0, none_ok=True)
         if options is not None and not isinstance(options, dict):
             raise TypeError(f"options must be a dict or None, got {type(options).__name__}")
+        if not self._guard.acquire(False):
+            self._refuse("reset()")
         try:
             self._start_episode(seed, options or {})
         except BaseException as error:
             self._void(f"the last reset() failed ({_describe(error)})")
+            self._release(failed=True)
             raise
         self._needs_reset = None
+        self._release(failed=False)
 
     def _start_episode(self, seed: int | None, options: dict) -> None:
         if seed is not None or self.np_random is None:
@@ -207,6 +260,19 @@ class TextAECEnv(AECEnv):
 
     def step(self, action: str | None) -> None:
         """Apply the current agent's text action (``None`` only for finished agents)."""
+        guard = self._guard
+        if not guard.acquire(False):  # one thread at a time: a lock, never waited for
+            self._refuse("step()")
+        try:
+            self._step(action)
+        except BaseException:
+            self._release(failed=True)
+            raise
+        guard.release()
+        if self._clash is not None:  # another thread came in meanwhile
+            self._after_clash(failed=False)
+
+    def _step(self, action: str | None) -> None:
         self._check_playable("step()")
         if not self.agents:
             raise RuntimeError(

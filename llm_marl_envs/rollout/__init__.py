@@ -2,6 +2,8 @@
 
 from llm_marl_envs.policies.scripted import scripted_policy  # its home is policies.scripted
 from llm_marl_envs.rollout.engine import (
+    KEEP_MODES,
+    AgentStats,
     RolloutEngine,
     RolloutError,
     RolloutInterrupted,
@@ -20,6 +22,8 @@ from llm_marl_envs.rollout.records import (
 )
 
 __all__ = [
+    "KEEP_MODES",
+    "AgentStats",
     "EnvExecutor",
     "EpisodeRecord",
     "LocalExecutor",

@@ -38,8 +38,10 @@ owns the environment copies and decides where resets and steps run. The default
   :mod:`llm_marl_envs.rollout.records` for what a killed writer leaves and how it is read).
   A record longer than ``max_record_bytes`` is not written (a ``RecordTooLargeWarning``; its
   episode index goes to ``RolloutResult.unwritten_episodes``).
-* **Failures.** If a policy fails, :class:`RolloutError` is raised after the finished
-  episodes are saved; ``error.result`` holds them. Ctrl-C (``KeyboardInterrupt``) likewise
+* **Failures.** If a policy fails, or the executor is lost (Ray shut down, its workers dead
+  too often: an :class:`~llm_marl_envs.rollout.executors.ExecutorLostError`),
+  :class:`RolloutError` is raised after the finished episodes are saved; ``error.result``
+  holds them. Ctrl-C (``KeyboardInterrupt``) likewise
   raises :class:`RolloutInterrupted`, a ``KeyboardInterrupt`` that carries ``result``. Either
   way the file holds exactly the finished episodes, each on a complete line.
 
@@ -60,7 +62,7 @@ import time
 import warnings
 from collections import defaultdict, deque
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from concurrent.futures import FIRST_COMPLETED, Future, wait
+from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, wait
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -70,7 +72,12 @@ from pettingzoo import AECEnv, ParallelEnv
 import llm_marl_envs
 from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt, as_policy
-from llm_marl_envs.rollout.executors import EnvExecutor, EnvUpdate, LocalExecutor
+from llm_marl_envs.rollout.executors import (
+    EnvExecutor,
+    EnvUpdate,
+    ExecutorLostError,
+    LocalExecutor,
+)
 from llm_marl_envs.rollout.ray_executor import RayExecutor
 from llm_marl_envs.rollout.records import (
     DEFAULT_MAX_RECORD_BYTES,
@@ -82,10 +89,76 @@ from llm_marl_envs.rollout.records import (
     json_safe,
 )
 
-__all__ = ["RolloutEngine", "RolloutError", "RolloutInterrupted", "RolloutResult", "rollout"]
+__all__ = [
+    "KEEP_MODES",
+    "AgentStats",
+    "RolloutEngine",
+    "RolloutError",
+    "RolloutInterrupted",
+    "RolloutResult",
+    "rollout",
+]
+
+#: What :func:`rollout` keeps of each finished episode in ``RolloutResult.episodes``.
+KEEP_MODES = ("all", "summaries", "none")
 
 # infos keys that are large or repeated in the turns; left out of an episode's final_infos.
 _SKIP_FINAL_INFO = ("messages",)
+
+
+@dataclass
+class AgentStats:
+    """One agent's running totals over the finished episodes (constant memory).
+
+    The rollout keeps these for every episode whatever it keeps of the records, so a summary
+    of a long rollout written to a file needs no record in memory.
+    """
+
+    episodes: int = 0
+    mean: float = 0.0
+    m2: float = 0.0  # sum of squared deviations from the mean (Welford)
+    min: float = float("inf")
+    max: float = float("-inf")
+    successes: int = 0
+    success_reported: int = 0  # episodes whose final info has a bool "success"
+    turns: int = 0
+    format_failures: int = 0
+
+    def add(self, episode_return: float, turns: int, failures: int, success: Any) -> None:
+        self.episodes += 1
+        delta = episode_return - self.mean
+        self.mean += delta / self.episodes
+        self.m2 += delta * (episode_return - self.mean)
+        self.min = min(self.min, episode_return)
+        self.max = max(self.max, episode_return)
+        self.turns += turns
+        self.format_failures += failures
+        if isinstance(success, bool):
+            self.success_reported += 1
+            self.successes += success
+
+    @property
+    def std(self) -> float:
+        """Population standard deviation of the returns."""
+        return (self.m2 / self.episodes) ** 0.5 if self.episodes else 0.0
+
+    @property
+    def success_rate(self) -> float | None:
+        """Share of successes, or None unless every episode reported a bool ``success``."""
+        if not self.episodes or self.success_reported != self.episodes:
+            return None
+        return self.successes / self.episodes
+
+
+def _add_to_stats(stats: dict[str, AgentStats], record: EpisodeRecord) -> None:
+    turns: dict[str, int] = defaultdict(int)
+    failures: dict[str, int] = defaultdict(int)
+    for turn in record.turns:
+        turns[turn.agent] += 1
+        failures[turn.agent] += turn.format_error is not None
+    for agent, value in record.returns.items():
+        success = record.final_infos.get(agent, {}).get("success")
+        stats.setdefault(agent, AgentStats()).add(value, turns[agent], failures[agent], success)
 
 
 @dataclass
@@ -93,7 +166,12 @@ class RolloutResult:
     """What :func:`rollout` returns.
 
     Attributes:
-        episodes: Finished episodes, in the order of their index.
+        episodes: Finished episodes, in the order of their index: full records with
+            ``keep="all"`` (the default), records without their turns with
+            ``keep="summaries"``, none with ``keep="none"``.
+        finished: Number of finished episodes (whatever ``keep`` kept of them).
+        stats: Each agent's running totals (returns, success, turns, format failures) over
+            every finished episode, kept whatever ``keep`` says.
         wall_seconds: Total time of the rollout.
         policy_seconds: Time inside each policy's ``generate`` (by policy name).
         env_seconds: Time inside the environments (reset, last, step), summed over copies.
@@ -110,14 +188,26 @@ class RolloutResult:
     policy_calls: dict[str, int] = field(default_factory=dict)
     turns: int = 0
     unwritten_episodes: list[int] = field(default_factory=list)
+    finished: int = 0
+    stats: dict[str, AgentStats] = field(default_factory=dict)
+
+    @property
+    def episode_count(self) -> int:
+        """Finished episodes (also for a result built by hand from ``episodes`` alone)."""
+        return max(self.finished, len(self.episodes))
+
+    def agent_stats(self) -> dict[str, AgentStats]:
+        """Each agent's totals: ``stats``, or computed from ``episodes`` when not tracked."""
+        if self.stats or not self.episodes:
+            return self.stats
+        stats: dict[str, AgentStats] = {}
+        for record in self.episodes:
+            _add_to_stats(stats, record)
+        return stats
 
     def mean_returns(self) -> dict[str, float]:
         """Each agent's mean return over the finished episodes."""
-        totals: dict[str, list[float]] = defaultdict(list)
-        for episode in self.episodes:
-            for agent, value in episode.returns.items():
-                totals[agent].append(value)
-        return {agent: sum(v) / len(v) for agent, v in totals.items()}
+        return {agent: s.mean for agent, s in self.agent_stats().items()}
 
 
 class RolloutError(RuntimeError):
@@ -158,6 +248,8 @@ def rollout(
     seeds: Sequence[int] | None = None,
     reset_options: Sequence[Mapping[str, Any] | None] | None = None,
     num_workers: int | None = None,
+    keep: str = "all",
+    episode_numbers: Sequence[int] | None = None,
 ) -> RolloutResult:
     """Play ``episodes`` episodes of ``env`` with ``policies``, ``batch_size`` at a time.
 
@@ -191,6 +283,18 @@ def rollout(
         reset_options: Options of each group's ``reset`` (``None`` or a dict per group, e.g.
             ``{"row_index": i}``), recorded in each episode's record.
         num_workers: Ray actors for ``executor="ray"`` (default: one per CPU of the cluster).
+        keep: What ``RolloutResult.episodes`` keeps of each finished episode: ``"all"`` (full
+            records, the default), ``"summaries"`` (records without their turns: seeds,
+            returns, final infos) or ``"none"``. With ``out`` the records are in the file, so
+            ``"none"`` keeps the memory of a rollout flat however many episodes it plays;
+            ``RolloutResult.stats`` and ``finished`` count every episode either way.
+        episode_numbers: The number each episode's record carries (``record.episode``;
+            ``record.group`` is ``number // group_size``), default ``0, 1, ...``. A resumed
+            run passes the numbers an uninterrupted run would have given its remaining
+            episodes, so their records match that run's. Without ``seeds`` a group resets
+            with ``seed + record.group``; ``seeds`` and ``reset_options`` stay one entry per
+            group of this call, in order. Distinct, ``>= 0``, and with ``group_size > 1``
+            each group of this call must lie in one numbered group.
 
     Returns:
         A :class:`RolloutResult`. Raises :class:`RolloutError` if a policy fails and
@@ -199,6 +303,9 @@ def rollout(
     check_int("batch_size", batch_size, 1)
     check_int("group_size", group_size, 1)
     episodes, seeds, reset_options = _episode_plan(episodes, group_size, seeds, reset_options)
+    if keep not in KEEP_MODES:
+        raise ValueError(f"keep must be one of {', '.join(KEEP_MODES)}, got {keep!r}")
+    numbers = _episode_numbers(episode_numbers, episodes, group_size)
     executor = make_executor(executor, num_workers=num_workers, env_workers=env_workers)
     copies = min(batch_size, max(episodes, 1))
     try:
@@ -218,6 +325,8 @@ def rollout(
             include_tokens=include_tokens,
             progress=progress,
             max_record_bytes=max_record_bytes,
+            keep=keep,
+            episode_numbers=numbers,
         )
         return engine.run()
     finally:
@@ -254,6 +363,29 @@ def make_executor(
     if num_workers is not None:
         raise ValueError("num_workers configures executor='ray'; pass RayExecutor(num_workers=...)")
     return executor
+
+
+def _episode_numbers(numbers, episodes: int, group_size: int) -> tuple[int, ...] | None:
+    """Check ``episode_numbers`` (see :func:`rollout`); None stays None (``0, 1, ...``)."""
+    if numbers is None:
+        return None
+    if isinstance(numbers, (str, bytes, Mapping)) or not isinstance(numbers, Iterable):
+        raise TypeError(f"episode_numbers must be a list of ints, got {numbers!r:.80}")
+    numbers = tuple(check_int("episode_numbers[]", n, 0) for n in numbers)
+    if len(numbers) != episodes:
+        raise ValueError(
+            f"episode_numbers has {len(numbers)} numbers for {episodes} episodes; give one each"
+        )
+    if len(set(numbers)) != len(numbers):
+        raise ValueError("episode_numbers must be distinct (each record's number is unique)")
+    for start in range(0, episodes, group_size):
+        chunk = numbers[start : start + group_size]
+        if len({n // group_size for n in chunk}) != 1:
+            raise ValueError(
+                f"episode_numbers {list(chunk)} play one group of this call but lie in "
+                f"different groups of {group_size}; number whole groups"
+            )
+    return numbers
 
 
 def _episode_plan(episodes, group_size, seeds, reset_options):
@@ -322,6 +454,8 @@ class RolloutEngine:
         include_tokens: bool,
         progress: bool | None,
         max_record_bytes: int | None,
+        keep: str = "all",
+        episode_numbers: Sequence[int] | None = None,
     ) -> None:
         self.executor = executor
         self.policies = dict(policies)
@@ -330,6 +464,8 @@ class RolloutEngine:
         self.seeds, self.reset_options = seeds, reset_options
         self.out, self.include_tokens, self.progress = out, include_tokens, progress
         self.max_record_bytes = max_record_bytes
+        self.keep = keep
+        self.numbers = tuple(episode_numbers) if episode_numbers is not None else None
         self.slots = [_Slot() for _ in range(copies)]
         self.queue = deque(range(episodes))
         self.result = RolloutResult()
@@ -361,10 +497,15 @@ class RolloutEngine:
                     self._ask_policies(ready)
                 elif not self._wait_for_envs():
                     break
-        except (PolicyError, KeyboardInterrupt) as error:
+        except (PolicyError, ExecutorLostError, KeyboardInterrupt) as error:
+            # let running steps end before we return (a lost executor's never end)
+            wait_s = 0 if isinstance(error, ExecutorLostError) else None
             for slot in self.slots:
                 if slot.pending is not None:
-                    slot.pending.exception()  # let running steps end before we return
+                    try:
+                        slot.pending.exception(timeout=wait_s)
+                    except (TimeoutError, CancelledError):
+                        pass
             self._finalise(started)
             kept = _kept(self.result, self.out)
             if isinstance(error, KeyboardInterrupt):
@@ -388,7 +529,8 @@ class RolloutEngine:
         if not running:
             return False
         # a timeout, so that a Ctrl-C delivered to another thread is seen here
-        wait(running, timeout=0.2, return_when=FIRST_COMPLETED)
+        if not wait(running, timeout=0.2, return_when=FIRST_COMPLETED).done:
+            self.executor.check()  # work that can never finish (Ray shut down) ends the wait
         return True
 
     def _wait_for_all_envs(self) -> None:
@@ -398,6 +540,7 @@ class RolloutEngine:
             if not running or all(f.done() for f in running):
                 return
             wait(running, timeout=0.2)  # a timeout, so that a Ctrl-C is seen here
+            self.executor.check()  # work that can never finish (Ray shut down) ends the wait
 
     # ------------------------------------------------------------------ 2. policy batches
     def _ask_policies(self, ready: list[int]) -> None:
@@ -472,17 +615,25 @@ class RolloutEngine:
             index = self.queue.popleft()
             self.slots[i].episode = index
             slots.append(i)
-            groups.append(index // self.group_size)
-            seeds.append(self._group_seed(groups[-1]))
+            groups.append(self._number(index) // self.group_size)
+            seeds.append(self._group_seed(index))
         if not slots:
             return []
         if self.reset_options is None:
             return self._track(slots, self.executor.reset(slots, seeds, groups))
-        options = [self.reset_options[g] for g in groups]
+        options = [self.reset_options[self.slots[i].episode // self.group_size] for i in slots]
         return self._track(slots, self.executor.reset(slots, seeds, groups, options=options))
 
-    def _group_seed(self, group: int) -> int:
-        return self.seed + group if self.seeds is None else self.seeds[group]
+    def _number(self, index: int) -> int:
+        """The number the record of this call's ``index``-th episode carries."""
+        return index if self.numbers is None else self.numbers[index]
+
+    def _group_seed(self, index: int) -> int:
+        """The reset seed of this call's ``index``-th episode: ``seeds`` of its group of this
+        call, else ``seed`` + its numbered group."""
+        if self.seeds is not None:
+            return self.seeds[index // self.group_size]
+        return self.seed + self._number(index) // self.group_size
 
     def _track(self, batch: list[int], futures: list[Future[EnvUpdate]]) -> list[int]:
         """Note the executor's work in flight; return the slots whose work is already done."""
@@ -515,13 +666,13 @@ class RolloutEngine:
 
     def _open_record(self, slot: _Slot, update: EnvUpdate) -> None:
         start, index = update.start, slot.episode
-        group = index // self.group_size
+        number = self._number(index)
         agents = start.possible_agents
         slot.record = EpisodeRecord(
             env_id=self.env_id,
-            seed=self._group_seed(group),
-            episode=index,
-            group=group,
+            seed=self._group_seed(index),
+            episode=number,
+            group=number // self.group_size,
             returns={a: 0.0 for a in agents},
             data_source=start.data_source,
             row_id=start.row_id,
@@ -529,7 +680,9 @@ class RolloutEngine:
             env_kwargs=json_safe(self.env_kwargs),
             policies={a: self.policies[a].name for a in agents},
             package_version=llm_marl_envs.__version__,
-            reset_options=None if self.reset_options is None else self.reset_options[group],
+            reset_options=(
+                None if self.reset_options is None else self.reset_options[index // self.group_size]
+            ),
         )
         slot.last_turn = {}
 
@@ -560,7 +713,8 @@ class RolloutEngine:
 
     # ------------------------------------------------------------------ 4. records
     def _finish_episode(self, slot: _Slot) -> None:
-        """Write the slot's finished episode (unless over the cap) and keep it."""
+        """Write the slot's finished episode (unless over the cap), count it in the stats and
+        keep what ``keep`` says of it."""
         record = slot.record
         if self._handle is not None:  # written before it counts as kept
             line = encode_record(record, self.include_tokens)
@@ -575,7 +729,13 @@ class RolloutEngine:
                 )
             else:
                 append_line(self._handle, line)
-        self.finished[record.episode] = record
+        _add_to_stats(self.result.stats, record)
+        self.result.finished += 1
+        if self.keep == "all":
+            self.finished[record.episode] = record
+        elif self.keep == "summaries":
+            record.turns = []
+            self.finished[record.episode] = record
         self._bar.update(1)
         slot.record = None
 
@@ -588,14 +748,15 @@ class RolloutEngine:
 
 def _kept(result: RolloutResult, out: str | Path | None) -> str:
     """``"N finished episode(s) kept (written to FILE)"``, with the records left out if any."""
-    text = f"{len(result.episodes)} finished episode(s) kept"
+    count = result.episode_count
+    text = f"{count} finished episode(s) kept"
     if out is None:
         return text
     unwritten = result.unwritten_episodes
     if not unwritten:
         return text + f" (written to {out})"
     return (
-        text + f" ({len(result.episodes) - len(unwritten)} written to {out}; "
+        text + f" ({count - len(unwritten)} written to {out}; "
         f"{len(unwritten)} over the record size cap not written: episodes {sorted(unwritten)})"
     )
 

@@ -49,6 +49,7 @@ __all__ = [
     "EnvExecutor",
     "EnvUpdate",
     "EpisodeStart",
+    "ExecutorLostError",
     "LocalExecutor",
     "advance",
     "env_maker",
@@ -58,6 +59,12 @@ __all__ = [
 
 #: A registered env id, or a function returning an AEC or Parallel env.
 EnvSource = str | Callable[[], AECEnv | ParallelEnv]
+
+
+class ExecutorLostError(RuntimeError):
+    """The executor can no longer run the environments (its Ray workers died too often, Ray
+    was shut down). The engine stops the rollout with a
+    :class:`~llm_marl_envs.rollout.RolloutError` that keeps the finished episodes."""
 
 
 @dataclass
@@ -123,7 +130,9 @@ class EnvExecutor(ABC):
     The engine calls :meth:`open` once, then :meth:`reset` and :meth:`step` for slots whose
     previous call has finished (never two calls in flight for one slot), and :meth:`close` at
     the end, also after an error (one in ``open`` included). An exception raised by ``reset``
-    or ``step``, or set on a future, stops the rollout as it is. An executor may be opened
+    or ``step``, or set on a future, stops the rollout as it is; an
+    :class:`ExecutorLostError` (the executor itself is gone) stops it with a ``RolloutError``
+    that keeps the finished episodes. An executor may be opened
     again after it is closed.
 
     ``lockstep``: when True, the engine asks the policies only once no env work is in flight,
@@ -164,6 +173,11 @@ class EnvExecutor(ABC):
     @abstractmethod
     def close(self) -> None:
         """Wait for work in flight and release the copies (and any workers)."""
+
+    def check(self) -> None:
+        """Raise :class:`ExecutorLostError` if the work in flight can no longer finish (the
+        engine calls it while it waits, a few times a second). Default: nothing to check."""
+        return None
 
 
 def advance(env: AECEnv) -> EnvUpdate:

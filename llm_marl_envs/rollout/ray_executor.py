@@ -20,7 +20,8 @@ of environments, a driver batching generation across them.
   there: reset from its seed, then stepped through the same actions, which gives back the
   state the dead worker held. The engine never notices; finished episodes were written
   already, so nothing is lost and nothing is played twice. After ``max_worker_failures``
-  deaths the rollout stops with :class:`WorkerLostError`.
+  deaths the rollout stops with a ``RolloutError`` caused by :class:`WorkerLostError`;
+  ``ray.shutdown()`` during a rollout stops it the same way (:class:`RayShutdownError`).
 * **Errors.** An exception raised inside an environment reaches the caller as the original
   exception (its type and message), not as a Ray wrapper.
 
@@ -51,16 +52,51 @@ from llm_marl_envs.rollout.executors import (
     EnvExecutor,
     EnvSource,
     EnvUpdate,
+    ExecutorLostError,
     env_maker,
     reset_env,
     step_env,
 )
 
-__all__ = ["EnvShard", "RayExecutor", "WorkerLostError", "import_ray"]
+__all__ = ["EnvShard", "RayExecutor", "RayShutdownError", "WorkerLostError", "import_ray"]
 
 
-class WorkerLostError(RuntimeError):
+class WorkerLostError(ExecutorLostError):
     """Ray workers died more often than ``max_worker_failures`` allows."""
+
+
+class RayShutdownError(ExecutorLostError):
+    """Ray was shut down (``ray.shutdown()`` from another thread, a stopped cluster) while a
+    rollout was using it."""
+
+
+def _ray_session(ray: Any) -> tuple | None:
+    """This driver's connection to Ray (its job and node), or None when Ray is not running.
+
+    A ``ray.shutdown()`` ends it; Ray's auto-init may start another at the next remote call,
+    which has another identity, so "shut down" is "not the session the rollout opened"."""
+    try:
+        if not ray.is_initialized():
+            return None
+        context = ray.get_runtime_context()
+        return (context.get_job_id(), context.get_node_id())
+    except Exception:  # noqa: BLE001 - a half torn-down Ray: not running
+        return None
+
+
+def _shut_down_error(ray: Any, session: tuple | None, error: BaseException | None):
+    """A :class:`RayShutdownError` (about ``error``) when the Ray ``session`` the rollout
+    opened is no longer this driver's, else None."""
+    if session is not None and _ray_session(ray) == session:
+        return None
+    detail = ""
+    if error is not None:
+        first = (str(error).splitlines() or [""])[0][:200]
+        detail = f" ({type(error).__name__}: {first})" if first else f" ({type(error).__name__})"
+    return RayShutdownError(
+        "Ray was shut down during the rollout (ray.shutdown() called while it ran, or the "
+        f"cluster stopped){detail}; keep Ray running until rollout() returns"
+    )
 
 
 def import_ray():
@@ -259,6 +295,7 @@ class RayExecutor(EnvExecutor):
         self._shard_cls: Any = None
         self._shard_args: tuple = ()
         self._opened_with: tuple | None = None  # (env, env_kwargs) of the live workers
+        self._session: tuple | None = None  # the Ray connection the workers belong to
 
     # ------------------------------------------------------------------ EnvExecutor
     def open(
@@ -268,6 +305,9 @@ class RayExecutor(EnvExecutor):
         check_int("copies", copies, 1)
         if not ray.is_initialized():
             ray.init(address=self.address, log_to_driver=True)
+        session = _ray_session(ray)
+        if session != self._session:  # a new Ray: actors kept from an old one are gone
+            self.workers, self._opened_with, self._session = [], None, session
         count = self.num_workers
         if count is None:
             cpus = ray.cluster_resources().get("CPU", 1)
@@ -376,6 +416,12 @@ class RayExecutor(EnvExecutor):
                 self._replay(worker, [slots[i] for i in items], [futures[i] for i in items])
         return futures
 
+    def check(self) -> None:
+        """Raise :class:`RayShutdownError` when Ray was shut down under the rollout (its calls
+        in flight would never answer)."""
+        if self._ray is not None and self.workers and not self._ray.is_initialized():
+            raise _shut_down_error(self._ray, None, None)
+
     def close(self) -> None:
         """End the rollout: the actors are killed, unless ``keep_workers``."""
         self._episodes = {}
@@ -386,6 +432,8 @@ class RayExecutor(EnvExecutor):
         """Kill the actors (their env copies go with them)."""
         ray, workers = self._ray, self.workers
         self.workers, self._episodes, self._opened_with = [], {}, None
+        if ray is None or _ray_session(ray) != self._session:
+            return  # Ray was shut down: its actors went with it (ray.kill would start a new Ray)
         for worker in workers:
             try:
                 ray.kill(worker)
@@ -406,8 +454,17 @@ class RayExecutor(EnvExecutor):
         actor, generation = self.workers[worker], self._generation[worker]
         self.calls += 1
         self.call_slots += len(slots)
-        ref = getattr(actor, method).remote(*args)
-        ref.future().add_done_callback(
+        if not self._ray.is_initialized():  # shut down under us: no auto-init of a new Ray
+            raise _shut_down_error(self._ray, None, None)
+        try:
+            ref = getattr(actor, method).remote(*args)
+            future = ref.future()
+        except Exception as error:  # Ray refused the call: shut down under us?
+            lost = _shut_down_error(self._ray, self._session, error)
+            if lost is None:
+                raise
+            raise lost from error
+        future.add_done_callback(
             lambda done: self._answered(done, worker, generation, slots, futures)
         )
 
@@ -418,6 +475,11 @@ class RayExecutor(EnvExecutor):
         try:
             updates = done.result()
         except ray.exceptions.RayActorError as error:
+            lost = _shut_down_error(ray, self._session, error)
+            if lost is not None:  # not a dead worker: Ray itself is gone
+                for future in futures:
+                    future.set_exception(lost)
+                return
             # replace the worker off Ray's callback thread; replay its episodes there
             threading.Thread(
                 target=self._recover,
@@ -431,8 +493,9 @@ class RayExecutor(EnvExecutor):
                 future.set_exception(task_error_cause(error))
             return
         except BaseException as error:  # noqa: BLE001 - handed to the engine as it is
+            lost = _shut_down_error(ray, self._session, error)
             for future in futures:
-                future.set_exception(error)
+                future.set_exception(error if lost is None else lost)
             return
         for future, update in zip(futures, updates, strict=True):
             future.set_result(update)
@@ -467,6 +530,7 @@ class RayExecutor(EnvExecutor):
                     self._release[worker] = []
                 self._replay(worker, slots, futures)
         except BaseException as failure:  # noqa: BLE001 - handed to the engine
+            failure = _shut_down_error(self._ray, self._session, failure) or failure
             for future in futures:
                 if not future.done():
                     future.set_exception(failure)

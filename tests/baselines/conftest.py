@@ -105,6 +105,36 @@ def _after_progress(
             proc.wait()
 
 
+def _signal_after_progress(
+    script: Path, argv: list[str], metrics: Path, lines: int, sig: int, cwd: Path
+) -> subprocess.CompletedProcess:
+    """Run ``script argv`` in a child process; once ``metrics`` has ``lines`` lines, send it
+    ``sig`` (SIGTERM as a scheduler does, SIGINT as Ctrl-C does) and let it end by itself.
+    Returns its exit status and output."""
+    proc = subprocess.Popen(
+        [sys.executable, str(script), *argv],
+        cwd=cwd,
+        env=_child_env(),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    deadline = time.monotonic() + 300
+    try:
+        while proc.poll() is None and time.monotonic() < deadline:
+            text = metrics.read_text() if metrics.exists() else ""
+            if text.count("\n") >= lines:
+                proc.send_signal(sig)
+                break
+            time.sleep(0.02)
+        out, err = proc.communicate(timeout=300)
+        return subprocess.CompletedProcess(proc.args, proc.returncode, out, err)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+
+
 def _twice(script: Path, argv: list[str], out: Path, fsync: int, delay: float) -> None:
     """Kill -9 a run inside a checkpoint write (after its ``fsync``-th fsync), then its
     ``--resume`` ``delay`` seconds after it has logged an iteration past the first run's."""
@@ -120,10 +150,16 @@ def kill9() -> SimpleNamespace:
     """A real trainer process killed with SIGKILL, with one torch thread (as the in-process runs
     it is compared with): ``kill9.at_fsync(script, argv, n, cwd)`` inside a checkpoint write,
     ``kill9.after_progress(script, argv, metrics, lines, delay, cwd)`` at a time, and
-    ``kill9.twice(script, argv, out, fsync, delay)`` one after the other; and
+    ``kill9.twice(script, argv, out, fsync, delay)`` one after the other;
+    ``kill9.signal_after_progress(script, argv, metrics, lines, sig, cwd)`` a SIGTERM or SIGINT
+    once ``lines`` iterations are logged (the trainer then saves and exits by itself); and
     ``kill9.selected(request, name)``: whether the requesting module's test ``name`` will run."""
     return SimpleNamespace(
-        at_fsync=_at_fsync, after_progress=_after_progress, twice=_twice, selected=_selected
+        at_fsync=_at_fsync,
+        after_progress=_after_progress,
+        twice=_twice,
+        selected=_selected,
+        signal_after_progress=_signal_after_progress,
     )
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import importlib.util
+import errno
 import json
 import math
 import random
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -386,3 +388,49 @@ def test_the_plan_is_printed_before_the_first_slow_step(tmp_path, capsys):
     first = capsys.readouterr().out.splitlines()[0]
     assert first.startswith("cory on IMDBSentiment-v0 with the 'tiny' model, seed 0, on cpu in ")
     assert "on cpu in float32:" in first  # where it runs and in what precision
+
+
+# --------------------------------------------------------------------------- graceful stops
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGINT])
+def test_sigterm_and_ctrl_c_save_a_checkpoint_and_resume_exactly(full_run, tmp_path, kill9, sig):
+    """A scheduler's SIGTERM (or a Ctrl-C) during iteration 1 of a run that checkpoints every 5:
+    the run finishes the iteration, saves, exits with one line; --resume ends as the
+    uninterrupted run (before: killed at once, no checkpoint, the resume started from scratch)."""
+    out = tmp_path / "run"
+    argv = small_run(out, "--iterations", "4", "--checkpoint-every", "5", "--threads", "1")
+    done = kill9.signal_after_progress(SCRIPT, argv, out / "metrics.jsonl", 1, sig, tmp_path)
+    assert done.returncode == 128 + sig, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith(f"cory: stopped by {sig.name} after ") and "--resume" in last, last
+    stopped_after = int(last.split(" after ")[1].split()[0])
+    assert 1 <= stopped_after < 4
+    assert f"iteration-{stopped_after:06d}" in last
+    saved = json.loads(
+        (out / "checkpoint" / f"iteration-{stopped_after:06d}" / "state.json").read_text()
+    )
+    assert len(saved["metrics"]) == stopped_after
+    resumed = cory.main([*argv, "--resume"])
+    assert_same_as_uninterrupted(out, resumed, full_run)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("writer", ["log", "checkpoint"])
+def test_a_full_disk_ends_in_one_line(tmp_path, monkeypatch, capsys, writer):
+    """ENOSPC while writing the metrics log or a checkpoint: one line naming the file and how
+    to resume, status 1 (before: a traceback)."""
+    training = sys.modules["training"]
+    full = OSError(errno.ENOSPC, "No space left on device", str(tmp_path / "run" / "x"))
+
+    def no_space(*args, **kwargs):
+        raise full
+
+    target = training if writer == "log" else training.checkpoints
+    monkeypatch.setattr(target, "append_log" if writer == "log" else "save", no_space)
+    with pytest.raises(SystemExit) as stopped:
+        cory.main(small_run(tmp_path / "run", "--iterations", "1", "--eval-episodes", "0"))
+    assert stopped.value.code == 1
+    lines = capsys.readouterr().err.strip().splitlines()
+    assert lines[-1].startswith("cory: cannot write ") and "No space left on device" in lines[-1]
+    assert str(tmp_path / "run" / "x") in lines[-1] and "--resume" in lines[-1]

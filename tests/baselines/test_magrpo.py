@@ -4,10 +4,12 @@ bundled)."""
 from __future__ import annotations
 
 import importlib.util
+import errno
 import json
 import math
 import random
 import shutil
+import signal
 import sys
 from pathlib import Path
 
@@ -368,3 +370,45 @@ def test_kill_9_at_random_points_then_resume_is_exact(full_run, killed_twice):
     resumed = magrpo.main([*argv, "--resume"])
     assert algorithmic(resumed) == algorithmic(reference)
     assert algorithmic(read_metrics(out)) == algorithmic(reference)
+
+
+# --- graceful stops ---------------------------------------------------------------------------
+@pytest.mark.slow
+def test_sigterm_saves_a_checkpoint_and_resume_is_exact(full_run, tmp_path, kill9):
+    """A scheduler's SIGTERM after the first iteration of a run that checkpoints every 5: it
+    finishes the iteration in progress, saves, exits with one line (status 143); --resume
+    logs the uninterrupted run's metrics (before: killed at once, the resume from scratch)."""
+    _, reference = full_run
+    out = tmp_path / "run"
+    argv = [*TINY, "--iterations", "4", "--checkpoint-every", "5", "--out-dir", str(out)]
+    done = kill9.signal_after_progress(
+        SCRIPT, argv, out / "metrics.jsonl", 1, signal.SIGTERM, tmp_path
+    )
+    assert done.returncode == 143, done.stderr[-3000:]
+    assert "Traceback" not in done.stderr
+    last = done.stderr.strip().splitlines()[-1]
+    assert last.startswith("magrpo: stopped by SIGTERM after ") and "--resume" in last, last
+    stopped_after = int(last.split(" after ")[1].split()[0])
+    assert 1 <= stopped_after < 4 and f"iteration-{stopped_after:06d}" in last
+    resumed = magrpo.main([*argv, "--resume"])
+    assert algorithmic(resumed) == algorithmic(reference)
+    assert algorithmic(read_metrics(out)) == algorithmic(reference)
+
+
+@pytest.mark.slow
+def test_a_full_disk_while_saving_ends_in_one_line(tmp_path, monkeypatch, capsys):
+    training = sys.modules["training"]
+    target = tmp_path / "run" / "checkpoint" / "iteration-000001.tmp" / "learner_0.pt"
+
+    def no_space(*args, **kwargs):
+        raise OSError(errno.ENOSPC, "No space left on device", str(target))
+
+    monkeypatch.setattr(training.checkpoints, "save", no_space)
+    with pytest.raises(SystemExit) as stopped:
+        magrpo.main(
+            [*TINY, "--iterations", "1", "--eval-episodes", "0", "--out-dir", str(tmp_path / "run")]
+        )
+    assert stopped.value.code == 1
+    last = capsys.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"magrpo: cannot write {target}: No space left on device"), last
+    assert "there is no checkpoint yet" in last and "--resume" in last

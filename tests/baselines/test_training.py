@@ -241,3 +241,70 @@ def test_logs_are_rewritten_from_a_checkpoint_then_appended(tmp_path):
     assert rows == [{"iteration": 0}, {"iteration": 1}, {"iteration": 2, "reward": 0.5}]
     training.write_log(log, [])
     assert log.read_text() == ""
+
+
+# --------------------------------------------------------------------------- graceful stops
+def _deliver(sig):
+    """Send ``sig`` to this process and let its Python handler run."""
+    import os
+    import time
+
+    os.kill(os.getpid(), sig)
+    time.sleep(0.01)  # the handler runs between bytecodes of the main thread
+
+
+def test_a_signal_is_a_request_read_at_the_next_safe_point(tmp_path, capfd):
+    import signal
+
+    before = signal.getsignal(signal.SIGTERM)
+    saved = []
+    with pytest.raises(SystemExit) as stopped:
+        with training.GracefulStop("cory", tmp_path) as stop:
+            stop.check(1, saved=False, save=saved.append)  # nothing asked yet: goes on
+            assert saved == []
+            _deliver(signal.SIGTERM)
+            assert stop.requested and saved == []  # the handler saves nothing itself
+            stop.check(2, saved=False, save=saved.append)
+    assert stopped.value.code == 143 and saved == [2]
+    assert signal.getsignal(signal.SIGTERM) is before  # restored
+    lines = capfd.readouterr().err.strip().splitlines()
+    assert lines[-1] == (
+        "cory: stopped by SIGTERM after 2 iterations; there is no checkpoint yet; run the "
+        "same command with --resume to continue"
+    )
+    assert "SIGTERM received" in lines[0]
+
+
+def test_a_second_ctrl_c_stops_at_once_in_one_line(tmp_path, capfd):
+    import signal
+
+    with pytest.raises(SystemExit) as stopped:
+        with training.GracefulStop("magrpo", tmp_path):
+            _deliver(signal.SIGINT)  # the first: a request
+            _deliver(signal.SIGINT)  # the second: KeyboardInterrupt, here
+            raise AssertionError("not stopped")
+    assert stopped.value.code == 130
+    last = capfd.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith("magrpo: stopped at once by a second SIGINT; ")
+
+
+def test_other_os_errors_are_not_called_a_full_disk(tmp_path):
+    import errno
+
+    with pytest.raises(FileNotFoundError):
+        with training.GracefulStop("cory", tmp_path):
+            raise FileNotFoundError(errno.ENOENT, "No such file or directory", "x")
+
+
+def test_a_read_only_folder_is_one_line_too(tmp_path, capfd):
+    import errno
+
+    with pytest.raises(SystemExit) as stopped:
+        with training.GracefulStop("magrpo", tmp_path):
+            raise PermissionError(
+                errno.EACCES, "Permission denied", str(tmp_path / "metrics.jsonl")
+            )
+    assert stopped.value.code == 1
+    last = capfd.readouterr().err.strip().splitlines()[-1]
+    assert last.startswith(f"magrpo: cannot access {tmp_path / 'metrics.jsonl'}: Permission denied")
+    assert "writable" in last and "--resume" in last

@@ -296,3 +296,155 @@ def test_frozen_episode_list_bad_arguments(kwargs, error, words):
     env_id = "llm_marl_envs/GSM8K-v0"
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
         rollout(env_id, _policies(env_id, **DATA), env_kwargs=DATA, progress=False, **kwargs)
+
+
+# --------------------------------------------------------------- keep (issue 33, item 2)
+DONOR = "llm_marl_envs/DonorGame-v0"
+
+
+def _donor(tmp_path, keep, episodes=6, **kwargs):
+    return rollout(
+        DONOR,
+        _policies(DONOR, num_agents=4),
+        episodes=episodes,
+        batch_size=3,
+        seed=2,
+        env_kwargs={"num_agents": 4},
+        out=tmp_path / f"{keep}.jsonl",
+        keep=keep,
+        progress=False,
+        **kwargs,
+    )
+
+
+def test_keep_none_writes_every_record_and_keeps_none(tmp_path):
+    full = _donor(tmp_path, "all")
+    none = _donor(tmp_path, "none")
+    summaries = _donor(tmp_path, "summaries")
+    assert none.episodes == [] and none.finished == 6 == full.finished
+    assert (tmp_path / "none.jsonl").read_bytes() == (tmp_path / "all.jsonl").read_bytes()
+    # summaries: the records without their turns, in episode order
+    assert [e.episode for e in summaries.episodes] == list(range(6))
+    assert all(e.turns == [] for e in summaries.episodes)
+    assert [e.returns for e in summaries.episodes] == [e.returns for e in full.episodes]
+    assert [e.final_infos for e in summaries.episodes] == [e.final_infos for e in full.episodes]
+    # the running totals are the same whatever is kept, and equal the records' own
+    for result in (none, summaries):
+        assert result.mean_returns() == pytest.approx(full.mean_returns())
+        for agent, stats in result.stats.items():
+            mine = full.stats[agent]
+            assert (stats.episodes, stats.turns, stats.format_failures) == (
+                mine.episodes,
+                mine.turns,
+                mine.format_failures,
+            )
+            assert stats.std == pytest.approx(mine.std)
+    first = full.episodes[0].turns[0].agent
+    returns = [e.returns[first] for e in full.episodes]
+    stats = full.stats[first]
+    assert (stats.min, stats.max) == (min(returns), max(returns))
+    assert stats.turns == sum(t.agent == first for e in full.episodes for t in e.turns)
+
+
+def test_keep_is_checked():
+    with pytest.raises(ValueError, match="keep must be one of all, summaries, none"):
+        rollout(DONOR, _policies(DONOR, num_agents=4), episodes=1, keep="some")
+
+
+def test_keep_none_memory_does_not_grow_with_episodes(tmp_path):
+    """Records were all kept even with ``out`` (~200 KB per Donor episode); with
+    ``keep="none"`` the memory the rollout allocates stays flat from 10 to 60 episodes."""
+    import gc
+    import tracemalloc
+
+    def peak(episodes):
+        gc.collect()
+        tracemalloc.start()
+        try:
+            _donor(tmp_path, "none", episodes=episodes)
+            return tracemalloc.get_traced_memory()[1]
+        finally:
+            tracemalloc.stop()
+
+    small, large = peak(10), peak(60)
+    assert large - small < 2_000_000, (small, large)  # keeping them: about 10 MB more
+
+
+def test_episode_numbers_continue_an_uninterrupted_run(tmp_path):
+    """A resumed run numbers its records as the uninterrupted run did (episode, group and the
+    seed of ``seed + group``), so its lines are byte for byte that run's."""
+    whole = rollout(
+        DONOR,
+        _policies(DONOR, num_agents=4),
+        episodes=8,
+        group_size=2,
+        batch_size=3,
+        seed=5,
+        env_kwargs={"num_agents": 4},
+        out=tmp_path / "whole.jsonl",
+        progress=False,
+    )
+    rest = rollout(
+        DONOR,
+        _policies(DONOR, num_agents=4),
+        episodes=4,
+        group_size=2,
+        batch_size=3,
+        seed=5,
+        env_kwargs={"num_agents": 4},
+        out=tmp_path / "rest.jsonl",
+        episode_numbers=[2, 3, 6, 7],
+        progress=False,
+    )
+    assert [(e.episode, e.group, e.seed) for e in rest.episodes] == [
+        (2, 1, 6),
+        (3, 1, 6),
+        (6, 3, 8),
+        (7, 3, 8),
+    ]
+    by_number = {
+        json.loads(line)["episode"]: line
+        for line in (tmp_path / "whole.jsonl").read_text().splitlines()
+    }
+    for line in (tmp_path / "rest.jsonl").read_text().splitlines():
+        assert line == by_number[json.loads(line)["episode"]]
+    assert _dicts(rest) == [whole.episodes[i].to_dict(include_tokens=True) for i in (2, 3, 6, 7)]
+
+
+def test_episode_numbers_with_frozen_seeds_keep_the_seeds_of_this_call():
+    result = rollout(
+        "llm_marl_envs/GSM8K-v0",
+        _policies("llm_marl_envs/GSM8K-v0", **DATA),
+        seeds=[11, 12],
+        reset_options=[{"row_index": 3}, {"row_index": 4}],
+        episode_numbers=[9, 4],
+        env_kwargs=DATA,
+        progress=False,
+    )
+    assert [(e.episode, e.group, e.seed, e.reset_options) for e in result.episodes] == [
+        (4, 4, 12, {"row_index": 4}),
+        (9, 9, 11, {"row_index": 3}),
+    ]
+
+
+@pytest.mark.parametrize(
+    ("numbers", "group_size", "error", "words"),
+    [
+        ([0, 1], 1, ValueError, "2 numbers for 3 episodes"),
+        ([0, 0, 1], 1, ValueError, "distinct"),
+        ([0, -1, 2], 1, ValueError, "episode_numbers"),
+        ("012", 1, TypeError, "list of ints"),
+        ([1, 2, 4], 3, ValueError, "different groups of 3"),
+    ],
+)
+def test_episode_numbers_bad_arguments(numbers, group_size, error, words):
+    with pytest.raises(error, match=words):
+        rollout(
+            DONOR,
+            _policies(DONOR, num_agents=4),
+            episodes=3,
+            group_size=group_size,
+            env_kwargs={"num_agents": 4},
+            episode_numbers=numbers,
+            progress=False,
+        )

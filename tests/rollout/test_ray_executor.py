@@ -16,7 +16,7 @@ import sys
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs.rollout import RayExecutor, rollout, scripted_policy
+from llm_marl_envs.rollout import RayExecutor, read_jsonl, rollout, scripted_policy
 from llm_marl_envs.rollout.ray_executor import EnvShard, import_ray
 
 GSM8K = "llm_marl_envs/GSM8K-v0"
@@ -431,3 +431,53 @@ def test_a_failing_policy_stops_a_ray_rollout_with_the_finished_episodes_written
     assert 0 < len(kept) < 20
     assert sorted(r["episode"] for r in _by_episode(out)) == [e.episode for e in kept]
     assert not executor.workers  # the actors were released
+
+
+def test_ray_shut_down_from_another_thread_ends_in_one_line(tmp_path):
+    """``ray.shutdown()`` from another thread mid-rollout: a ``RolloutError`` with one line
+    naming it and the finished episodes kept (before: a raw ``Exception`` from Ray's task
+    submission, or a wait that never ended)."""
+    import threading
+
+    from llm_marl_envs.rollout import RolloutError
+    from llm_marl_envs.rollout.ray_executor import RayShutdownError
+
+    ray = import_ray()
+    inner = _policies(MAZE)
+    calls = []
+
+    def answer_then_shut_down(agent):
+        def answer(observation, info):
+            calls.append(1)
+            if len(calls) == 30:  # from another thread, as a user's other code would
+                stopper = threading.Thread(target=ray.shutdown)
+                stopper.start()
+                stopper.join()
+            return inner[agent](observation, info)
+
+        return answer
+
+    out = tmp_path / "episodes.jsonl"
+    try:
+        with pytest.raises(RolloutError, match="Ray was shut down during the rollout") as stopped:
+            rollout(
+                MAZE,
+                {a: answer_then_shut_down(a) for a in inner},
+                episodes=40,
+                batch_size=4,
+                seed=1,
+                out=out,
+                executor="ray",
+                num_workers=2,
+                progress=False,
+            )
+        message = str(stopped.value)
+        assert "\n" not in message and "finished episode(s) kept" in message
+        assert isinstance(stopped.value.__cause__, RayShutdownError)
+        assert not ray.is_initialized()  # no new local Ray started by the failed calls
+        kept = stopped.value.result.episodes
+        assert len(kept) < 40
+        assert sorted(r.episode for r in read_jsonl(out)) == [r.episode for r in kept]
+    finally:
+        if not ray.is_initialized():  # the other tests of the session use it
+            ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
