@@ -395,6 +395,7 @@ def _play_task(
             batch_size=batch_size,
             env_kwargs=task.kwargs,
             out=shard,
+            keep="none",  # the records are read back from the shard: memory stays flat
             progress=progress,
             executor=executor,
             num_workers=num_workers,
