@@ -21,7 +21,8 @@ FAILING_STRINGS = {
     "empty": "",
     "whitespace": " \n\t  ",
     "control_only": "\x00\x01\x02\x1b\x7f",
-    "one_megabyte": "7" * (1 << 20),
+    # over every env's cap, CoopCoding-v3's 1 MiB of scored text (SCORED_TEXT_CAP) included
+    "one_megabyte": "7" * ((1 << 20) + 1),
 }
 OTHER_STRINGS = {
     "junk": "qwe$#@!zz}{",
