@@ -90,9 +90,15 @@ def test_the_model_reads_its_whole_context():
             model(ids, position_ids=last + 4)
 
 
-def test_the_first_1024_positions_are_the_weights_the_shipped_tiny_entry_pins():
+#: ``weights_sha256`` of the tiny model before its context grew (1,024 positions), which the
+#: shipped ``tiny`` leaderboard entry pinned until it was re-made with 4,096.
+TINY_1024_SHA256 = "sha256:068f6783461c5952f170a3cb69860f204a25a1e2d9ef9ba2800b487daf8e57e6"
+
+
+def test_the_first_1024_positions_are_the_1024_position_models_weights():
     """The position table grew after every other weight was drawn: cut back to 1,024 rows, the
-    model hashes to the shipped leaderboard entry's ``weights_sha256`` and gives its logits."""
+    model hashes to the 1,024-position model's ``weights_sha256`` and gives its logits; the
+    shipped leaderboard entry pins the whole model as it is now."""
     from llm_marl_envs.policies.hf import weights_sha256
 
     model, _ = tiny_model()
@@ -101,8 +107,9 @@ def test_the_first_1024_positions_are_the_weights_the_shipped_tiny_entry_pins():
         model.transformer.wpe.weight.detach()[:1024].clone(), freeze=False
     )
     first.config.n_positions = 1024
+    assert weights_sha256(first) == TINY_1024_SHA256
     pinned = json.loads((shipped_entries() / "tiny" / "verification.json").read_text())
-    assert weights_sha256(first) == pinned["models"]["tiny"]["weights_sha256"]
+    assert pinned["models"]["tiny"]["weights_sha256"] == weights_sha256(model)
     ids = torch.randint(0, 4000, (2, 1000), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert torch.equal(model(ids).logits, first(ids).logits)
