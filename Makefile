@@ -48,9 +48,11 @@ test-quick: $(STAMP)
 bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/env_overhead.py
 	$(OFFLINE) $(BIN)/python benchmarks/sandbox_humaneval.py
+	$(OFFLINE) $(BIN)/python benchmarks/coding_reward_hacks.py
 	$(OFFLINE) $(BIN)/python benchmarks/game_envs.py
 	$(OFFLINE) $(BIN)/python benchmarks/gymnasium_view.py
 	$(OFFLINE) $(BIN)/python benchmarks/rollout_speed.py
+	$(OFFLINE) $(BIN)/python benchmarks/rollout_memory.py
 	$(OFFLINE) $(BIN)/python benchmarks/baselines_cost.py
 	$(OFFLINE) $(BIN)/python benchmarks/reward_impl.py
 	$(OFFLINE) $(BIN)/python benchmarks/bench_stats.py

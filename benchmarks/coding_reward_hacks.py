@@ -8,7 +8,7 @@
 * **lookup** (two rounds): round 1 as above; round 2 a main that is a lookup table of every
   ``assert f(args) == expected`` the round-2 prompt shows, falling back to the constant.
 
-    PYTHONPATH=. python benchmarks/coding_reward_hacks.py [--limit 100]
+    PYTHONPATH=. python benchmarks/coding_reward_hacks.py [--limit 100] [--out docs/benchmarks]
 
 Runs every program in the sandbox (about two minutes for both versions on 2 cores).
 """
@@ -18,6 +18,7 @@ from __future__ import annotations
 import argparse
 import re
 import time
+from pathlib import Path
 
 import llm_marl_envs
 
@@ -73,20 +74,34 @@ def measure(env_id: str, limit: int) -> dict[str, float]:
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--limit", type=int, default=100, help="training problems")
-    args = parser.parse_args()
-    print("honest failure (no test passed): 1.50 per round")
-    print(
-        "| version | problems | bonus paid | constant hack, mean | lookup table in round 2, mean |"
+    parser.add_argument(
+        "--out", type=Path, default=Path(__file__).resolve().parents[1] / "docs" / "benchmarks"
     )
-    print("|---|---|---|---|---|")
+    args = parser.parse_args()
+    lines = [
+        "# The coding reward's two hacks, v1 against v4",
+        "",
+        "Measured by `python benchmarks/coding_reward_hacks.py` (every program in the sandbox). A "
+        "helper that returns the best constant per problem and a main that hands it on, on the "
+        "first training problems; in round 2, a main that is a lookup table of the asserts the "
+        "round-2 prompt shows. An honest failure (no test passed) scores 1.50 per round.",
+        "",
+        "| version | problems | bonus paid | constant hack, mean | lookup table in round 2, mean "
+        "| s |",
+        "|---|---:|---:|---:|---:|---:|",
+    ]
     for env_id in VERSIONS:
         start = time.perf_counter()
         r = measure(env_id, args.limit)
-        print(
+        lines.append(
             f"| {env_id.split('/')[-1]} | {r['problems']} | {r['bonus_paid']} | "
-            f"{r['constant_mean']:.2f} | {r['lookup_round2_mean']:.2f} |"
-            f"  <!-- {time.perf_counter() - start:.0f} s -->"
+            f"{r['constant_mean']:.2f} | {r['lookup_round2_mean']:.2f} | "
+            f"{time.perf_counter() - start:.0f} |"
         )
+        print(lines[-1], flush=True)
+    args.out.mkdir(parents=True, exist_ok=True)
+    (args.out / "coding_reward_hacks.md").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    print(f"wrote {args.out / 'coding_reward_hacks.md'}")
 
 
 if __name__ == "__main__":
