@@ -203,9 +203,7 @@ def score_authors(
     prepared = coding_authors.prepare(prompt, aux_answer, main_answer, test, entry_point)
     if prepared.gate is not None:
         return coding_authors.score(prepared), None, prepared
-    limits = limits or sandbox_limits("authors")
-    if limits.program_timeout is None:  # their runner: every test may take its full timeout
-        limits = replace(limits, program_timeout=limits.timeout * (len(prepared.tests) + 1))
+    limits = _authors_limits(limits or sandbox_limits("authors"), len(prepared.tests))
     if exact:
         limits = replace(limits, **_EXACT_LIMITS)
     result = run_program_tests(
@@ -218,6 +216,14 @@ def score_authors(
         packages=harness_packages(authors_harness),
     )
     return coding_authors.score(prepared, result.tests_passed), result, prepared
+
+
+def _authors_limits(limits: SandboxLimits, tests: int) -> SandboxLimits:
+    """``limits`` with, when unset, the program budget of the authors' runner: every test may
+    take its full timeout."""
+    if limits.program_timeout is not None:
+        return limits
+    return replace(limits, program_timeout=limits.timeout * (tests + 1))
 
 
 def score_hardened(
@@ -241,9 +247,7 @@ def score_hardened(
     prepared = coding_hardened.prepare(prompt, aux_answer, main_answer, test, entry_point)
     if prepared.gate is not None:
         return coding_hardened.score(prepared), None, prepared
-    limits = limits or sandbox_limits("hardened")
-    if limits.program_timeout is None:  # as the authors' runner: each test its full timeout
-        limits = replace(limits, program_timeout=limits.timeout * (len(prepared.tests) + 1))
+    limits = _authors_limits(limits or sandbox_limits("hardened"), len(prepared.tests))
     result = run_program_tests(
         prepared.program,
         prepared.tests,
