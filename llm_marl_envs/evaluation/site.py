@@ -50,7 +50,8 @@ The board (keys marked ``?`` may be left out)::
      "crossplay"?: {task: {"models": [...], "names"?: {model: display name}, "seats"?,
                            "seat_groups"?: [[row seats], [column seats]], "primary"?,
                            "matrix": [[interval | None]] (row: the model in the first seat),
-                           "solo"?, "gap"?, "seat_order"?: {"A|B": interval}}}}
+                           "solo"?, "gap"?, "seat_order"?: {"A|B": interval},
+                           "measured_on"?: the older suite version it was played on}}}
 
 where an interval is ``{"mean", "lo", "hi", "n"}``. A metric without ``bounds`` is drawn on
 0..1 where its values fit there, else on the column's own extent (0 included); a task block
@@ -586,6 +587,17 @@ CROSSPLAY_INTRO = (
 )
 
 
+def _measured_on(data: dict) -> str:
+    """The note on a cross-play block carried over from an older suite version."""
+    label = data.get("measured_on")
+    if not isinstance(label, str) or not label:
+        return ""
+    return (
+        f" Played on {_e(label)}, which plays this task exactly as this version does (same "
+        "environment spec, items and scoring): the same games."
+    )
+
+
 def _crossplay_section(board: dict) -> str:
     crossplay = board.get("crossplay") or {}
     order = [t["name"] for t in board["tasks"] if t["name"] in crossplay]
@@ -621,7 +633,7 @@ def _crossplay_section(board: dict) -> str:
             f'<section class="crossplay" id="crossplay-{_e(task_file(name))}"><h3>{_e(name)} '
             f"<small>{_e(metric)}</small></h3>"
             f'<p class="note">Row: the model in {_e(row_seats)}; column: the model in '
-            f"{_e(column_seats)}. Mean [95% interval]; darker is higher.</p>"
+            f"{_e(column_seats)}. Mean [95% interval]; darker is higher.{_measured_on(data)}</p>"
             '<div class="scroll"><table class="heatmap"><thead>'
             f"<tr><td></td>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
             f"{_effects(data, model)}</section>"

@@ -25,7 +25,7 @@ verification ties the actions to the claimed models. :func:`verify_folder` does 
       power = 1 - max over k_1 + ... + k_T = K of  prod_t C(N_t - k_t, n_t) / C(N_t, n_t)
 
   the worst way a forger could spread ``K`` episodes over the tasks, knowing the allocation
-  (:func:`catch_power`; one task: ``1 - C(N - K, n) / C(N, n)``). On lite-v1 (114 episodes,
+  (:func:`catch_power`; one task: ``1 - C(N - K, n) / C(N, n)``). On lite-v2 (114 episodes,
   ``K = 6``) the rule regenerates 47.
 * **Regeneration.** The sampled episodes are played again with the entry's seats (each task's
   seed, the episode's seed and reset options); each must give the same actions and score.
