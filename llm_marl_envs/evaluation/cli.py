@@ -408,8 +408,15 @@ def _run_leaderboard(args: argparse.Namespace) -> int:
             f"{sample['power']:.3f}" + "".join(f"\n  {problem}" for problem in result["problems"])
         )
         return 0 if result["verified"] else 1
+    notes: list[str] = []
     index = leaderboard.build(
-        args.out, suite_name=args.suite, board=args.board, shipped=not args.no_shipped
+        args.out,
+        suite_name=args.suite,
+        board=args.board,
+        shipped=not args.no_shipped,
+        write=notes.append,
     )
     print(f"wrote the leaderboard site: {index} (open it in a browser; no server needed)")
+    for note in notes:
+        print(note)
     return 0

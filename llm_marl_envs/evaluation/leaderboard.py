@@ -577,7 +577,7 @@ def build_board(
     from llm_marl_envs.evaluation.site import rank_order
 
     suite = load_suite(suite_name)
-    rows = []
+    rows, elsewhere = [], {}
     for entry_id, folder in entries(board, shipped).items():
         results = _read(folder)
         claimed = results.get("suite")
@@ -586,6 +586,8 @@ def build_board(
         if claimed.get("version") != suite.version and packaged_version(
             suite.name, claimed.get("version")
         ):
+            label = f"{suite.name}-v{claimed.get('version')}"
+            elsewhere[label] = elsewhere.get(label, 0) + 1
             continue  # an entry of another kept version: on that version's board
         _, problems = check_result(results, folder)
         if problems:  # measured on another version of the suite: not comparable
@@ -629,6 +631,8 @@ def build_board(
         "tasks": tasks,
         "entries": rank_order(built, lambda e: e["overall"]),
         "crossplay": _crossplay_display(suite, crossplay, built),
+        # entries measured on another kept version of the suite: label -> how many
+        "other_versions": dict(sorted(elsewhere.items())),
     }
 
 
@@ -747,13 +751,22 @@ def build(
     suite_name: str = "lite",
     board: str | Path | None = DEFAULT_BOARD,
     shipped: bool = True,
+    write: Callable[[str], None] | None = None,
 ) -> Path:
-    """Write the static site of ``suite_name``'s entries to ``out``; returns its index.html."""
+    """Write the static site of ``suite_name``'s entries to ``out``; returns its index.html.
+    ``write`` gets a line naming the entries left for other versions' boards, if any."""
     from llm_marl_envs.evaluation.site import build_site
 
     data = build_board(suite_name, board, shipped=shipped)
+    others = data.get("other_versions") or {}
+    where = ", ".join(f"{n} of {label} (--suite {label})" for label, n in others.items())
     if not data["entries"]:
+        label = f"{data['suite']['name']}-v{data['suite']['version']}"
         raise LeaderboardError(
-            f"no entries for suite {suite_name}: add one with llm-marl leaderboard add DIR"
+            f"no entries for suite {label}: add one with llm-marl leaderboard add DIR"
+            + (f"; entries of other versions are on their own boards: {where}" if where else "")
         )
-    return build_site(data, out)
+    index = build_site(data, out)
+    if where and write is not None:
+        write(f"entries of other versions of the suite are on their own boards: {where}")
+    return index

@@ -98,7 +98,7 @@ def test_add_refuses_what_does_not_match(evaluated, tmp_path, edit, words):
     )
 
 
-def test_an_older_versions_result_joins_that_versions_board_only(evaluated, tmp_path):
+def test_an_older_versions_result_joins_that_versions_board_only(evaluated, tmp_path, capsys):
     """lite-v1 stays playable: its results are added, replayed and shown on the lite-v1
     board, never on the newest version's (where they would not be comparable)."""
     out, board = tmp_path / "v1", tmp_path / "board"
@@ -112,6 +112,16 @@ def test_an_older_versions_result_joins_that_versions_board_only(evaluated, tmp_
     assert [e["id"] for e in new["entries"]] == ["oracles"]
     maze = old["entries"][0]["tasks"]["maze"]["metrics"]["success"]["mean"]
     assert maze == new["entries"][0]["tasks"]["maze"]["metrics"]["success"]["mean"] == 1.0
+    assert new["other_versions"] == {"lite-v1": 1} and old["other_versions"] == {"lite-v2": 1}
+    # the command says where the other version's entries are
+    argv = ["leaderboard", "build", "--board", str(board), "--no-shipped"]
+    assert main([*argv, "--out", str(tmp_path / "site")]) == 0
+    assert "1 of lite-v1 (--suite lite-v1)" in capsys.readouterr().out
+    shutil.rmtree(board / "entries" / "oracles")
+    assert main([*argv, "--out", str(tmp_path / "site2")]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.count("\n") == 0 and "no entries for suite lite-v2" in said
+    assert "1 of lite-v1 (--suite lite-v1)" in said
 
 
 def test_add_refuses_a_taken_id_and_a_folder_without_results(board, evaluated, tmp_path):
