@@ -64,8 +64,16 @@ def test_a_newer_version_shows_the_older_cross_play_of_unchanged_tasks_only(tmp_
     assert "measured_on" not in leaderboard._shipped_crossplay(load_suite("lite-v1"))["maze"]
 
 
-def test_the_site_says_where_a_carried_over_table_was_played(tmp_path):
+def test_the_site_says_where_a_carried_over_table_was_played(tmp_path, monkeypatch):
+    shipped = tmp_path / "entries"
+    shipped.mkdir()
+    v1 = leaderboard.shipped_entries() / "crossplay-lite-v1.json"
+    (shipped / v1.name).write_bytes(v1.read_bytes())  # a package with v1's table alone
+    monkeypatch.setattr(leaderboard, "shipped_entries", lambda: shipped)
     board = build_board("lite", tmp_path / "empty-board")
     assert {b.get("measured_on") for b in board["crossplay"].values()} == {"lite-v1"}
     index = build_site(board, tmp_path / "site").read_text(encoding="utf-8")
     assert index.count("Played on lite-v1, which plays this task exactly as") == 2
+    # the older version's own board shows the same table without the note
+    own = build_site(build_board("lite-v1", tmp_path / "empty-board"), tmp_path / "site-v1")
+    assert "Played on" not in own.read_text(encoding="utf-8")
