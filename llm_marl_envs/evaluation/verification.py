@@ -8,9 +8,11 @@ verification ties the actions to the claimed models. :func:`verify_folder` does 
   the badge ("114/114 replayed"), and an episode that does not replay makes it unverified.
 
 * **Models.** It loads every model the entry's seats name and recomputes each one's identity
-  from the loaded weights (``policy.describe()``: model id and ``weights_sha256``). The
-  manifest's claims must match: the weights hash is the pin (a local folder, the embedded
-  model, a checkpoint or a Hub download is the model whose weights hash to it). A model that
+  from the loaded weights (``policy.describe()``: model id, Hub revision and
+  ``weights_sha256``). A seat's spec carries its revision (``hf:org/model@<commit sha>``), so
+  the verifier loads the revision the entry played. The manifest's claims must match: the
+  weights hash is the pin (a local folder, the embedded model, a checkpoint or a Hub download
+  is the model whose weights hash to it). A model that
   cannot be loaded, a claim without a weights hash or a claim that differs makes the entry
   unverified, naming the mismatch; no episode is regenerated then.
 * **A secret, stratified sample.** The episodes to regenerate are drawn with a generator seeded
@@ -165,7 +167,7 @@ def _model_problems(claimed: Mapping[str, dict], loaded: Mapping[str, dict]) -> 
     ]
     for spec, model in loaded.items():
         claim = claimed.get(spec) or {}
-        for field in ("model_id", "weights_sha256"):
+        for field in ("model_id", "revision", "weights_sha256"):
             if claim.get(field) != model.get(field):
                 problems.append(
                     f"model {spec}: the manifest claims {field} {claim.get(field)!r}, "
