@@ -178,7 +178,8 @@ class HFPolicy(Policy):
         Hub id or a folder) with its ``device`` and ``dtype`` (``"auto"`` included; None: the CPU
         and float32) and a Hub id's ``revision`` (branch, tag or commit sha; None: the default
         branch; :meth:`describe` records it); ``kwargs`` go to the constructor."""
-        model, tokenizer = load_model(spec, dtype=dtype, device=device, revision=revision)
+        pinned = {} if revision is None else {"revision": revision}
+        model, tokenizer = load_model(spec, dtype=dtype, device=device, **pinned)
         pin = "" if revision is None else f"@{revision}"
         kwargs.setdefault("name", f"hf:{os.fspath(spec)}{pin}")
         kwargs.setdefault("model_id", _model_id(os.fspath(spec)))
