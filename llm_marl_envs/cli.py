@@ -11,7 +11,8 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     per environment and a reward summary.
 ``llm-marl rollout ENV_ID --policy SPEC [--agent AGENT=SPEC] --episodes N --batch-size B --seed S --out FILE.jsonl``
     Batched rollouts (one JSON object per episode per line), a progress bar and a summary
-    table. Policy specs: ``default``, ``tiny``, ``hf:NAME_OR_PATH``, ``openai:URL[#MODEL]``,
+    table. Policy specs: ``default``, ``tiny``, ``hf:NAME_OR_PATH[@REV]`` (``@REV``: a Hub branch,
+    tag or commit sha), ``openai:URL[#MODEL]``,
     ``scripted``, ``random``. For ``openai:`` policies, ``--timeout S`` (default 60) is the
     total deadline of one request attempt (connect, send, whole answer), ``--retries N``
     (default 3) the retries after a failed attempt, ``--concurrency N`` (default: the batch size)

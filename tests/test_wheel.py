@@ -70,7 +70,12 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
         assert f"llm_marl_envs/baselines/{trainer}.py" in names
     assert "llm_marl_envs/models/checkpoints.py" in names  # their checkpoint format
     # the benchmark's suites, site assets and shipped entries are package data
-    for data in ("suites/lite.yaml", "suites/full.yaml", "site_assets/sort.js"):
+    for data in (
+        "suites/lite.yaml",
+        "suites/lite-v1.yaml",
+        "suites/full.yaml",
+        "site_assets/sort.js",
+    ):
         assert f"llm_marl_envs/evaluation/{data}" in names
     shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "evaluation" / "entries"
     for path in shipped.rglob("*"):

@@ -1,10 +1,11 @@
 """The benchmark's ``llm-marl`` subcommands: ``eval`` (and, later, ``leaderboard``).
 
 ``llm-marl eval SUITE (--policy SPEC | --team SEAT=SPEC ... | --pairings SPEC ...) [--tasks NAME ...] [--out DIR]``
-    Plays a frozen evaluation suite (``lite``, ``full`` or a suite YAML file) with one policy
-    in every seat or a team (a spec per seat index or agent name), with a progress bar per
-    task; writes per-episode JSONL and ``results.json`` (scores with 95% bootstrap intervals
-    and a manifest). Run the same command again to resume a stopped evaluation.
+    Plays a frozen evaluation suite (``lite``, ``full``, an older version such as ``lite-v1``,
+    or a suite YAML file) with one policy in every seat or a team (a spec per seat index or
+    agent name), with a progress bar per task; writes per-episode JSONL and ``results.json``
+    (scores with 95% bootstrap intervals and a manifest). Run the same command again to resume
+    a stopped evaluation.
     ``--pairings A B ...`` plays cross-play instead (:mod:`llm_marl_envs.evaluation.pairings`):
     solo, homogeneous and heterogeneous pairs in both seat orders, into ``crossplay.json``.
 ``llm-marl leaderboard add DIR | verify ENTRY | build``
@@ -40,7 +41,10 @@ def add_eval_parser(sub) -> None:
         help="evaluate a policy or a team on a frozen benchmark suite",
         description="Play a frozen evaluation suite and write scored, resumable results.",
     )
-    p_eval.add_argument("suite", help="a packaged suite (lite, full) or a suite YAML file")
+    p_eval.add_argument(
+        "suite",
+        help="a packaged suite (lite, full: the newest versions; lite-v1, full-v1: older ones) or a suite YAML file",
+    )
     who = p_eval.add_mutually_exclusive_group(required=True)
     who.add_argument("--policy", help=f"the policy of every seat: {', '.join(POLICY_SPECS)}")
     who.add_argument(
@@ -345,7 +349,11 @@ def add_leaderboard_parser(sub) -> None:
     )
     add_placement_options(p_verify)
     p_build = board_sub.add_parser("build", help="write the static leaderboard site")
-    p_build.add_argument("--suite", default="lite", help="the suite whose entries to show")
+    p_build.add_argument(
+        "--suite",
+        default="lite",
+        help="the suite whose entries to show (lite, or an older version by its label: lite-v1)",
+    )
     p_build.add_argument("--out", default="leaderboard-site", help="output folder")
     p_build.add_argument(
         "--no-shipped", action="store_true", help="leave out the entries shipped with the package"
@@ -400,8 +408,15 @@ def _run_leaderboard(args: argparse.Namespace) -> int:
             f"{sample['power']:.3f}" + "".join(f"\n  {problem}" for problem in result["problems"])
         )
         return 0 if result["verified"] else 1
+    notes: list[str] = []
     index = leaderboard.build(
-        args.out, suite_name=args.suite, board=args.board, shipped=not args.no_shipped
+        args.out,
+        suite_name=args.suite,
+        board=args.board,
+        shipped=not args.no_shipped,
+        write=notes.append,
     )
     print(f"wrote the leaderboard site: {index} (open it in a browser; no server needed)")
+    for note in notes:
+        print(note)
     return 0

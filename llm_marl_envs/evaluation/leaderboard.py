@@ -64,7 +64,13 @@ from llm_marl_envs.evaluation.submission import (
     read_episodes,
     read_results,
 )
-from llm_marl_envs.evaluation.suite import Suite, available_suites, data_hash, load_suite
+from llm_marl_envs.evaluation.suite import (
+    Suite,
+    available_suites,
+    data_hash,
+    load_suite,
+    packaged_version,
+)
 from llm_marl_envs.rollout.records import encode_record
 from llm_marl_envs.policies import GenerationConfig
 from llm_marl_envs.policies.specs import not_replayable
@@ -117,6 +123,9 @@ def entries(board: str | Path | None = DEFAULT_BOARD, shipped: bool = True) -> d
     return found
 
 
+#: An older, kept version's label among the packaged suites (``lite-v1``).
+_VERSIONED = re.compile(r".+-v[0-9]+")
+
 #: An entry folder's name: an id as :func:`~llm_marl_envs.evaluation.evaluate.slug` makes
 #: it, not hidden (``.tmp-*``: an entry being written) and not ``*.tmp`` (what a killed
 #: ``add`` of an older version left).
@@ -166,11 +175,13 @@ def check_result(results: dict, folder: Path) -> tuple[Suite, list[str]]:
             raise TypeError("tasks and manifest.tasks are objects")
     except (KeyError, TypeError) as error:
         raise LeaderboardError(f"{folder}: not an llm-marl eval result ({error})") from None
-    if name not in available_suites():
+    names = [n for n in available_suites() if not _VERSIONED.fullmatch(n)]
+    if not isinstance(name, str) or name not in names:
         raise LeaderboardError(
-            f"{folder}: suite {name!r} is not one of this package's ({', '.join(available_suites())})"
+            f"{folder}: suite {name!r} is not one of this package's ({', '.join(names)})"
         )
-    suite = load_suite(name)
+    # the version the result claims (the newest, or an older one the package keeps playable)
+    suite = packaged_version(name, version) or load_suite(name)
     if suite.version != version or suite.hash() != suite_hash:
         problem = (
             f"suite {name}-v{version} hash {suite_hash[:19]} is not this package's "
@@ -566,11 +577,18 @@ def build_board(
     from llm_marl_envs.evaluation.site import rank_order
 
     suite = load_suite(suite_name)
-    rows = []
+    rows, elsewhere = [], {}
     for entry_id, folder in entries(board, shipped).items():
         results = _read(folder)
-        if not isinstance(results.get("suite"), dict) or results["suite"].get("name") != suite.name:
+        claimed = results.get("suite")
+        if not isinstance(claimed, dict) or claimed.get("name") != suite.name:
             continue
+        if claimed.get("version") != suite.version and packaged_version(
+            suite.name, claimed.get("version")
+        ):
+            label = f"{suite.name}-v{claimed.get('version')}"
+            elsewhere[label] = elsewhere.get(label, 0) + 1
+            continue  # an entry of another kept version: on that version's board
         _, problems = check_result(results, folder)
         if problems:  # measured on another version of the suite: not comparable
             warnings.warn(f"entry {entry_id} left out: {'; '.join(problems)}", stacklevel=2)
@@ -613,6 +631,8 @@ def build_board(
         "tasks": tasks,
         "entries": rank_order(built, lambda e: e["overall"]),
         "crossplay": _crossplay_display(suite, crossplay, built),
+        # entries measured on another kept version of the suite: label -> how many
+        "other_versions": dict(sorted(elsewhere.items())),
     }
 
 
@@ -630,7 +650,46 @@ def _shipped_crossplay(suite: Suite) -> dict:
     read: cross-play cannot be added to a board (``add`` refuses it), so nothing unchecked
     overrides the shipped matrix."""
     path = shipped_entries() / f"crossplay-{suite.label}.json"
-    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+    if path.is_file():
+        return json.loads(path.read_text(encoding="utf-8"))
+    # a newer suite version without its own: the newest older version's cross-play, for the
+    # tasks that version plays exactly as this one (the same games, so the same table)
+    for version in range(suite.version - 1, 0, -1):
+        older = packaged_version(suite.name, version)
+        path = shipped_entries() / f"crossplay-{suite.name}-v{version}.json"
+        if older is None or not path.is_file():
+            continue
+        table = json.loads(path.read_text(encoding="utf-8"))
+        return {
+            name: {**block, "measured_on": older.label}
+            for name, block in table.items()
+            if same_play(older, suite, name)
+        }
+    return {}
+
+
+def same_play(one: Suite, other: Suite, task_name: str) -> bool:
+    """Whether two suites play and score task ``task_name`` identically: the same env spec
+    (registry entry, version, arguments, generation settings), the same items (seeds, rows,
+    reset options) and samples, the same primary metric and scale, and the same fully observed
+    variant for the solo condition."""
+    names = {t.name for t in one.tasks} & {t.name for t in other.tasks}
+    if task_name not in names:
+        return False
+    a, b = one.task(task_name), other.task(task_name)
+
+    def played(task) -> tuple:
+        solo = task.solo()
+        return (
+            task.spec_hash(),
+            task.samples,
+            task.primary,
+            task.max_reward,
+            [(i.index, i.key, i.seed, json.dumps(i.options, sort_keys=True)) for i in task.items],
+            None if solo is None else solo.spec_hash(),
+        )
+
+    return played(a) == played(b)
 
 
 def _rank(built: list[dict], tasks: list[dict]) -> None:
@@ -692,13 +751,22 @@ def build(
     suite_name: str = "lite",
     board: str | Path | None = DEFAULT_BOARD,
     shipped: bool = True,
+    write: Callable[[str], None] | None = None,
 ) -> Path:
-    """Write the static site of ``suite_name``'s entries to ``out``; returns its index.html."""
+    """Write the static site of ``suite_name``'s entries to ``out``; returns its index.html.
+    ``write`` gets a line naming the entries left for other versions' boards, if any."""
     from llm_marl_envs.evaluation.site import build_site
 
     data = build_board(suite_name, board, shipped=shipped)
+    others = data.get("other_versions") or {}
+    where = ", ".join(f"{n} of {label} (--suite {label})" for label, n in others.items())
     if not data["entries"]:
+        label = f"{data['suite']['name']}-v{data['suite']['version']}"
         raise LeaderboardError(
-            f"no entries for suite {suite_name}: add one with llm-marl leaderboard add DIR"
+            f"no entries for suite {label}: add one with llm-marl leaderboard add DIR"
+            + (f"; entries of other versions are on their own boards: {where}" if where else "")
         )
-    return build_site(data, out)
+    index = build_site(data, out)
+    if where and write is not None:
+        write(f"entries of other versions of the suite are on their own boards: {where}")
+    return index

@@ -16,14 +16,19 @@ run in its own folder (so each one resumes on its own):
 From the per-item scores (each task's primary metric on 0..1) it reports, per task:
 
 * the **cross-play matrix** (row: the model in seat 0, column: the model in seat 1; the
-  diagonal is the homogeneous pairs), each cell a mean with its 95% bootstrap interval;
+  diagonal is the homogeneous pairs), each cell a mean with the 95% interval task scores get
+  (Wilson for 0/1 outcomes, else the bootstrap at least one item's swing wide:
+  :func:`~llm_marl_envs.evaluation.stats.score_interval`), so 0 of 16 reads [0, 0.194], not
+  a certain [0, 0];
 * each model's **collaboration gap**: homogeneous pair minus solo, paired by item (same seeds,
-  same rows), with a paired bootstrap interval; negative means the model does worse when the
-  task is split between two copies of itself than when one copy sees everything;
+  same rows), with a paired bootstrap interval at least one item's swing (1/n) wide;
+  negative means the model does worse when the task is split between two copies of itself
+  than when one copy sees everything;
 * each pair's **seat-order effect**: (A first, B second) minus (B first, A second), paired by
   item: who leads matters when it is far from 0 ("relay inference": the stronger agent leads).
 
-Everything is written to ``crossplay.json`` in the output folder.
+Everything is written to ``crossplay.json`` in the output folder, with every item's score
+(``per_item``) so that the table can be recomputed without playing again.
 """
 
 from __future__ import annotations
@@ -37,7 +42,13 @@ from typing import Any
 from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate, slug
 from llm_marl_envs.evaluation.files import write_atomic
 from llm_marl_envs.evaluation.metrics import normalise
-from llm_marl_envs.evaluation.stats import bootstrap_mean, paired_difference, stable_seed
+from llm_marl_envs.evaluation.stats import (
+    Interval,
+    paired_difference,
+    score_interval,
+    stable_seed,
+    widen,
+)
 from llm_marl_envs.evaluation.suite import Suite
 from llm_marl_envs.policies import GenerationConfig
 
@@ -140,27 +151,21 @@ def crossplay(suite: Suite, models: Sequence[str], runs: dict[str, dict], tasks:
         }
         matrix = [
             [
-                bootstrap_mean(list(pair[a, b].values()), seed=seeded("cell", a, b)).to_dict()
-                if pair[a, b]
-                else None
+                _score(pair[a, b].values(), seeded("cell", a, b)) if pair[a, b] else None
                 for b in models
             ]
             for a in models
         ]
-        solo, gap = {}, {}
+        solo, gap, alone = {}, {}, {}
         for model in models:
             result = runs.get(f"solo/{_slug(model)}")
             if result is None or task not in result["tasks"]:
                 continue
-            alone = _scores(result, task)
-            solo[model] = bootstrap_mean(list(alone.values()), seed=seeded("solo", model)).to_dict()
-            gap[model] = paired_difference(
-                pair[model, model], alone, seed=seeded("gap", model)
-            ).to_dict()
+            alone[model] = _scores(result, task)
+            solo[model] = _score(alone[model].values(), seeded("solo", model))
+            gap[model] = _difference(pair[model, model], alone[model], seeded("gap", model))
         seat_order = {
-            f"{a}|{b}": paired_difference(
-                pair[a, b], pair[b, a], seed=seeded("order", a, b)
-            ).to_dict()
+            f"{a}|{b}": _difference(pair[a, b], pair[b, a], seeded("order", a, b))
             for i, a in enumerate(models)
             for b in models[i + 1 :]
         }
@@ -175,8 +180,27 @@ def crossplay(suite: Suite, models: Sequence[str], runs: dict[str, dict], tasks:
             "solo": solo,
             "gap": gap,
             "seat_order": seat_order,
+            # every item's score, so the table can be recomputed without playing again
+            "per_item": {
+                "pairs": {f"{a}|{b}": pair[a, b] for a in models for b in models},
+                "solo": alone,
+            },
         }
     return table
+
+
+def _score(values, seed: int) -> dict:
+    """A cell's mean score (0..1) with the interval task scores get (Wilson for 0/1 outcomes,
+    else the bootstrap at least one item's swing wide: ``stats.score_interval``)."""
+    return score_interval(list(values), 0.0, 1.0, seed=seed).to_dict()
+
+
+def _difference(a: dict, b: dict, seed: int) -> dict:
+    """The paired difference ``a - b`` of two conditions' item scores, its bootstrap interval
+    widened to at least one item's swing (``1 / n``) inside [-1, 1]: 16 identical pairs give
+    [-0.031, +0.031], not a certain [0, 0]."""
+    interval: Interval = paired_difference(a, b, seed=seed)
+    return widen(interval, 1.0 / interval.n, -1.0, 1.0).to_dict()
 
 
 def _agents(task) -> list[str]:

@@ -5,7 +5,7 @@ A suite is a YAML file (the packaged ones live in ``llm_marl_envs/evaluation/sui
 .. code-block:: yaml
 
     name: lite
-    version: 1
+    version: 2
     seed: 0                      # episode seeds of a task: seed + item index, unless listed
     tasks:
       - name: gsm8k
@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field, replace
 from importlib import resources
@@ -50,6 +51,7 @@ __all__ = [
     "canonical_hash",
     "data_hash",
     "load_suite",
+    "packaged_version",
 ]
 
 #: Keys a task may have; anything else is a typo and refused.
@@ -242,13 +244,44 @@ class Suite:
 
 
 def available_suites() -> list[str]:
-    """Names of the packaged suites (``llm-marl eval lite`` takes one of them)."""
+    """Names of the packaged suites (``llm-marl eval lite`` takes one of them): each suite's
+    newest version by its plain name (``lite``) and every older version that stays playable by
+    its label (``lite-v1``)."""
     folder = resources.files("llm_marl_envs.evaluation") / "suites"
     return sorted(p.name[: -len(".yaml")] for p in folder.iterdir() if p.name.endswith(".yaml"))
 
 
+#: ``<name>-v<version>``: a packaged suite at one version.
+_LABEL = re.compile(r"(?P<name>[A-Za-z0-9_]+)-v(?P<version>[0-9]+)")
+
+
+def _packaged(name: str) -> tuple[str, str] | None:
+    """(YAML text, source) of the packaged suite ``name``: a plain name is its newest version
+    (``lite``), a label one version (``lite-v1``: a kept older file, or the newest when that
+    is its version); None when the package has no such suite."""
+    import yaml
+
+    folder = resources.files("llm_marl_envs.evaluation") / "suites"
+    own = folder / f"{name}.yaml"
+    if own.is_file():
+        return own.read_text(encoding="utf-8"), f"package:{name}"
+    label = _LABEL.fullmatch(name)
+    newest = folder / f"{label['name']}.yaml" if label else None
+    if newest is None or not newest.is_file():
+        return None
+    text = newest.read_text(encoding="utf-8")
+    try:
+        raw = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return None
+    if isinstance(raw, dict) and raw.get("version") == int(label["version"]):
+        return text, f"package:{label['name']}"
+    return None
+
+
 def load_suite(name_or_path: str | Path) -> Suite:
-    """A packaged suite by name (``"lite"``, ``"full"``) or a suite YAML file by path."""
+    """A packaged suite by name (``"lite"``, ``"full"``: the newest version), by label
+    (``"lite-v1"``: an older version, which stays playable) or a suite YAML file by path."""
     import yaml
 
     path = Path(name_or_path)
@@ -257,18 +290,28 @@ def load_suite(name_or_path: str | Path) -> Suite:
             raise SuiteError(f"no suite file {path}")
         text, source = path.read_text(encoding="utf-8"), str(path)
     else:
-        packaged = resources.files("llm_marl_envs.evaluation") / "suites" / f"{name_or_path}.yaml"
-        if not packaged.is_file():
+        found = _packaged(str(name_or_path))
+        if found is None:
             raise SuiteError(
                 f"unknown suite {str(name_or_path)!r}: use one of {', '.join(available_suites())} "
                 "or the path of a suite YAML file"
             )
-        text, source = packaged.read_text(encoding="utf-8"), f"package:{name_or_path}"
+        text, source = found
     try:
         raw = yaml.safe_load(text)
     except yaml.YAMLError as error:
         raise SuiteError(f"{source}: not valid YAML ({error})") from None
     return parse_suite(raw, source)
+
+
+def packaged_version(name: str, version: int) -> Suite | None:
+    """The packaged suite ``name`` at ``version`` (the newest or a kept older one), or None
+    when this package does not have that version."""
+    label = f"{name}-v{version}"
+    if type(version) is not int or not _LABEL.fullmatch(label) or _packaged(label) is None:
+        return None
+    suite = load_suite(label)
+    return suite if (suite.name, suite.version) == (name, version) else None
 
 
 def parse_suite(raw: Any, source: str = "<suite>") -> Suite:

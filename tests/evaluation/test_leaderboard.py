@@ -68,7 +68,14 @@ def test_add_copies_the_entry_with_its_episodes(board):
 @pytest.mark.parametrize(
     ("edit", "words"),
     [
-        (lambda r: r["suite"].update(hash="sha256:0000"), "is not this package's lite-v1"),
+        (lambda r: r["suite"].update(hash="sha256:0000"), "is not this package's lite-v2"),
+        (lambda r: r["suite"].update(version=3), "suite lite-v3 .* is not this package's lite-v2"),
+        (lambda r: r["suite"].update(version="2"), "is not this package's lite-v2"),
+        (lambda r: r["suite"].update(name="lite-v1"), "suite 'lite-v1' is not one of this package"),
+        (  # the older version's hash under the newest version's number
+            lambda r: r["suite"].update(hash=load_suite("lite-v1").hash()),
+            "is not this package's lite-v2",
+        ),
         (
             lambda r: r["manifest"]["tasks"]["maze"].update(env_spec_hash="sha256:1111"),
             "task maze: env spec hash",
@@ -89,6 +96,32 @@ def test_add_refuses_what_does_not_match(evaluated, tmp_path, edit, words):
     assert not (tmp_path / "board" / "entries").exists() or not any(
         (tmp_path / "board" / "entries").iterdir()
     )
+
+
+def test_an_older_versions_result_joins_that_versions_board_only(evaluated, tmp_path, capsys):
+    """lite-v1 stays playable: its results are added, replayed and shown on the lite-v1
+    board, never on the newest version's (where they would not be comparable)."""
+    out, board = tmp_path / "v1", tmp_path / "board"
+    evaluate(load_suite("lite-v1"), Team.parse("scripted"), out, tasks=TASKS, progress=False)
+    add_entry(out, board, entry_id="old-oracles", name="oracles on lite-v1", kind="baseline")
+    add_entry(evaluated / "scripted", board, entry_id="oracles", kind="baseline")
+    old = build_board("lite-v1", board, shipped=False)
+    new = build_board("lite", board, shipped=False)
+    assert old["suite"]["version"] == 1 and new["suite"]["version"] == 2
+    assert [e["id"] for e in old["entries"]] == ["old-oracles"]
+    assert [e["id"] for e in new["entries"]] == ["oracles"]
+    maze = old["entries"][0]["tasks"]["maze"]["metrics"]["success"]["mean"]
+    assert maze == new["entries"][0]["tasks"]["maze"]["metrics"]["success"]["mean"] == 1.0
+    assert new["other_versions"] == {"lite-v1": 1} and old["other_versions"] == {"lite-v2": 1}
+    # the command says where the other version's entries are
+    argv = ["leaderboard", "build", "--board", str(board), "--no-shipped"]
+    assert main([*argv, "--out", str(tmp_path / "site")]) == 0
+    assert "1 of lite-v1 (--suite lite-v1)" in capsys.readouterr().out
+    shutil.rmtree(board / "entries" / "oracles")
+    assert main([*argv, "--out", str(tmp_path / "site2")]) == 2
+    said = capsys.readouterr().err.strip()
+    assert said.count("\n") == 0 and "no entries for suite lite-v2" in said
+    assert "1 of lite-v1 (--suite lite-v1)" in said
 
 
 def test_add_refuses_a_taken_id_and_a_folder_without_results(board, evaluated, tmp_path):

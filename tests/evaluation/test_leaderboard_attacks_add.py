@@ -266,9 +266,11 @@ def test_cross_play_is_never_a_loose_file(copy, tmp_path):
     clean = tmp_path / "clean"
     clean.mkdir()
     board.mkdir()
-    (board / "crossplay-lite-v1.json").write_text(json.dumps({"maze": {"forged": True}}))
+    for label in ("lite-v1", "lite-v2"):
+        (board / f"crossplay-{label}.json").write_text(json.dumps({"maze": {"forged": True}}))
     built = build_board("lite", board)["crossplay"]
-    assert built == build_board("lite", clean)["crossplay"]  # the loose file changed nothing
+    assert built == build_board("lite", clean)["crossplay"]  # the loose files changed nothing
+    # lite-v2 plays maze and Donor as lite-v1 did: the shipped v1 table, carried over
     shipped = json.loads((shipped_entries() / "crossplay-lite-v1.json").read_text())
     assert {task: block["matrix"] for task, block in built.items()} == {
         task: block["matrix"] for task, block in shipped.items()
@@ -299,5 +301,5 @@ def test_a_fresh_lite_evaluation_adds_in_time_and_builds(tmp_path):
     assert time.perf_counter() - started < 60
     data = leaderboard.build_board("lite", tmp_path / "b")
     fresh = next(e for e in data["entries"] if e["id"] == "fresh")
-    assert fresh["overall"]["mean"] == pytest.approx(0.697, abs=1e-3)
+    assert fresh["overall"]["mean"] == pytest.approx(0.693, abs=1e-3)
     assert {e["id"] for e in data["entries"]} >= {"scripted", "random", "fresh"}

@@ -77,12 +77,23 @@ def test_matrix_gaps_and_seat_order(table):
     _, result, _ = table
     maze = result["maze"]
     assert maze["models"] == ["scripted", "random"] and maze["seats"] == ["gnome_0", "gnome_1"]
-    # the oracle gnomes solve every maze together; two random players solve none
-    assert maze["matrix"][0][0] == {"mean": 1.0, "lo": 1.0, "hi": 1.0, "n": 4}
+    # the oracle gnomes solve every maze together; two random players solve none. 4 of 4 and
+    # 0 of 4 are not certainties: Wilson's interval, as task scores get ([0.510, 1], [0, 0.490])
+    assert maze["matrix"][0][0]["mean"] == 1.0 and maze["matrix"][0][0]["hi"] == 1.0
+    assert maze["matrix"][0][0]["lo"] == pytest.approx(0.510, abs=1e-3)
     assert maze["matrix"][1][1]["mean"] == 0.0
-    # the scripted oracle alone on the fully observed maze: also every maze, so no gap
+    assert maze["matrix"][1][1]["hi"] == pytest.approx(0.490, abs=1e-3)
+    # the scripted oracle alone on the fully observed maze: also every maze, so no gap, with
+    # an interval at least one item's swing (1/4) wide
     assert maze["solo"]["scripted"]["mean"] == 1.0
-    assert maze["gap"]["scripted"] == {"mean": 0.0, "lo": 0.0, "hi": 0.0, "n": 4}
+    assert maze["gap"]["scripted"] == {"mean": 0.0, "lo": -0.125, "hi": 0.125, "n": 4}
+    # every item's score is kept: the table can be recomputed without playing again
+    items = maze["per_item"]
+    assert items["pairs"]["scripted|scripted"] == {f"seed-{i}": 1.0 for i in range(4)}
+    assert items["solo"]["scripted"] == {f"seed-{i}": 1.0 for i in range(4)}
+    assert set(items["pairs"]) == {
+        f"{a}|{b}" for a in ("scripted", "random") for b in ("scripted", "random")
+    }
     order = maze["seat_order"]["scripted|random"]
     off_diagonal = maze["matrix"][0][1]["mean"] - maze["matrix"][1][0]["mean"]
     assert order["mean"] == pytest.approx(off_diagonal) and order["n"] == 4

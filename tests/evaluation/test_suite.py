@@ -13,6 +13,7 @@ from llm_marl_envs.evaluation.suite import (
     available_suites,
     data_hash,
     load_suite,
+    packaged_version,
     parse_suite,
 )
 
@@ -43,7 +44,7 @@ MINIMAL = {
 def test_packaged_suites_load_and_every_task_can_be_made():
     assert {"lite", "full"} <= set(available_suites())
     lite = load_suite("lite")
-    assert lite.label == "lite-v1"
+    assert lite.label == "lite-v2"
     assert [t.name for t in lite.tasks] == [
         "gsm8k",
         "imdb",
@@ -148,8 +149,46 @@ def test_suite_files_by_path_and_unknown_names(tmp_path):
     path = tmp_path / "mini.yaml"
     path.write_text(yaml.safe_dump(MINIMAL))
     assert load_suite(path).hash() == parse_suite(MINIMAL).hash()
-    with pytest.raises(SuiteError, match="unknown suite 'tiny'.*full, lite"):
+    with pytest.raises(SuiteError, match="unknown suite 'tiny'.*full, full-v1, lite, lite-v1"):
         load_suite("tiny")
     (tmp_path / "bad.yaml").write_text("name: [unclosed")
     with pytest.raises(SuiteError, match="not valid YAML"):
         load_suite(tmp_path / "bad.yaml")
+
+
+#: The hashes of version 1 (what lite-v1's results and the cross-play file kept with it
+#: recorded): an older version stays playable, bit for bit.
+V1_HASHES = {
+    "lite": "sha256:89742d7d45aac642d4ad272f0bb2d18290cc91d3de56e63960f703a5d09396be",
+    "full": "sha256:f8c3c4356810d3ae343ebaefccd0f3fd0800aa5bac7d4234b240a15b82670a56",
+}
+
+
+@pytest.mark.parametrize("name", ["lite", "full"])
+def test_older_versions_stay_playable_by_label(name):
+    newest, old = load_suite(name), load_suite(f"{name}-v1")
+    assert (newest.version, old.version, old.name) == (2, 1, name)
+    assert old.hash() == V1_HASHES[name]
+    assert load_suite(f"{name}-v2").hash() == newest.hash()
+    # version 2 plays coding on CoopCoding-v4 (neither reward hack of v2 pays); nothing else moved
+    codings = [t for t in newest.tasks if "CoopCoding" in t.env]
+    assert codings and {t.env for t in codings} == {"llm_marl_envs/CoopCoding-v4"}
+    assert {t.env for t in old.tasks if "CoopCoding" in t.env} == {"llm_marl_envs/CoopCoding-v2"}
+    others = [(t.name, t.spec_hash()) for t in newest.tasks if "CoopCoding" not in t.env]
+    assert others == [(t.name, t.spec_hash()) for t in old.tasks if "CoopCoding" not in t.env]
+    assert packaged_version(name, 1).hash() == old.hash()
+    assert packaged_version(name, 2).hash() == newest.hash()
+    for missing in (3, 0, "1", True, None):
+        assert packaged_version(name, missing) is None
+    with pytest.raises(SuiteError, match=f"unknown suite '{name}-v3'"):
+        load_suite(f"{name}-v3")
+
+
+def test_every_kept_version_file_is_the_version_its_name_says():
+    for label in available_suites():
+        suite = load_suite(label)
+        if label == suite.name:  # the newest version, by its plain name
+            assert f"{suite.name}-v{suite.version}" not in available_suites()
+        else:
+            assert label == suite.label, f"{label}.yaml holds {suite.label}"
+            assert suite.version < load_suite(suite.name).version

@@ -602,6 +602,33 @@ def test_an_unknown_isolation_mode_or_package_is_a_clear_error():
         SandboxPool(1, packages=["no_such_package_xyz"])
 
 
+def test_a_package_found_through_a_symlinked_venv_loads(isolated, tmp_path):
+    """A venv reached through a symlink (``.venv -> /elsewhere/.venv``, as a worktree that
+    shares one has): sys.path names the link, the root binds the real folder; a program that
+    imports an exposed package (numpy) still finds it."""
+    pytest.importorskip("numpy")
+    _guarantee(isolated, "minimal_filesystem")
+    if sys.prefix == sys.base_prefix:
+        pytest.skip("needs a virtual environment to reach through a symlink")
+    link = tmp_path / "venv-link"
+    link.symlink_to(os.path.realpath(sys.prefix))
+    python = link / "bin" / Path(sys.executable).name
+    script = (
+        "from llm_marl_envs.sandbox import SandboxPool\n"
+        "program = 'import numpy as np\\ndef f(x):\\n    return int(np.arange(x).sum())\\n'\n"
+        "with SandboxPool(1, packages=['numpy']) as pool:\n"
+        "    r = pool.run(program, ['assert candidate(5) == 10'], 'f')\n"
+        "print(r.tests_passed, r.status, r.message)\n"
+    )
+    root = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    done = subprocess.run(
+        [str(python), "-c", script], capture_output=True, text=True, env=env, timeout=120
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.split()[0] == "1", done.stdout
+
+
 def test_packages_can_be_exposed_to_programs(isolated):
     """``packages=`` shows an installed package (here: numpy), which is otherwise absent."""
     pytest.importorskip("numpy")
