@@ -270,8 +270,7 @@ def test_cross_play_is_never_a_loose_file(copy, tmp_path):
         (board / f"crossplay-{label}.json").write_text(json.dumps({"maze": {"forged": True}}))
     built = build_board("lite", board)["crossplay"]
     assert built == build_board("lite", clean)["crossplay"]  # the loose files changed nothing
-    # lite-v2 plays maze and Donor as lite-v1 did: the shipped v1 table, carried over
-    shipped = json.loads((shipped_entries() / "crossplay-lite-v1.json").read_text())
+    shipped = json.loads((shipped_entries() / "crossplay-lite-v2.json").read_text())
     assert {task: block["matrix"] for task, block in built.items()} == {
         task: block["matrix"] for task, block in shipped.items()
     }
