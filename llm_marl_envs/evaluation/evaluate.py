@@ -570,11 +570,14 @@ def _evaluate(
     started = time.time()
     runs: list[TaskRun] = []
     try:
-        for index, task in enumerate(chosen):
+        for task in chosen:
             with closing(make(task.env, **task.kwargs)) as env:
                 assignment = team.assign(env.possible_agents)
                 if task.name not in whole:
-                    seed = _task_seed(suite.raw.get("seed", 0), index)
+                    # the task's place in the suite, not among the tasks chosen: a task plays
+                    # the same episodes whichever other tasks run beside it (and verify
+                    # regenerates it with this seed)
+                    seed = _task_seed(suite.raw.get("seed", 0), suite.tasks.index(task))
                     policies = task_policies(models, task, env, assignment, seed, generation)
             lines = saved[task.name][0]
             if task.name in whole:
