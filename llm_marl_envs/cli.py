@@ -33,9 +33,10 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     Evaluates a policy or a team on a frozen benchmark suite (``lite``, ``full``), resumably;
     scores with 95% bootstrap intervals and a manifest (:mod:`llm_marl_envs.evaluation.cli`);
     ``--executor ray [--num-workers N]`` as for ``rollout``.
-``llm-marl leaderboard add DIR | verify ENTRY | build [--out DIR]``
-    Adds a checked evaluation to a board, verifies an entry by replay, or writes the static
-    leaderboard site.
+``llm-marl leaderboard add DIR | verify ENTRY | override ENTRY --reason TEXT | build [--out DIR]``
+    Adds a checked evaluation to a board, verifies an entry by replay (every verification kept
+    on the entry's record), records a maintainer's override of its failed verifications, or
+    writes the static leaderboard site.
 ``llm-marl docs [--out docs/envs]``
     Writes one Markdown page per environment from its module docstring, plus an index.
 """

@@ -4,8 +4,9 @@ Evaluates the baselines and models on the ``lite`` suite, adds each result to th
 own board (``llm_marl_envs/evaluation/entries/``) with ``llm_marl_envs.evaluation.leaderboard.add_entry``
 (the same checks as ``llm-marl leaderboard add``), verifies each one (its models loaded and
 checked, a secret sample regenerated: :mod:`llm_marl_envs.evaluation.verification`) into the
-package's own ``verification.json`` (unsealed: the package's files are trusted as such; this
-script is the one place that writes them), and plays the cross-play of ``--pairings``
+package's own record of it, ``verification.json`` (every add and verification kept, unsealed:
+the package's files are trusted as such; this script is the one place that writes them), and
+plays the cross-play of ``--pairings``
 models on the lite suite's two-seat-sensitive games (maze and Donor). Existing entries are
 kept; pass ``--only NAME ...`` to (re)make some.
 
@@ -25,10 +26,9 @@ import shutil
 from pathlib import Path
 
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
-from llm_marl_envs.evaluation.leaderboard import add_entry, check_result, shipped_entries
+from llm_marl_envs.evaluation.leaderboard import add_entry, shipped_entries, verify_entry
 from llm_marl_envs.evaluation.pairings import run_pairings
 from llm_marl_envs.evaluation.suite import load_suite
-from llm_marl_envs.evaluation.verification import verify_folder
 from llm_marl_envs.policies import GenerationConfig
 
 #: id -> (the policy of every seat, or a {seat: spec} team; display name; kind)
@@ -55,20 +55,17 @@ TRAINING = {
 
 
 def reverify(entry_id: str, sample: int | None) -> dict:
-    """Verify a shipped entry and write its verification into the package."""
-    folder = shipped_entries() / entry_id
-    results = json.loads((folder / "results.json").read_text(encoding="utf-8"))
-    suite, problems = check_result(results, folder)
-    if problems:
-        raise SystemExit(f"{entry_id}: " + "; ".join(problems))
+    """Verify a shipped entry as ``llm-marl leaderboard verify`` does (the same reader, rules,
+    replay and score-sized secret sample) and append it to the entry's record in the package
+    (``verification.json``, unsealed: the package's files are trusted as such)."""
     # the shipped entries were made on the CPU in float32: regenerate them there
     where = GenerationConfig(device="cpu", dtype="float32")
-    verification = verify_folder(folder, suite, results, sample=sample, generation=where)
-    text = json.dumps(verification, indent=1) + "\n"
-    (folder / "verification.json").write_text(text, encoding="utf-8")
+    board = shipped_entries().parent  # the package's own board
+    verification = verify_entry(entry_id, board, sample=sample, generation=where)
     verdict = "verified" if verification["verified"] else "NOT verified"
     print(
-        f"{entry_id}: {verdict}, {verification['regenerated']} regenerated",
+        f"{entry_id}: {verdict}, {verification['regenerated']} of "
+        f"{verification['sample']['size']} regenerated",
         *verification["problems"],
     )
     return verification

@@ -21,6 +21,8 @@ _SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # as HTML text in UTF-8: they show as U+FFFD.
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 VERIFIED = {True: "verified", False: "not reproduced", None: "not checked"}
+#: Characters of an entry's "played by" line (its seats' policy specs) shown on the index.
+PLAYED_BY_CHARS = 200
 
 
 # --------------------------------------------------------------------------- text
@@ -204,12 +206,29 @@ def _badges(entry: dict) -> str:
     return badges
 
 
+def played_by(entry: dict) -> str:
+    """Who played an entry, as one line: each policy spec of its seats, with the model id a
+    verification loaded for it (the board data's ``played_by``)."""
+    shown = []
+    for policy in entry.get("played_by") or []:
+        model = policy.get("model_id")
+        shown.append(f"{policy['spec']} ({model})" if model else str(policy["spec"]))
+    text = ", ".join(shown) or "—"
+    return text if len(text) <= PLAYED_BY_CHARS else text[: PLAYED_BY_CHARS - 1] + "…"
+
+
 def _entry_cell(entry: dict) -> str:
-    """The entry's name (linked to its page), its kind and badges on a second line."""
+    """The entry's name (linked to its page), who played it, its kind and badges."""
     kind = f'<span class="kind">{_e(entry["kind"])}</span> ' if entry.get("kind") else ""
+    claim = "" if entry.get("verified") else " (claimed)"
+    played = (
+        f'<span class="played">played by {_e(played_by(entry))}{claim}</span>'
+        if entry.get("played_by")
+        else ""
+    )
     return (
         f'<td class="name" data-sort="{_e(entry["name"].lower())}"><a href="entries/'
-        f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a>'
+        f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a>{played}'
         f'<span class="meta">{kind}{_badges(entry)}</span></td>'
     )
 

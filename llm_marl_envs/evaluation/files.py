@@ -14,6 +14,12 @@ killed process must not leave half-written.
 * :func:`folder_flock`: the same on the folder itself, waited for (no lock file: a site
   folder stays clean).
 * :func:`fsync_folder`: a folder's entries (a rename into it) made durable.
+* :func:`staging_folder`: a hidden folder of a name unique to its process, ``flock``-ed while
+  it is being filled, so :func:`remove_stale` can tell a folder a killed process left (its
+  lock is gone) from one another process is filling.
+
+``note=False`` makes a lock file that holds nothing about its holder (a board's lock sits in a
+folder that may be published: no host name, no process, no command line).
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ from __future__ import annotations
 import datetime as _dt
 import json
 import os
+import shutil
 import socket
 import sys
 import tempfile
@@ -34,7 +41,15 @@ try:
 except ImportError:  # pragma: no cover - Windows: no flock
     fcntl = None
 
-__all__ = ["FolderBusy", "folder_flock", "folder_lock", "fsync_folder", "write_atomic"]
+__all__ = [
+    "FolderBusy",
+    "folder_flock",
+    "folder_lock",
+    "fsync_folder",
+    "remove_stale",
+    "staging_folder",
+    "write_atomic",
+]
 
 
 class FolderBusy(ValueError):
@@ -61,11 +76,12 @@ def _describe(text: str) -> str:
 
 @contextmanager
 def folder_lock(
-    folder: str | Path, name: str, what: str, fix: str, wait: float = 0.0
+    folder: str | Path, name: str, what: str, fix: str, wait: float = 0.0, note: bool = True
 ) -> Iterator[None]:
     """Hold the lock file ``folder/name`` for the block; :class:`FolderBusy` (one line:
     ``{folder} is in use by {what}: <holder>; {fix}``) when another process holds it after
-    ``wait`` seconds."""
+    ``wait`` seconds. ``note=False``: the file stays empty (the message says "another
+    process")."""
     path = Path(folder) / name
     fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
     try:
@@ -84,7 +100,8 @@ def folder_lock(
                         ) from None
                     time.sleep(0.05)
         os.ftruncate(fd, 0)
-        os.pwrite(fd, _holder_note().encode("utf-8"), 0)
+        if note:
+            os.pwrite(fd, _holder_note().encode("utf-8"), 0)
         yield
     finally:
         os.close(fd)  # drops the lock (the kernel drops it too if this process dies)
@@ -149,3 +166,41 @@ def write_atomic(path: str | Path, data: bytes | str) -> None:
             pass
         raise
     fsync_folder(path.parent)
+
+
+@contextmanager
+def staging_folder(parent: str | Path, prefix: str) -> Iterator[Path]:
+    """A new hidden folder ``parent/<prefix><random>`` (mode 0755), held under an exclusive
+    ``flock`` for the block and removed at its end unless the block moved it away (renamed it
+    to its final name)."""
+    path = Path(tempfile.mkdtemp(prefix=prefix, dir=parent))
+    os.chmod(path, 0o755)  # mkdtemp's 0700 would hide the folder's content from other readers
+    fd = os.open(path, os.O_RDONLY)
+    try:
+        if fcntl is not None:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+        yield path
+    finally:
+        os.close(fd)
+        if path.exists():
+            shutil.rmtree(path, ignore_errors=True)
+
+
+def remove_stale(parent: str | Path, pattern: str) -> None:
+    """Remove the folders of ``parent`` matching ``pattern`` that no process holds (their
+    :func:`staging_folder` ended without moving them: a killed process); a folder another
+    process is filling is left alone."""
+    for path in Path(parent).glob(pattern):
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+        except OSError:
+            continue
+        try:
+            if fcntl is not None:
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    continue  # held: another process is filling it
+            shutil.rmtree(path, ignore_errors=True)
+        finally:
+            os.close(fd)

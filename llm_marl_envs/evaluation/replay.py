@@ -18,7 +18,8 @@ as the rollout engine steps them.
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
+from itertools import islice
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import closing
 from typing import Any
@@ -33,8 +34,12 @@ __all__ = [
     "episode_difference",
     "first_difference",
     "replay_episode",
+    "replay_stream",
     "replay_task",
 ]
+
+#: Episodes replayed at a time by :func:`replay_stream`: what it holds in memory at once.
+STREAM_CHUNK = 16
 
 #: Threads replaying a task whose environment steps do real work (the rollout engine's cap).
 HEAVY_STEP_THREADS = 8
@@ -89,15 +94,32 @@ def replay_task(
         )
 
 
-def episode_difference(submitted: EpisodeRecord, replayed: EpisodeRecord) -> str | None:
+def replay_stream(
+    task: Task, episodes: Iterable[tuple[Item, int, EpisodeRecord]], chunk: int = STREAM_CHUNK
+) -> Iterator[tuple[tuple[Item, int, EpisodeRecord], EpisodeRecord, str | None]]:
+    """Each of ``task``'s episodes (item, sample, record), read from ``episodes`` a chunk at a
+    time, with its replayed record and where the two differ (:func:`episode_difference`;
+    None: they played the same game): the replay of a stream that never holds more than
+    ``chunk`` episodes (and their replays) at once."""
+    episodes = iter(episodes)
+    while batch := list(islice(episodes, chunk)):
+        for episode, again in zip(batch, replay_task(task, batch), strict=True):
+            yield episode, again, episode_difference(episode[2], again, read=True)
+
+
+def episode_difference(
+    submitted: EpisodeRecord, replayed: EpisodeRecord, *, read: bool = False
+) -> str | None:
     """The first field where ``submitted`` and its replay differ (:func:`first_difference`);
-    None when they played the same game with the same outcome."""
-    return first_difference(_played(submitted), _played(replayed))
+    None when they played the same game with the same outcome. ``read``: ``submitted`` was read
+    from JSON (its values are JSON already and need no copy: a record padded with 100,000
+    values is compared in milliseconds)."""
+    return first_difference(_played(submitted, shallow=read), _played(replayed))
 
 
-def _played(record: EpisodeRecord) -> dict[str, Any]:
+def _played(record: EpisodeRecord, shallow: bool = False) -> dict[str, Any]:
     """What ``record`` says was played and paid (see the module docstring)."""
-    data = record.to_dict()
+    data = record.to_dict(shallow=shallow)
     for key in _NOT_PLAYED:
         data.pop(key, None)
     data["env_kwargs"] = {k: v for k, v in data["env_kwargs"].items() if k != "data_source"}

@@ -36,7 +36,7 @@ from llm_marl_envs.evaluation.metrics import item_value, metric_info, normalise
 from llm_marl_envs.evaluation.stats import Interval, score_interval, stable_seed, widen
 from llm_marl_envs.evaluation.suite import PlanError
 
-__all__ = ["RESAMPLES", "manifest", "overall_interval", "score"]
+__all__ = ["RESAMPLES", "item_values", "manifest", "overall_interval", "score", "score_items"]
 
 #: Bootstrap resamples for every interval of a result.
 RESAMPLES = 2000
@@ -88,10 +88,7 @@ def score(suite, runs, *, entry: str, team, partial: bool = False) -> dict[str, 
     refused (:class:`~llm_marl_envs.evaluation.suite.PlanError`, naming the task): a score
     of some of the items is not the suite's score. ``partial=True`` scores it anyway (the
     site shows a damaged board entry that way: unranked, marked incomplete)."""
-    suite_hash = suite.hash()
-    tasks: dict[str, Any] = {}
-    scores: list[list[float]] = []
-    score_intervals: list[Interval] = []
+    per_task = {}
     for run in runs:
         task = run.task
         problem = task.plan_difference((item.index, sample) for item, sample, _ in run.episodes)
@@ -102,9 +99,29 @@ def score(suite, runs, *, entry: str, team, partial: bool = False) -> dict[str, 
             by_item[item.index].append(record)
         items = {item.index: item for item in task.items}
         per_item = {
-            items[i].key: {m: item_value(m, records, task) for m in task.metrics}
-            for i, records in sorted(by_item.items())
+            items[i].key: item_values(task, records) for i, records in sorted(by_item.items())
         }
+        per_task[task.name] = (per_item, run.assignment)
+    return score_items(suite, per_task, entry=entry, team=team)
+
+
+def item_values(task, records: list) -> dict[str, float | None]:
+    """Every metric of ``task`` for one item, from its episodes' records (its samples)."""
+    return {m: item_value(m, records, task) for m in task.metrics}
+
+
+def score_items(
+    suite, per_task: dict[str, tuple[dict[str, dict], dict]], *, entry: str, team
+) -> dict[str, Any]:
+    """The scores of a result from each task's per-item metric values (item key -> metric ->
+    value, :func:`item_values`) and seat assignment, in suite order: what :func:`score`
+    computes from records, for a caller that reads the records one at a time."""
+    suite_hash = suite.hash()
+    tasks: dict[str, Any] = {}
+    scores: list[list[float]] = []
+    score_intervals: list[Interval] = []
+    for task in (t for t in suite.tasks if t.name in per_task):
+        per_item, assignment = per_task[task.name]
         metrics = {
             m: _interval(
                 [v[m] for v in per_item.values() if v[m] is not None],
@@ -126,7 +143,7 @@ def score(suite, runs, *, entry: str, team, partial: bool = False) -> dict[str, 
             "primary": task.primary,
             "metrics": metrics,
             "score": _interval(normalised, stable_seed(suite_hash, task.name, "score")),
-            "team": run.assignment,
+            "team": assignment,
             "per_item": per_item,
         }
         if normalised:

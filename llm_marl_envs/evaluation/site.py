@@ -16,7 +16,9 @@
 and, in the version folder ``site-<hash>/`` that the index links into (see :func:`build_site`:
 the site is installed in one swap of ``index.html``):
 
-* ``entries/<id>.html``: an entry's team, verification, scores with their tie marks, manifest;
+* ``entries/<id>.html``: who played the entry (its seats, with the models a verification
+  loaded), its verification, scores with their tie marks, what the board checked and, apart,
+  what the result only claims;
 * ``transcripts/<id>/<task>.html``: an entry's kept episodes of a task, turn by turn (each score
   in the tables links here); an action over :data:`ACTION_LIMIT` characters (an observation
   over :data:`OBSERVATION_LIMIT`) is cut with a note, and episodes past :data:`PAGE_LIMIT`
@@ -43,6 +45,7 @@ The board (keys marked ``?`` may be left out)::
                 "bounds"?: {metric: [low | None, high | None]}, "caveats"?: {metric: text},
                 "description"?}],
      "entries": [{"id", "name", "kind"?, "verified"?: True | False | None, "team"?,
+                  "played_by"?: [{"spec", "model_id"?}], "claimed"?: {...},
                   "verification"?: {"summary"?: text}, "complete"?: bool,
                   "items"?: {"played", "expected"},
                   "overall"?: {"mean", "lo", "hi", "n", "rank"?} | None,
@@ -106,6 +109,7 @@ from llm_marl_envs.evaluation._site_html import (
     _metric_tip as _metric_tip,
     _overall_table,
     OVERALL_TIP as OVERALL_TIP,
+    played_by,
     _pair as _pair,
     rank_order,
     _rank_rows as _rank_rows,
@@ -216,17 +220,27 @@ def _entry_page(board: dict, entry: dict) -> str:
         f"Overall {_interval_text(overall)}, rank {_e(rank)}." if overall else "No overall score."
     )
     manifest = json.dumps(entry["manifest"], indent=2, ensure_ascii=False, default=str)
+    claimed = json.dumps(entry.get("claimed") or {}, indent=2, ensure_ascii=False, default=str)
     team = json.dumps(entry.get("team"), ensure_ascii=False, default=str)
     kind = f"{_e(entry['kind'])}, " if entry.get("kind") else ""
+    checked = "checked" if entry.get("verified") else "claimed, not verified"
     body = (
         f'<nav><a href="../../index.html">&larr; leaderboard</a></nav>'
         f'<h1 class="name">{_e(entry["name"])}</h1><p>Entry <code>{_e(entry["id"])}</code>, '
-        f"{kind}{_badges(entry)}. {summary}</p><p>Team: <code>{_e(team)}</code></p>"
+        f"{kind}{_badges(entry)}. {summary}</p>"
+        f"<p>Played by {_e(played_by(entry))} ({checked}). Seats: <code>{_e(team)}</code></p>"
         '<h2>Tasks</h2><div class="scroll"><table class="plain"><thead><tr>'
         '<th scope="col">task</th><th scope="col">rank</th><th scope="col">primary metric '
         '(links to the transcripts)</th><th scope="col">episodes kept</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
-        f'<h2>Manifest</h2><pre class="manifest">{_e(manifest)}</pre>'
+        "<h2>Checked</h2><p>What the board checked: the suite and its hash, each task's "
+        "environment spec, data rows and generation settings, the seats whose actions were "
+        "replayed, and the models a verification loaded (their weights hashed).</p>"
+        f'<pre class="manifest">{_e(manifest)}</pre>'
+        "<h2>Claimed</h2><p>What the result says about itself that nobody checked (package "
+        "version, libraries, hardware, times, and the models of an entry that is not "
+        "verified).</p>"
+        f'<pre class="claims">{_e(claimed)}</pre>'
     )
     return _page(f"{entry['name']}: {board['title']}", body, depth=1)
 

@@ -1,259 +1,586 @@
-"""A leaderboard submission, read without trusting it.
+"""An entry folder, read without trusting it: the one reader of the leaderboard.
 
-A submission is an ``llm-marl eval`` output folder. :func:`read_results` and
-:func:`read_episodes` read only what an entry is made of (``results.json``,
-``episodes/<task>.jsonl`` or ``.jsonl.gz``) and refuse, with a :class:`LeaderboardError`
-naming the file and the limit or the fix:
+Every part of the leaderboard that reads an entry folder (``leaderboard add`` reading a
+submission, ``verify``, the replay, ``build`` and the site it writes, the shipped entries)
+reads it through :func:`open_entry`, so each of them sees the same files, checked the same
+way, and ``verify`` regenerates a sample of exactly the episodes that are scored.
 
-* a symlink, or anything but plain files and folders, anywhere in the folder (a link would
-  copy a file from outside the submission into the board);
-* a cross-play result (``crossplay.json``): cross-play enters the board only as the file
-  that ships with the package;
-* anything over the size limits: :data:`MAX_ACTION_BYTES` for one action,
-  :data:`MAX_RECORD_BYTES` for one episode record, :data:`MAX_EPISODE_FILE_BYTES` for one
-  task's episodes (unpacked: a small gzip cannot unpack into gigabytes),
-  :data:`MAX_RESULTS_BYTES` for ``results.json`` and :data:`MAX_ENTRY_BYTES` for the
-  whole entry (unpacked);
-* a line that is not an episode of the suite: an item the suite does not have (or whose seed
-  and reset options are not the suite's), a sample beyond the suite's samples per item, an
-  item played twice. **A task is complete or absent**: each of its items x samples exactly
-  once; a task with missing episodes is refused (choosing the items is choosing the score).
-  A result without some tasks is accepted with ``complete: false`` and no overall score.
+**The files.** An entry folder holds ``results.json`` and ``episodes/`` with, for each task
+it played, one episodes file, ``<task>.jsonl`` *or* ``<task>.jsonl.gz`` (a folder holding
+both is refused: which one would be scored?), and optionally ``<task>.meta.json``. An
+``llm-marl eval`` output may also hold eval's own working files (``run.json``,
+``.eval.lock``, ``progress/``: files only), which are never read (nor copied by ``add``); an
+entry of the package may hold its ``verification.json`` (read by :mod:`~llm_marl_envs.evaluation.board_records`
+only). Anything else is refused, naming it: a symlink, a device or a pipe, a hard link (a
+second name of a file from elsewhere), a ``crossplay.json`` (cross-play cannot join a board),
+a file the format does not name, an episodes file of a task the suite does not have.
 
-:func:`display_name` cleans an entry's name (format and control characters such as bidi
-overrides removed, whitespace collapsed) and bounds its length (:data:`MAX_NAME_CHARS`).
+**No check-then-use.** The folder is opened once; every file and sub-folder is opened relative
+to it without following links (``O_NOFOLLOW``) and checked on the open descriptor (``fstat``:
+a plain file, one link), and then read from that descriptor, so a file swapped for a symlink
+between a check and a read cannot pull an outside file in. The sha256 of every file is taken
+over the bytes that were parsed (:attr:`EntryFolder.hashes`), which is what a verification
+binds.
+
+**Bounded reading.** Limits on bytes and on parsed structure, each refusal one line naming the
+file, the line and the limit (:class:`LeaderboardError`):
+
+* ``results.json``: :data:`MAX_RESULTS_BYTES`, :data:`MAX_RESULTS_VALUES` JSON values,
+  :data:`MAX_DEPTH` levels, and every field the board reads of its type
+  (:mod:`~llm_marl_envs.evaluation._results_shape`);
+* one episode (a JSONL line): :data:`MAX_RECORD_BYTES`, :data:`MAX_RECORD_VALUES` values,
+  :data:`MAX_DEPTH` levels; one action :data:`MAX_ACTION_BYTES`; one task's file
+  :data:`MAX_EPISODE_FILE_BYTES` unpacked (gzip is counted as it unpacks) and at most
+  :data:`MAX_BLANK_LINES` blank lines; the whole entry :data:`MAX_ENTRY_BYTES` unpacked;
+* every value: no integer beyond 64 bits, no ``NaN`` / ``Infinity``, no lone surrogate
+  (:mod:`~llm_marl_envs.evaluation._bounded_json`).
+
+**Streamed, in plan order.** A task's episodes are read one line at a time
+(:meth:`EntryFolder.episodes`) and each line is checked as it is read: it must be the next
+(item, sample) of the task's frozen plan, in the order ``llm-marl eval`` writes them, with the
+item's seed and reset options. A repeated, foreign, out-of-order or missing episode is refused
+at the line where it shows, before the next line is parsed, and a line past the plan's end too:
+at most one record is held at a time, so what reading costs does not grow with what a
+submission holds. **A task is complete or absent** (choosing the items is choosing the score);
+a result without some tasks has no overall score.
 """
 
 from __future__ import annotations
 
 import gzip
+import hashlib
 import json
 import os
 import stat
-import unicodedata
 import zlib
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
-from llm_marl_envs.evaluation.suite import Item, Suite, Task
+from llm_marl_envs.evaluation import _results_shape
+from llm_marl_envs.evaluation._bounded_json import BoundsError, loads
+from llm_marl_envs.evaluation.names import display_name as _display_name
+from llm_marl_envs.evaluation.names import name_key, same_name
+from llm_marl_envs.evaluation.suite import Item, Suite, Task, available_suites, packaged_version
 from llm_marl_envs.rollout.records import EpisodeRecord
 
 __all__ = [
     "MAX_ACTION_BYTES",
+    "MAX_BLANK_LINES",
+    "MAX_DEPTH",
     "MAX_ENTRY_BYTES",
     "MAX_EPISODE_FILE_BYTES",
     "MAX_NAME_CHARS",
     "MAX_RECORD_BYTES",
+    "MAX_RECORD_VALUES",
     "MAX_RESULTS_BYTES",
+    "MAX_RESULTS_VALUES",
+    "Episode",
+    "EntryFolder",
     "LeaderboardError",
     "display_name",
     "name_key",
+    "open_entry",
     "read_episodes",
     "read_results",
+    "same_name",
 ]
 
 #: One action (a turn's answer), in UTF-8 bytes; the longest of the shipped entries is 12 KB.
 MAX_ACTION_BYTES = 64 * 2**10
 #: One episode record (one JSONL line); the longest of the shipped entries is 124 KB.
-MAX_RECORD_BYTES = 4 * 2**20
+MAX_RECORD_BYTES = 2 * 2**20
+#: JSON values in one episode line; the shipped entries' most is 1,121.
+MAX_RECORD_VALUES = 100_000
+#: Nesting of any JSON text (an episode line, results.json); the shipped entries' is 7.
+MAX_DEPTH = 32
+#: Blank lines in one episodes file (llm-marl eval writes none).
+MAX_BLANK_LINES = 16
 #: One task's episodes file, unpacked; the largest of the shipped entries is 1.8 MB.
 MAX_EPISODE_FILE_BYTES = 256 * 2**20
-#: ``results.json``; the shipped ones are 45 KB.
-MAX_RESULTS_BYTES = 16 * 2**20
 #: A whole entry, its episodes unpacked; the largest shipped one is 4.7 MB.
 MAX_ENTRY_BYTES = 2**30
+#: ``results.json``; the shipped ones are 48 KB.
+MAX_RESULTS_BYTES = 8 * 2**20
+#: JSON values in ``results.json``; the shipped ones hold about 3,200.
+MAX_RESULTS_VALUES = 500_000
+#: A ``<task>.meta.json`` file (its wall time and data hash).
+MAX_META_BYTES = 64 * 2**10
 #: An entry's display name, in characters (after cleaning).
 MAX_NAME_CHARS = 80
 
-# Unicode categories left out of names: control, format (bidi overrides, zero-width
-# characters), surrogates, private use, unassigned, line and paragraph separators.
-_NOT_IN_NAMES = {"Cc", "Cf", "Cs", "Co", "Cn", "Zl", "Zp"}
+#: The keys of one line of an episodes file (:func:`~llm_marl_envs.evaluation.evaluate.
+#: _episode_line`).
+LINE_KEYS = frozenset({"task", "key", "item", "sample", "seed", "options", "record"})
+#: Files of an llm-marl eval output folder that are eval's own working files: never read.
+EVAL_WORKING_FILES = {".eval.lock": "file", "run.json": "file", "progress": "folder"}
+
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
 
 
 class LeaderboardError(ValueError):
     """A result that cannot join the board, or an entry that is not there."""
 
 
-def read_results(folder: str | Path) -> dict[str, Any]:
-    """The ``results.json`` of the submission in ``folder``, after checking the folder's
-    files (no links, no cross-play; see the module docstring)."""
-    folder = Path(folder)
-    _check_files(folder)
-    return _read_results(folder)
+class Episode(NamedTuple):
+    """One episode of an entry: its item, its sample number and its record."""
+
+    item: Item
+    sample: int
+    record: EpisodeRecord
 
 
-def read_episodes(
-    folder: str | Path, suite: Suite
-) -> dict[str, list[tuple[Item, int, EpisodeRecord]]]:
-    """Each present task's episodes as (item, sample, record) in the suite's episode order,
-    after checking them against the limits and the suite (see the module docstring)."""
-    budget = [MAX_ENTRY_BYTES]
-    episodes = {}
-    for task in suite.tasks:
-        path = _episodes_file(Path(folder), task)
-        if path is not None:
-            episodes[task.name] = _complete(task, _read_episodes(path, budget), path)
-    return episodes
-
-
-def _check_files(folder: Path) -> None:
-    """Not a cross-play result; a results.json; no links, nothing but plain files and
-    folders."""
-    if (folder / "crossplay.json").exists():
-        raise LeaderboardError(
-            f"{folder} is a cross-play result: cross-play cannot be added to a board (the "
-            "board shows the cross-play that ships with the package); add each entry's own "
-            "llm-marl eval folder"
-        )
-    if not (folder / "results.json").is_file():
-        raise LeaderboardError(f"no results.json in {folder}: run llm-marl eval first")
-    for root, dirs, files in os.walk(folder):
-        for name in dirs + files:
-            path = Path(root) / name
-            mode = path.lstat().st_mode
-            if stat.S_ISLNK(mode):
-                raise LeaderboardError(
-                    f"{path} is a symlink: a submission holds its own files only; copy the "
-                    "file in its place"
-                )
-            if not (stat.S_ISREG(mode) or stat.S_ISDIR(mode)):
-                raise LeaderboardError(f"{path} is not a plain file or folder: remove it")
-
-
-def _read_results(folder: Path) -> dict[str, Any]:
-    path = folder / "results.json"
-    size = path.stat().st_size
-    if size > MAX_RESULTS_BYTES:
-        raise LeaderboardError(
-            f"{path} is {size:,} bytes, over the limit of {MAX_RESULTS_BYTES:,} bytes "
-            "(MAX_RESULTS_BYTES): submit results.json as llm-marl eval wrote it"
-        )
+def display_name(text: str) -> str:
+    """``text`` as the board shows it (:func:`llm_marl_envs.evaluation.names.display_name`:
+    control, format and default-ignorable characters removed, whitespace collapsed), refused
+    when nothing visible is left or it is over :data:`MAX_NAME_CHARS` characters."""
     try:
-        results = json.loads(path.read_text(encoding="utf-8"))
-    except (ValueError, UnicodeDecodeError) as error:
-        raise LeaderboardError(f"{path} is not JSON ({error})") from None
-    if not isinstance(results, dict) or results.get("schema") != "llm-marl-envs/results/1":
-        raise LeaderboardError(f"{folder}: not an llm-marl eval result (schema)")
-    return results
+        return _display_name(text, MAX_NAME_CHARS)
+    except ValueError as error:
+        raise LeaderboardError(str(error)) from None
 
 
-def _episodes_file(folder: Path, task: Task) -> Path | None:
-    for name in (f"{task.name}.jsonl", f"{task.name}.jsonl.gz"):
-        if (folder / "episodes" / name).is_file():
-            return folder / "episodes" / name
-    return None
-
-
-def _read_episodes(path: Path, budget: list[int]) -> list[dict[str, Any]]:
-    """The lines of one episodes file, each checked against the limits and parsed."""
-    lines, total = [], 0
-    opener = gzip.open if path.name.endswith(".gz") else open
+# --------------------------------------------------------------------------- descriptors
+def _open(name: str, dir_fd: int | None, where: Path, folder: bool = False) -> int:
+    """``name`` opened relative to ``dir_fd`` without following a link, checked on the
+    descriptor: a plain file with one link, or a folder."""
+    flags = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | (_DIRECTORY if folder else 0)
     try:
-        with opener(path, "rb") as handle:
-            while line := handle.readline(MAX_RECORD_BYTES + 1):
-                number = len(lines) + 1
-                if len(line) > MAX_RECORD_BYTES:
-                    raise LeaderboardError(
-                        f"{path} line {number}: an episode record over the limit of "
-                        f"{MAX_RECORD_BYTES:,} bytes (MAX_RECORD_BYTES)"
-                    )
-                total += len(line)
-                budget[0] -= len(line)
-                if total > MAX_EPISODE_FILE_BYTES:
-                    raise LeaderboardError(
-                        f"{path}: over the limit of {MAX_EPISODE_FILE_BYTES:,} bytes unpacked "
-                        "for one task's episodes (MAX_EPISODE_FILE_BYTES)"
-                    )
-                if budget[0] < 0:
-                    raise LeaderboardError(
-                        f"{path.parent.parent}: over the limit of {MAX_ENTRY_BYTES:,} bytes "
-                        "unpacked for a whole entry (MAX_ENTRY_BYTES)"
-                    )
-                if line.strip():
-                    lines.append(_episode(line, f"{path} line {number}"))
-    except (OSError, EOFError, zlib.error) as error:
-        raise LeaderboardError(f"{path} cannot be read ({error})") from None
-    return lines
-
-
-def _episode(line: bytes, where: str) -> dict[str, Any]:
-    """One line of an episodes file, parsed, its record an :class:`EpisodeRecord`."""
-    try:
-        data = json.loads(line)
-        data["record"] = EpisodeRecord.from_dict(data["record"])
-        actions = [turn.action for turn in data["record"].turns]
-    except (ValueError, TypeError, KeyError, AttributeError) as error:
-        raise LeaderboardError(
-            f"{where}: not an episode of llm-marl eval ({type(error).__name__}: {str(error)[:80]})"
-        ) from None
-    for turn, action in enumerate(actions):
-        if not isinstance(action, str):
-            raise LeaderboardError(f"{where}: turn {turn}'s action is not text")
-        if len(action.encode("utf-8")) > MAX_ACTION_BYTES:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError as error:
+        if os.path.islink(where):
             raise LeaderboardError(
-                f"{where}: turn {turn}'s action is over the limit of {MAX_ACTION_BYTES:,} "
-                "bytes (MAX_ACTION_BYTES)"
+                f"{where} is a symlink: a submission holds its own files only; copy the file "
+                "in its place"
+            ) from None
+        raise LeaderboardError(f"{where} cannot be read ({error.strerror or error})") from None
+    info = os.fstat(fd)
+    problem = None
+    if folder and not stat.S_ISDIR(info.st_mode):
+        problem = f"{where} is not a folder"
+    elif not folder and not stat.S_ISREG(info.st_mode):
+        problem = f"{where} is not a plain file or folder: remove it"
+    elif not folder and info.st_nlink != 1:
+        problem = (
+            f"{where} is a hard link (one of {info.st_nlink} names of a file): a submission "
+            "holds its own files only; copy the file in its place"
+        )
+    if problem:
+        os.close(fd)
+        raise LeaderboardError(problem)
+    return fd
+
+
+def _kinds(dir_fd: int, where: Path) -> dict[str, str]:
+    """Each entry of the folder open at ``dir_fd``: ``"file"``, ``"folder"``, or refused."""
+    found = {}
+    for name in sorted(os.listdir(dir_fd)):
+        try:
+            mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
+        except FileNotFoundError:  # gone since the listing: not part of the folder
+            continue
+        if stat.S_ISLNK(mode):
+            raise LeaderboardError(
+                f"{where / name} is a symlink: a submission holds its own files only; copy the "
+                "file in its place"
             )
+        if stat.S_ISREG(mode):
+            found[name] = "file"
+        elif stat.S_ISDIR(mode):
+            found[name] = "folder"
+        else:
+            raise LeaderboardError(f"{where / name} is not a plain file or folder: remove it")
+    return found
+
+
+def _read_all(fd: int, limit: int, where: Path, what: str) -> bytes:
+    size = os.fstat(fd).st_size
+    if size > limit:
+        raise LeaderboardError(
+            f"{where} is {size:,} bytes, over the limit of {limit:,} bytes ({what})"
+        )
+    with os.fdopen(os.dup(fd), "rb") as handle:
+        data = handle.read(limit + 1)
+    if len(data) > limit:
+        raise LeaderboardError(f"{where} is over the limit of {limit:,} bytes ({what})")
     return data
 
 
-def _complete(
-    task: Task, lines: list[dict[str, Any]], path: Path
-) -> list[tuple[Item, int, EpisodeRecord]]:
-    """``lines`` as (item, sample, record) in the suite's order, when they are each of the
-    task's items x samples exactly once."""
-    items = {item.key: item for item in task.items}
-    found: dict[tuple[int, int], EpisodeRecord] = {}
-    for number, line in enumerate(lines, 1):
-        key, sample = line.get("key"), line.get("sample")
-        item = items.get(key) if isinstance(key, str) else None
-        where = f"{path} line {number} ({key!r} sample {sample!r})"
-        if item is None or [line.get("item"), line.get("seed"), line.get("options")] != [
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+class _Hashing:
+    """A binary reader over a descriptor that hashes every byte it hands out."""
+
+    def __init__(self, fd: int) -> None:
+        self._handle = os.fdopen(os.dup(fd), "rb")
+        self._handle.seek(0)  # a second reading of the file starts at its start too
+        self.digest = hashlib.sha256()
+
+    def read(self, size: int = -1) -> bytes:
+        data = self._handle.read(size)
+        self.digest.update(data)
+        return data
+
+    def readinto(self, buffer) -> int:  # gzip reads through readinto
+        count = self._handle.readinto(buffer)
+        self.digest.update(memoryview(buffer)[:count])
+        return count
+
+    def readable(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        self._handle.close()
+
+
+# --------------------------------------------------------------------------- the folder
+class EntryFolder:
+    """An open entry folder (:func:`open_entry`): its checked ``results.json``, the suite it
+    claims, and each task's episodes, read on demand (:meth:`episodes`). Close it (or use it
+    in a ``with`` block) to release its descriptors."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._fds: dict[str, int] = {}
+        self.hashes: dict[str, str] = {}
+        self.fingerprints: dict[str, str] = {}
+        self.meta: dict[str, dict] = {}
+        self.files: dict[str, str] = {}  # task -> the name of its episodes file
+        self.has_verification = False
+        self._budget = MAX_ENTRY_BYTES
+        try:
+            if not os.path.lexists(path):
+                raise LeaderboardError(
+                    f"no results.json in {path} (no such folder): run llm-marl eval first"
+                )
+            self._fds["."] = _open(str(path), None, path, folder=True)
+            self._read_folder()
+        except BaseException:
+            self.close()
+            raise
+
+    # ..................................................................... opening
+    def _read_folder(self) -> None:
+        path, top = self.path, self._fds["."]
+        found = _kinds(top, path)
+        if "crossplay.json" in found:
+            raise LeaderboardError(
+                f"{path} is a cross-play result: cross-play cannot be added to a board (the "
+                "board shows the cross-play that ships with the package); add each entry's own "
+                "llm-marl eval folder"
+            )
+        if found.get("results.json") != "file":
+            raise LeaderboardError(f"no results.json in {path}: run llm-marl eval first")
+        for name, kind in found.items():
+            if name in ("results.json",) or (name, kind) == ("episodes", "folder"):
+                continue
+            if (name, kind) == ("verification.json", "file"):
+                self.has_verification = True
+            elif EVAL_WORKING_FILES.get(name) == kind:
+                if kind == "folder":  # progress/: checked for links, never read
+                    self._working_folder(name)
+            else:
+                raise LeaderboardError(
+                    f"{path / name} is not a file of an llm-marl eval result (results.json, "
+                    "episodes/<task>.jsonl[.gz], episodes/<task>.meta.json): remove it"
+                )
+        data = self._file("results.json", MAX_RESULTS_BYTES, "MAX_RESULTS_BYTES")
+        self.results = self._json(data, path / "results.json", MAX_RESULTS_VALUES)
+        problem = _results_shape.check(self.results)
+        if problem:
+            raise LeaderboardError(f"{path / 'results.json'}: {problem}")
+        self.suite, self.suite_problem = _claimed_suite(self.results, path)
+        if found.get("episodes") == "folder":
+            self._episode_files()
+
+    def _working_folder(self, name: str) -> None:
+        fd = _open(name, self._fds["."], self.path / name, folder=True)
+        try:
+            for inner, kind in _kinds(fd, self.path / name).items():
+                if kind != "file":
+                    raise LeaderboardError(f"{self.path / name / inner}: remove it")
+        finally:
+            os.close(fd)
+
+    def _file(self, name: str, limit: int, what: str, folder: str = ".") -> bytes:
+        where = self.path / name if folder == "." else self.path / folder / name
+        fd = _open(name, self._fds[folder], where)
+        try:
+            data = _read_all(fd, limit, where, what)
+        finally:
+            os.close(fd)
+        relative = name if folder == "." else f"{folder}/{name}"
+        self.hashes[relative] = _sha256(data)
+        return data
+
+    @staticmethod
+    def _json(data: bytes, where: Path, values: int) -> Any:
+        try:
+            return loads(data, str(where), max_values=values, max_depth=MAX_DEPTH)
+        except BoundsError as error:
+            raise LeaderboardError(str(error)) from None
+
+    def _episode_files(self) -> None:
+        where = self.path / "episodes"
+        self._fds["episodes"] = fd = _open("episodes", self._fds["."], where, folder=True)
+        tasks = {task.name for task in self.suite.tasks}
+        for name, kind in _kinds(fd, where).items():
+            task, _, form = name.partition(".")
+            if (
+                kind != "file"
+                or task not in tasks
+                or form not in ("jsonl", "jsonl.gz", "meta.json")
+            ):
+                known = f"{self.suite.label} has tasks {', '.join(sorted(tasks))}"
+                raise LeaderboardError(
+                    f"{where / name} is not a file of an llm-marl eval result ({known}; each "
+                    "task's episodes/<task>.jsonl or .jsonl.gz and <task>.meta.json): remove it"
+                )
+            if form == "meta.json":
+                data = self._file(name, MAX_META_BYTES, "MAX_META_BYTES", "episodes")
+                self.meta[task] = self._meta(data, where / name)
+            elif task in self.files:
+                raise LeaderboardError(
+                    f"{where} holds both {self.files[task]} and {name}: a task has one episodes "
+                    "file; remove one"
+                )
+            else:
+                self.files[task] = name
+        for name in self.files.values():
+            self._fds[f"episodes/{name}"] = _open(name, fd, where / name)
+
+    def _meta(self, data: bytes, where: Path) -> dict:
+        meta = self._json(data, where, 1_000)
+        shape = _results_shape.fields(
+            {},
+            {
+                "wall_seconds": _results_shape.optional(_results_shape.number),
+                "data_hash": _results_shape.optional(_results_shape.text(100)),
+            },
+        )
+        problem = shape(meta, "")
+        if problem:
+            raise LeaderboardError(f"{where}: {problem}")
+        return meta
+
+    # ..................................................................... episodes
+    def tasks(self) -> list[Task]:
+        """The suite's tasks this entry has an episodes file for, in suite order."""
+        return [task for task in self.suite.tasks if task.name in self.files]
+
+    def episodes(self, task: Task | str) -> Iterator[Episode]:
+        """``task``'s episodes in its plan's order, each checked as it is read (the module
+        docstring); the file's hash and the task's fingerprint are recorded once the last
+        line is read. Raises :class:`LeaderboardError` at the first line that is not the
+        plan's next episode, past a limit, or when the file ends before the plan does."""
+        task = self.suite.task(task) if isinstance(task, str) else task
+        name = self.files[task.name]
+        where = self.path / "episodes" / name
+        plan = task.episode_plan()
+        raw = _Hashing(self._fds[f"episodes/{name}"])
+        fingerprint = hashlib.sha256()
+        try:
+            handle = gzip.GzipFile(fileobj=raw, mode="rb") if name.endswith(".gz") else raw
+            position = blank = unpacked = number = 0
+            reader = _lines(handle, where)
+            for number, line in reader:
+                unpacked += len(line)
+                self._budget -= len(line)
+                if unpacked > MAX_EPISODE_FILE_BYTES:
+                    raise LeaderboardError(
+                        f"{where}: over the limit of {MAX_EPISODE_FILE_BYTES:,} bytes unpacked "
+                        "for one task's episodes (MAX_EPISODE_FILE_BYTES)"
+                    )
+                if self._budget < 0:
+                    raise LeaderboardError(
+                        f"{self.path}: over the limit of {MAX_ENTRY_BYTES:,} bytes unpacked for "
+                        "a whole entry (MAX_ENTRY_BYTES)"
+                    )
+                if not line.strip():
+                    blank += 1
+                    if blank > MAX_BLANK_LINES:
+                        raise LeaderboardError(
+                            f"{where} line {number}: more than {MAX_BLANK_LINES} blank lines"
+                        )
+                    continue
+                if position >= len(plan):
+                    raise LeaderboardError(
+                        f"{where} line {number}: more episodes than the plan's {len(plan)} "
+                        f"(task {task.name} plays {len(task.items)} items x {task.samples} "
+                        "sample(s), each once)"
+                    )
+                episode = self._episode(line, f"{where} line {number}", task, plan, position)
+                fingerprint.update(_played(episode))
+                position += 1
+                yield episode
+            if position < len(plan):
+                item, sample = plan[position]
+                raise LeaderboardError(
+                    f"task {task.name}: {len(plan) - position} of its {len(plan)} episodes are "
+                    f"missing from {where.name} (first: {item.key} sample {sample}); a task is "
+                    "played in full or left out"
+                )
+            while raw.read(2**16):  # bytes after the gzip stream's end count in its hash
+                pass
+        except (OSError, EOFError, zlib.error) as error:
+            raise LeaderboardError(f"{where} cannot be read ({error})") from None
+        finally:
+            raw.close()
+        self.hashes[f"episodes/{name}"] = "sha256:" + raw.digest.hexdigest()
+        self.fingerprints[task.name] = fingerprint.hexdigest()
+
+    def _episode(self, line: bytes, where: str, task: Task, plan: list, position: int) -> Episode:
+        data = self._json(line, where, MAX_RECORD_VALUES)
+        if not isinstance(data, dict) or set(data) != LINE_KEYS:
+            keys = sorted(data) if isinstance(data, dict) else type(data).__name__
+            raise LeaderboardError(
+                f"{where}: not an episode line of llm-marl eval (its keys are "
+                f"{', '.join(sorted(LINE_KEYS))}; found {str(keys)[:80]})"
+            )
+        key, sample = data["key"], data["sample"]
+        said = f"{where} ({str(key)[:40]!r} sample {sample!r})"
+        item, expected = plan[position]
+        if (key, sample) != (item.key, expected) or type(sample) is not int:
+            raise LeaderboardError(_misplaced(said, task, plan, position, key, sample))
+        if [data["task"], data["item"], data["seed"], data["options"]] != [
+            task.name,
             item.index,
             item.seed,
             item.options,
         ]:
-            raise LeaderboardError(f"{where}: not an item of task {task.name} of this suite")
-        if type(sample) is not int or not 0 <= sample < task.samples:
+            raise LeaderboardError(f"{said}: not an item of task {task.name} of this suite")
+        try:
+            record = EpisodeRecord.from_dict(data["record"])
+            actions = [turn.action for turn in record.turns]
+        except (ValueError, TypeError, KeyError, AttributeError) as error:
             raise LeaderboardError(
-                f"{where}: the suite plays {task.samples} sample(s) per item (0..)"
+                f"{where}: not an episode of llm-marl eval ({type(error).__name__}: "
+                f"{str(error)[:80]})"
+            ) from None
+        for turn, action in enumerate(actions):
+            if not isinstance(action, str):
+                raise LeaderboardError(f"{where}: turn {turn}'s action is not text")
+            if len(action.encode("utf-8")) > MAX_ACTION_BYTES:
+                raise LeaderboardError(
+                    f"{where}: turn {turn}'s action is over the limit of "
+                    f"{MAX_ACTION_BYTES:,} bytes (MAX_ACTION_BYTES)"
+                )
+        return Episode(item, sample, record)
+
+    def read_all(self) -> dict[str, list[Episode]]:
+        """Every task's episodes, read whole (small entries and tests; the board's own paths
+        stream them with :meth:`episodes`)."""
+        return {task.name: list(self.episodes(task)) for task in self.tasks()}
+
+    def close(self) -> None:
+        for fd in self._fds.values():
+            os.close(fd)
+        self._fds.clear()
+
+    def __enter__(self) -> EntryFolder:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def _lines(handle, where: Path) -> Iterator[tuple[int, bytes]]:
+    """(line number, line) for each line of ``handle``, refusing one over the record limit
+    before it is read whole."""
+    number = 0
+    buffered = handle if hasattr(handle, "readline") else None
+    reader = buffered or _LineReader(handle)
+    while line := reader.readline(MAX_RECORD_BYTES + 1):
+        number += 1
+        if len(line) > MAX_RECORD_BYTES:
+            raise LeaderboardError(
+                f"{where} line {number}: an episode record over the limit of "
+                f"{MAX_RECORD_BYTES:,} bytes (MAX_RECORD_BYTES)"
             )
-        if (item.index, sample) in found:
-            raise LeaderboardError(f"{where}: this episode appears twice")
-        found[(item.index, sample)] = line["record"]
-    missing = [(i, s) for i, s in task.episode_plan() if (i.index, s) not in found]
-    if missing:
-        item, sample = missing[0]
+        yield number, line
+
+
+class _LineReader:
+    """``readline(limit)`` over a reader that only has ``read`` (the hashing reader of a plain
+    ``.jsonl`` file)."""
+
+    def __init__(self, raw: _Hashing) -> None:
+        self._raw = raw
+        self._buffer = b""
+
+    def readline(self, limit: int) -> bytes:
+        while b"\n" not in self._buffer and len(self._buffer) < limit:
+            chunk = self._raw.read(2**16)
+            if not chunk:
+                break
+            self._buffer += chunk
+        end = self._buffer.find(b"\n")
+        cut = min(limit, len(self._buffer)) if end < 0 else min(end + 1, limit)
+        line, self._buffer = self._buffer[:cut], self._buffer[cut:]
+        return line
+
+
+def _misplaced(said: str, task: Task, plan: list, position: int, key: Any, sample: Any) -> str:
+    """Why a line is not the plan's next episode."""
+    keys = {item.key for item in task.items}
+    if key not in keys:
+        return f"{said}: not an item of task {task.name} of this suite"
+    if type(sample) is not int or not 0 <= sample < task.samples:
+        return f"{said}: the suite plays {task.samples} sample(s) per item (0..)"
+    if any((i.key, s) == (key, sample) for i, s in plan[:position]):
+        return f"{said}: this episode appears twice"
+    item, expected = plan[position]
+    return (
+        f"{said}: the plan's episode {position + 1}, {item.key} sample {expected}, is missing "
+        "before it (or the lines are out of the plan's order, in which llm-marl eval writes "
+        "them); a task is played in full or left out"
+    )
+
+
+def _played(episode: Episode) -> bytes:
+    """What a fingerprint of the episodes hashes: the item, the sample and every action."""
+    actions = [turn.action for turn in episode.record.turns]
+    return json.dumps([episode.item.key, episode.sample, actions]).encode() + b"\n"
+
+
+def _claimed_suite(results: dict, folder: Path) -> tuple[Suite, str | None]:
+    """The packaged suite (version) ``results`` claims, and why its hash is not this
+    package's (None: it is)."""
+    meta = results["suite"]
+    names = [n for n in available_suites() if "-v" not in n]
+    if meta["name"] not in names:
         raise LeaderboardError(
-            f"task {task.name}: {len(missing)} of its {len(task.episode_plan())} episodes are "
-            f"missing (first: {item.key} sample {sample}); a task is played in full or left out"
+            f"{folder}: suite {meta['name']!r} is not one of this package's ({', '.join(names)})"
         )
-    return [(item, sample, found[(item.index, sample)]) for item, sample in task.episode_plan()]
+    from llm_marl_envs.evaluation.suite import load_suite
 
-
-def display_name(text: str) -> str:
-    """``text`` without control and format characters (bidi overrides, zero-width
-    characters), its whitespace collapsed; refused when empty or over
-    :data:`MAX_NAME_CHARS` characters."""
-    name = _clean(text)
-    if not name:
-        raise LeaderboardError(
-            "the entry's name is empty once control and format characters are removed; give --name"
+    suite = packaged_version(meta["name"], meta["version"]) or load_suite(meta["name"])
+    if suite.version != meta["version"] or suite.hash() != meta["hash"]:
+        return suite, (
+            f"suite {meta['name']}-v{meta['version']} hash {meta['hash'][:19]} is not this "
+            f"package's {suite.label} ({suite.hash()[:19]}); evaluate again with this version"
         )
-    if len(name) > MAX_NAME_CHARS:
-        raise LeaderboardError(
-            f"the entry's name is {len(name)} characters, over the limit of {MAX_NAME_CHARS}; "
-            "give a shorter --name"
-        )
-    return name
+    return suite, None
 
 
-def name_key(name: str) -> str:
-    """What two names must not share to be told apart: cleaned, in Unicode compatibility
-    form, case folded."""
-    return unicodedata.normalize("NFKC", _clean(name)).casefold()
+def open_entry(folder: str | Path) -> EntryFolder:
+    """The entry folder (or ``llm-marl eval`` output) at ``folder``, opened and checked (module
+    docstring)."""
+    return EntryFolder(Path(folder))
 
 
-def _clean(text: str) -> str:
-    kept = "".join(c for c in str(text) if unicodedata.category(c) not in _NOT_IN_NAMES)
-    return " ".join(kept.split())
+def read_results(folder: str | Path) -> dict[str, Any]:
+    """The checked ``results.json`` of the entry (or submission) in ``folder``."""
+    with open_entry(folder) as entry:
+        return entry.results
+
+
+def read_episodes(folder: str | Path, suite: Suite | None = None) -> dict[str, list[Episode]]:
+    """Each present task's episodes (item, sample, record) in plan order, read whole."""
+    with open_entry(folder) as entry:
+        return entry.read_all()

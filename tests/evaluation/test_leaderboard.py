@@ -13,22 +13,28 @@ from llm_marl_envs.evaluation.leaderboard import (
     LeaderboardError,
     add_entry,
     build_board,
-    shipped_entries,
     verify_entry,
 )
 from llm_marl_envs.evaluation.suite import load_suite
 from llm_marl_envs.cli import main
 
 TASKS = ["gsm8k", "maze"]
+#: Teams no shipped entry plays (a board refuses a copy of another entry's episodes): the
+#: scripted players (oracles on the maze) with a random GSM8K pioneer, and random text with a
+#: scripted GSM8K observer.
+TEAMS = {
+    "scripted": {"0": "scripted", "pioneer_0": "random"},
+    "random": {"0": "random", "observer_0": "scripted"},
+}
 
 
 @pytest.fixture(scope="module")
 def evaluated(tmp_path_factory):
-    """Two lite evaluations (two tasks each): the scripted players and random text."""
+    """Two lite evaluations (two tasks each) of the teams above."""
     root = tmp_path_factory.mktemp("lite")
     suite = load_suite("lite")
-    for spec in ("scripted", "random"):
-        evaluate(suite, Team.parse(spec), root / spec, tasks=TASKS, progress=False)
+    for name, team in TEAMS.items():
+        evaluate(suite, Team.parse(None, team), root / name, tasks=TASKS, progress=False)
     return root
 
 
@@ -53,7 +59,11 @@ def tampered(evaluated, tmp_path, edit):
 def test_add_copies_the_entry_with_its_episodes(board):
     entry = board / "entries" / "oracles"
     results = json.loads((entry / "results.json").read_text())
-    assert results["board"] == {"id": "oracles", "name": "scripted", "kind": "baseline"}
+    assert results["board"] == {
+        "id": "oracles",
+        "name": "scripted (pioneer_0=random)",
+        "kind": "baseline",
+    }
     assert sorted(p.name for p in (entry / "episodes").iterdir()) == [
         "gsm8k.jsonl.gz",
         "gsm8k.meta.json",
@@ -70,7 +80,7 @@ def test_add_copies_the_entry_with_its_episodes(board):
     [
         (lambda r: r["suite"].update(hash="sha256:0000"), "is not this package's lite-v2"),
         (lambda r: r["suite"].update(version=3), "suite lite-v3 .* is not this package's lite-v2"),
-        (lambda r: r["suite"].update(version="2"), "is not this package's lite-v2"),
+        (lambda r: r["suite"].update(version="2"), "suite.version must be an integer"),
         (lambda r: r["suite"].update(name="lite-v1"), "suite 'lite-v1' is not one of this package"),
         (  # the older version's hash under the newest version's number
             lambda r: r["suite"].update(hash=load_suite("lite-v1").hash()),
@@ -102,7 +112,8 @@ def test_an_older_versions_result_joins_that_versions_board_only(evaluated, tmp_
     """lite-v1 stays playable: its results are added, replayed and shown on the lite-v1
     board, never on the newest version's (where they would not be comparable)."""
     out, board = tmp_path / "v1", tmp_path / "board"
-    evaluate(load_suite("lite-v1"), Team.parse("scripted"), out, tasks=TASKS, progress=False)
+    team = Team.parse(None, TEAMS["scripted"])
+    evaluate(load_suite("lite-v1"), team, out, tasks=TASKS, progress=False)
     add_entry(out, board, entry_id="old-oracles", name="oracles on lite-v1", kind="baseline")
     add_entry(evaluated / "scripted", board, entry_id="oracles", kind="baseline")
     old = build_board("lite-v1", board, shipped=False)
@@ -136,8 +147,9 @@ def test_verify_regenerates_a_sample(board):
     result = verify_entry("oracles", board, sample=6, secret=1, write=said.append)
     assert result["verified"] and result["sample"]["size"] == 6 and result["regenerated"] == 6
     assert len(said) == 6 and all(line.endswith("reproduced") for line in said)
-    saved = json.loads((board / "entries" / "oracles" / "verification.json").read_text())
-    assert saved["verified"] and saved["episodes"] == result["episodes"]
+    saved = json.loads((board / "records" / "oracles.json").read_text())
+    assert [e["event"] for e in saved["events"]] == ["added", "verification"]
+    assert saved["events"][-1]["verified"] and saved["events"][-1]["episodes"] == result["episodes"]
 
 
 def test_verify_catches_an_episode_that_does_not_replay(board):
@@ -155,12 +167,13 @@ def test_verify_catches_an_episode_that_does_not_replay(board):
     )
 
 
-def test_verify_refuses_sampled_entries(board):
+def test_verify_refuses_generation_settings_that_are_not_the_suites(board):
+    """A manifest that claims sampled answers on a greedy suite is not this suite's result."""
     path = board / "entries" / "oracles" / "results.json"
     results = json.loads(path.read_text())
     results["manifest"]["tasks"]["gsm8k"]["generation"]["do_sample"] = True
     path.write_text(json.dumps(results))
-    with pytest.raises(LeaderboardError, match="task gsm8k samples its answers"):
+    with pytest.raises(LeaderboardError, match="task gsm8k: the manifest's generation settings"):
         verify_entry("oracles", board)
     with pytest.raises(LeaderboardError, match="no entry 'nobody'"):
         verify_entry("nobody", board)
@@ -203,7 +216,8 @@ def test_cli_add_and_verify(evaluated, tmp_path, capsys):
     assert main(["leaderboard", "verify", "s", "--board", str(board), "--sample", "3"]) == 0
     printed = capsys.readouterr().out
     assert "added entry s " in printed and "s: verified: 3 of 3" in printed
-    assert "catches 5% forged episodes with probability 0.1" in printed  # 3 of 32: weak
+    # 3 of 32: weak, and said so
+    assert "raises the overall score by 0.02 or more with probability 0.0" in printed
 
 
 @pytest.mark.slow
@@ -241,22 +255,22 @@ def test_build_with_no_arguments_shows_the_shipped_entries(tmp_path, monkeypatch
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", ["scripted", "random"])
 def test_the_shipped_model_free_entries_replay_in_full_with_todays_code(entry, tmp_path):
-    """Every episode of the shipped scripted and random entries replays: a change to the envs,
-    the players or how the harness seeds them (random seats draw from the task's seed) shows
-    here before it strands the shipped board."""
-    shutil.copytree(shipped_entries() / entry, tmp_path / "entries" / f"{entry}-copy")
-    result = verify_entry(f"{entry}-copy", tmp_path, sample=10_000, write=lambda line: None)
+    """Every episode of the shipped scripted and random entries replays and regenerates: a
+    change to the envs, the players or how the harness seeds them (random seats draw from the
+    task's seed) shows here before it strands the shipped board."""
+    result = verify_entry(entry, tmp_path, sample=10_000, write=lambda line: None)
     assert result["sample"]["size"] == 114 and result["sample"]["power"] == 1.0
     assert result["verified"] and result["regenerated"] == 114
+    assert result["replay"] == {"replayed": 114, "episodes": 114}
 
 
 @pytest.mark.parametrize(
     ("seat", "why"),
     [("openai:http://127.0.0.1:9/v1#m", "an openai seat"), ("human", "a human seat")],
 )
-def test_verify_refuses_seats_whose_answers_cannot_be_replayed(tmp_path, seat, why):
+def test_verify_refuses_seats_whose_answers_cannot_be_replayed(evaluated, tmp_path, seat, why):
     folder = tmp_path / "entries" / "served"
-    shutil.copytree(shipped_entries() / "scripted", folder)
+    shutil.copytree(evaluated / "scripted", folder)  # put on the board by hand
     results = json.loads((folder / "results.json").read_text())
     results["manifest"]["tasks"]["gsm8k"]["seats"]["observer_0"] = seat
     (folder / "results.json").write_text(json.dumps(results))

@@ -32,11 +32,17 @@ from llm_marl_envs.evaluation.suite import load_suite
 TASKS = ["gsm8k", "maze", "donor"]
 
 
+#: The scripted players with a random GSM8K pioneer: a team no shipped entry plays (a board
+#: refuses a copy of another entry's episodes).
+TEAM = {"0": "scripted", "pioneer_0": "random"}
+
+
 @pytest.fixture(scope="module")
 def honest(tmp_path_factory):
-    """An honest lite evaluation of three tasks by the scripted players."""
+    """An honest lite evaluation of three tasks by the scripted players (and a random GSM8K
+    pioneer)."""
     out = tmp_path_factory.mktemp("honest") / "scripted"
-    evaluate(load_suite("lite"), Team.parse("scripted"), out, tasks=TASKS, progress=False)
+    evaluate(load_suite("lite"), Team.parse(None, TEAM), out, tasks=TASKS, progress=False)
     return out
 
 
@@ -117,7 +123,7 @@ def test_a_record_of_a_modified_environment_is_refused(tmp_path, monkeypatch):
 
 
 def test_an_edited_overall_score_is_refused(copy, tmp_path):
-    edit_results(copy, lambda r: r.update(overall={"mean": 0.95, "low": 0.9, "high": 1.0}))
+    edit_results(copy, lambda r: r.update(overall={"mean": 0.95, "lo": 0.9, "hi": 1.0, "n": 48}))
     refused(copy, tmp_path / "b", r"overall: the score does not follow from the episodes")
 
 
@@ -139,19 +145,23 @@ def test_cherry_picked_items_are_refused(copy, tmp_path):
     for task in TASKS:  # keep each task's first item only, rescored
         write_lines(copy, task, lines(copy, task)[:1])
     rescore(copy)
-    refused(copy, tmp_path / "b", r"task gsm8k: 15 of its 16 episodes are missing \(first: row-1")
+    refused(copy, tmp_path / "b", r"task gsm8k: results.json scores 1 items .* plan is 16 x 1")
+    edit_results(copy, lambda r: [r["tasks"][t].update(items=16) for t in TASKS])
+    refused(copy, tmp_path / "b", r"task gsm8k: 15 of its 16 episodes are missing .*first: row-1")
 
 
 def test_extra_fake_samples_are_refused(copy, tmp_path):
     rows = lines(copy, "maze")
-    write_lines(copy, "maze", rows + [{**rows[0], "sample": 1}])
+    write_lines(copy, "maze", rows[:1] + [{**rows[0], "sample": 1}] + rows[1:])
     refused(copy, tmp_path / "b", r"'seed-0' sample 1\): the suite plays 1 sample\(s\) per item")
+    write_lines(copy, "maze", rows + [{**rows[0], "sample": 1}])
+    refused(copy, tmp_path / "b", r"line 17: more episodes than the plan's 16")
 
 
 def test_a_duplicated_item_is_refused(copy, tmp_path):
     rows = lines(copy, "donor")
-    write_lines(copy, "donor", rows + rows[:1])
-    refused(copy, tmp_path / "b", r"line 17 \('seed-0' sample 0\): this episode appears twice")
+    write_lines(copy, "donor", rows[:2] + rows[:1] + rows[2:])
+    refused(copy, tmp_path / "b", r"line 3 \('seed-0' sample 0\): this episode appears twice")
 
 
 def test_an_item_not_in_the_suite_is_refused(copy, tmp_path):
@@ -205,11 +215,12 @@ def test_names_are_cleaned_bounded_and_unique(honest, tmp_path):
     assert json.loads((entry / "results.json").read_text())["board"]["name"] == (
         ")roolf( txet modnar"
     )
-    refused(honest, board, "is entry 'random''s", name="random text (floor)\u200b")
-    refused(honest, board, "is entry 'random''s", name="RANDOM  text (floor)")
-    refused(honest, board, "is entry 'one''s", name=")roolf( txet modnar")
+    taken = "cannot be told apart from entry '{}''s"
+    refused(honest, board, taken.format("random"), name="random text (floor)\u200b")
+    refused(honest, board, taken.format("random"), name="RANDOM  text (floor)")
+    refused(honest, board, taken.format("one"), name=")roolf( txet modnar")
     refused(honest, board, "5000 characters, over the limit of 80", name="x" * 5000)
-    refused(honest, board, "name is empty", name="\u202e\u200b")
+    refused(honest, board, "no visible character", name="\u202e\u200b")
 
 
 # --------------------------------------------------------------------------- files
@@ -243,7 +254,7 @@ def test_an_action_over_the_limit_is_refused(copy, tmp_path):
     ],
 )
 def test_files_over_the_size_limits_are_refused(copy, tmp_path, monkeypatch, limit, words):
-    """The limits (64 KiB an action, 4 MiB a record, 256 MiB a task's episodes, 1 GiB an
+    """The limits (64 KiB an action, 2 MiB a record, 256 MiB a task's episodes, 1 GiB an
     entry) lowered so that the first line of a gzipped file crosses the record limit, or the
     second the others: gzip is counted unpacked."""
     plain = copy / "episodes" / "gsm8k.jsonl"
@@ -280,25 +291,36 @@ def test_cross_play_is_never_a_loose_file(copy, tmp_path):
 # --------------------------------------------------------------------------- honest
 @pytest.mark.slow
 @pytest.mark.parametrize("entry", ["scripted", "random", "tiny", "default", "cory-imdb"])
-def test_every_shipped_entry_re_adds_with_the_full_replay(entry, tmp_path):
-    """The shipped entries (gzipped episodes, every task) replay in full and score the same."""
-    shutil.copytree(shipped_entries() / entry, tmp_path / "copy")
-    added = add_entry(tmp_path / "copy", tmp_path / "b", entry_id=f"{entry}-again")
-    stored = json.loads((added / "results.json").read_text())
+def test_every_shipped_entry_replays_in_full_and_scores_the_same(entry):
+    """The shipped entries (gzipped episodes, every task) replay in full and score the same,
+    read by the board's one reader (a re-add of one would be refused as a copy of it)."""
+    with submission.open_entry(shipped_entries() / entry) as opened:
+        rescored, replay, differ = leaderboard.replay_entry(opened)
+    assert differ == [] and replay == {"replayed": 114, "episodes": 114}
     shipped = json.loads((shipped_entries() / entry / "results.json").read_text())
-    assert stored["tasks"] == shipped["tasks"] and stored["overall"] == shipped["overall"]
+    assert rescored["tasks"] == shipped["tasks"] and rescored["overall"] == shipped["overall"]
 
 
 @pytest.mark.slow
 def test_a_fresh_lite_evaluation_adds_in_time_and_builds(tmp_path):
-    """``llm-marl eval lite --policy scripted``, then ``add`` with the full replay (every
-    episode, coding's 16 sandboxed programs per episode included), then ``build``."""
+    """``llm-marl eval lite`` of the scripted players with a random GSM8K pioneer, then
+    ``add`` with the full replay (every episode, coding's 16 sandboxed programs per episode
+    included), then ``build``; the scripted players alone are the shipped entry, refused as a
+    copy of it."""
     out = tmp_path / "lite"
-    evaluate(load_suite("lite"), Team.parse("scripted"), out, progress=False)
+    evaluate(load_suite("lite"), Team.parse(None, TEAM), out, progress=False)
     started = time.perf_counter()
     add_entry(out, tmp_path / "b", entry_id="fresh", name="fresh scripted")
     assert time.perf_counter() - started < 60
     data = leaderboard.build_board("lite", tmp_path / "b")
     fresh = next(e for e in data["entries"] if e["id"] == "fresh")
-    assert fresh["overall"]["mean"] == pytest.approx(0.693, abs=1e-3)
+    shipped = next(e for e in data["entries"] if e["id"] == "scripted")
+    # the same as the scripted players on every task without a pioneer (GSM8K's and IMDB's
+    # is random)
+    for task in ("tldr", "arxiv", "coding", "maze", "donor"):
+        assert fresh["tasks"][task]["score"] == shipped["tasks"][task]["score"]
     assert {e["id"] for e in data["entries"]} >= {"scripted", "random", "fresh"}
+    alone = tmp_path / "alone"
+    evaluate(load_suite("lite"), Team.parse("scripted"), alone, tasks=["maze"], progress=False)
+    with pytest.raises(LeaderboardError, match="its episodes are entry 'scripted''s"):
+        add_entry(alone, tmp_path / "b", entry_id="alone", name="my oracles")

@@ -177,6 +177,9 @@ def test_an_entry_page_shows_its_manifest(page, site, board):
     page.wait_for_load_state()
     assert page.url.endswith(f"/entries/{file_id(entry['id'])}.html")
     assert json.loads(page.locator("pre.manifest").inner_text()) == entry["manifest"]
+    # what the result only claims is shown apart, under its own heading
+    assert json.loads(page.locator("pre.claims").inner_text()) == entry["claimed"]
+    assert page.get_by_role("heading", name="Claimed").is_visible()
     # and links back to the transcripts
     page.locator("table.plain a").first.click()
     page.wait_for_load_state()

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from llm_marl_envs.evaluation import leaderboard
+from llm_marl_envs.evaluation import board_rules, leaderboard
 from llm_marl_envs.evaluation.leaderboard import build_board, same_play
 from llm_marl_envs.evaluation.site import build_site
 from llm_marl_envs.evaluation.suite import load_suite, parse_suite
@@ -48,20 +48,20 @@ def test_a_newer_version_shows_the_older_cross_play_of_unchanged_tasks_only(tmp_
     v1 = json.loads((leaderboard.shipped_entries() / "crossplay-lite-v1.json").read_text())
     shipped = tmp_path / "entries"
     shipped.mkdir()
-    monkeypatch.setattr(leaderboard, "shipped_entries", lambda: shipped)
+    monkeypatch.setattr(board_rules, "shipped_entries", lambda: shipped)
     # a v1 table that (hypothetically) also held coding, which v2 plays on CoopCoding-v4
     v1["coding"] = {**v1["maze"], "env": "llm_marl_envs/CoopCoding-v2"}
     (shipped / "crossplay-lite-v1.json").write_text(json.dumps(v1))
-    carried = leaderboard._shipped_crossplay(load_suite("lite"))
+    carried = board_rules._shipped_crossplay(load_suite("lite"))
     assert sorted(carried) == ["donor", "maze"]  # coding changed: its v1 table is not shown
     assert all(block["measured_on"] == "lite-v1" for block in carried.values())
     assert carried["maze"]["matrix"] == v1["maze"]["matrix"]
     # the version's own table, once it ships, is the one shown (nothing carried over)
     own = {"maze": {**v1["maze"], "matrix": [[None] * 4] * 4}}
     (shipped / "crossplay-lite-v2.json").write_text(json.dumps(own))
-    assert leaderboard._shipped_crossplay(load_suite("lite")) == own
+    assert board_rules._shipped_crossplay(load_suite("lite")) == own
     # the older version's board shows its own table as it is
-    assert "measured_on" not in leaderboard._shipped_crossplay(load_suite("lite-v1"))["maze"]
+    assert "measured_on" not in board_rules._shipped_crossplay(load_suite("lite-v1"))["maze"]
 
 
 def test_the_site_says_where_a_carried_over_table_was_played(tmp_path, monkeypatch):
@@ -69,7 +69,7 @@ def test_the_site_says_where_a_carried_over_table_was_played(tmp_path, monkeypat
     shipped.mkdir()
     v1 = leaderboard.shipped_entries() / "crossplay-lite-v1.json"
     (shipped / v1.name).write_bytes(v1.read_bytes())  # a package with v1's table alone
-    monkeypatch.setattr(leaderboard, "shipped_entries", lambda: shipped)
+    monkeypatch.setattr(board_rules, "shipped_entries", lambda: shipped)
     board = build_board("lite", tmp_path / "empty-board")
     assert {b.get("measured_on") for b in board["crossplay"].values()} == {"lite-v1"}
     index = build_site(board, tmp_path / "site").read_text(encoding="utf-8")

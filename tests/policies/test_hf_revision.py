@@ -220,11 +220,12 @@ def test_the_manifest_records_the_revision_and_verify_loads_it(hub, tmp_path):
     from llm_marl_envs.evaluation.suite import load_suite
 
     spec = f"hf:org/tiny@{SHA}"
-    evaluate(
-        load_suite("lite"), Team.parse(spec), tmp_path / "run", tasks=["gsm8k"], progress=False
-    )
+    # random text observes: the stand-in Hub serves the tiny model, and a board refuses an
+    # entry whose episodes are another entry's (the shipped tiny one)
+    team = Team.parse(None, {"0": spec, "1": "random"})
+    evaluate(load_suite("lite"), team, tmp_path / "run", tasks=["gsm8k"], progress=False)
     manifest = json.loads((tmp_path / "run" / "results.json").read_text())["manifest"]
-    assert set(manifest["tasks"]["gsm8k"]["seats"].values()) == {spec}
+    assert manifest["tasks"]["gsm8k"]["seats"] == {"pioneer_0": spec, "observer_0": "random"}
     assert manifest["policies"][spec]["model_id"] == "org/tiny"
     assert manifest["policies"][spec]["revision"] == SHA
     assert hub == [("org/tiny", SHA)]

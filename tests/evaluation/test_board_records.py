@@ -1,0 +1,116 @@
+"""What a board remembers of an entry (issue 38): sealed records, the badge rule (a failure
+sticks until an override, a changed file loses the badge), the board's .gitignore; and
+parsing JSON within bounds."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from llm_marl_envs.evaluation import board_records
+from llm_marl_envs.evaluation._bounded_json import BoundsError, count, loads
+
+FILES = {"results.json": "sha256:aa", "episodes/maze.jsonl.gz": "sha256:bb"}
+
+
+def verification(ok: bool, at: str, files=FILES) -> dict:
+    return {
+        "event": "verification",
+        "at": at,
+        "verified": ok,
+        "problems": [] if ok else [f"maze seed-{at[-2:]} does not reproduce"],
+        "files": dict(files),
+        "replay": {"replayed": 16, "episodes": 16},
+        "regenerated": 4,
+    }
+
+
+def override(at: str) -> dict:
+    return {"event": "override", "at": at, "reason": "checked by hand"}
+
+
+@pytest.mark.parametrize(
+    ("events", "verified", "words"),
+    [
+        ([], None, ""),
+        ([verification(True, "01")], True, ""),
+        ([verification(False, "01"), verification(True, "02")], False, "a verification failed"),
+        ([verification(False, "01"), verification(True, "02"), override("03")], True, ""),
+        (
+            [verification(False, "01"), override("02"), verification(False, "03")],
+            False,
+            "a verification since the latest override failed (03",
+        ),
+        ([verification(True, "01", {"results.json": "sha256:cc"})], False, "changed since"),
+    ],
+)
+def test_the_badge_rule(events, verified, words):
+    shown = board_records.badge(events, FILES)
+    assert shown["verified"] is verified
+    assert words in " ".join(shown["problems"])
+    assert shown["verifications"] == sum(e["event"] == "verification" for e in events)
+    assert shown["failed"] == sum(e.get("verified") is False for e in events)
+
+
+def test_the_replay_count_comes_from_an_event_that_read_these_files():
+    added = {"event": "added", "at": "01", "files": FILES, "replay": {"replayed": 16}}
+    assert board_records.badge([added], FILES)["replay"] == {"replayed": 16}
+    assert board_records.badge([added], {"results.json": "sha256:zz"})["replay"] is None
+
+
+def test_a_record_is_the_boards_only_when_sealed_and_of_its_entry(tmp_path):
+    key = board_records.board_key(tmp_path, create=True)
+    path = board_records.record_path(tmp_path, "one")
+    board_records.write(path, "one", [verification(True, "01")], key)
+    assert board_records.load(path, "one", key)[0]["verified"] is True
+    with pytest.raises(board_records.RecordError, match="record of entry 'one'"):
+        board_records.load(path, "two", key)
+    with pytest.raises(board_records.RecordError, match="not sealed by this board's key"):
+        board_records.load(path, "one", b"another board's key")
+    document = json.loads(path.read_text())
+    document["events"][0]["regenerated"] = 400
+    path.write_text(json.dumps(document))
+    with pytest.raises(board_records.RecordError, match="not sealed"):
+        board_records.load(path, "one", key)
+    assert board_records.load(path, "one", None, trusted=True)[0]["regenerated"] == 400
+    path.write_text("[" * 1000)
+    with pytest.raises(board_records.RecordError, match="nested deeper"):
+        board_records.load(path, "one", key)
+    assert board_records.load(tmp_path / "absent.json", "one", key) == []
+
+
+def test_the_board_keeps_its_key_and_lock_out_of_version_control(tmp_path):
+    (tmp_path / ".gitignore").write_text("site/\nverification.key\n")
+    board_records.ensure_board(tmp_path)
+    lines = (tmp_path / ".gitignore").read_text().splitlines()
+    assert lines[:2] == ["site/", "verification.key"]  # the board's own lines are kept
+    assert set(board_records.GITIGNORE) <= set(lines) and lines.count("verification.key") == 1
+    board_records.ensure_board(tmp_path / "new")
+    assert (tmp_path / "new" / ".gitignore").read_text().count("\n") == 4
+
+
+@pytest.mark.parametrize(
+    ("text", "words"),
+    [
+        (b"[[[[" + b"[" * 30 + b"]" * 34, "nested deeper than 32 levels"),
+        (b"[" + b"0," * 20 + b"0]", "more than 10 JSON values"),
+        (b'{"a": 1, "b": 2, "c": 3, "d": 4, "e": 5, "f": 6}', "more than 10 JSON values"),
+        (b"-" + b"9" * 21, "beyond 64 bits"),
+        (b"[Infinity]", "Infinity is not a JSON value"),
+        (b"-1e400", "too large to be finite"),
+        (b'{"\\udfff": 1}', "lone surrogate"),
+        (b'"\xff"', "not UTF-8 text"),
+        (b"{", "not JSON"),
+    ],
+)
+def test_json_outside_the_bounds_is_one_line_naming_where(text, words):
+    with pytest.raises(BoundsError, match=words) as caught:
+        loads(text, "file line 3", max_values=10 if b"," in text else 100, max_depth=32)
+    assert str(caught.value).startswith("file line 3: ") and "\n" not in str(caught.value)
+
+
+def test_json_within_the_bounds_is_returned_as_parsed():
+    text = json.dumps({"seed": 2**64 - 1, "x": [1.5, None, True, "é"]}).encode()
+    assert loads(text, "f", max_values=10, max_depth=3) == json.loads(text)
+    assert count({"a": [1, 2], "b": {"c": None}}, "f", max_values=10, max_depth=3) == 9
