@@ -58,6 +58,8 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/bench_stats.py
 	$(OFFLINE) $(BIN)/python benchmarks/eval_harness.py --label "scripted players and the tiny test model"
 	$(OFFLINE) $(BIN)/python benchmarks/leaderboard_site.py
+	$(OFFLINE) $(BIN)/python benchmarks/leaderboard_limits.py
+	$(OFFLINE) $(BIN)/python benchmarks/verify_power.py
 	$(OFFLINE) $(BIN)/python benchmarks/ray_scaling.py
 	$(OFFLINE) $(BIN)/python benchmarks/gpu.py $$(command -v nvidia-smi >/dev/null || echo --device cpu --quick)
 
