@@ -1,7 +1,7 @@
 """What ``llm-marl leaderboard add`` costs, for an honest lite entry and for hostile submissions
 within the stated limits (issue 38): peak memory (the process's maximum resident set) and wall
 time, each ``add`` in a fresh process, side by side with the code of another git revision
-(``--baseline REV``, default ``HEAD``: the last commit) run on the same folders.
+(``--baseline REV``, default ``81d1051``: the board before issue 38) run on the same folders.
 
 Cases (each built from one honest lite evaluation, the scripted players with a random GSM8K
 pioneer):
@@ -230,7 +230,11 @@ def baseline_tree(revision: str, scratch: Path) -> Path:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--baseline", default="HEAD", help="a git revision to compare with")
+    parser.add_argument(
+        "--baseline",
+        default="81d1051",
+        help="a git revision to compare with (default: before issue 38)",
+    )
     parser.add_argument("--out", type=Path, default=REPO / "docs" / "benchmarks")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="leaderboard-limits-"))
