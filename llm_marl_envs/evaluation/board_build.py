@@ -110,12 +110,14 @@ def _trust(board: Path | None, entry_id: str, folder: Path, hashes: dict) -> tup
     path = board_records.record_path(Path(board), entry_id) if board else None
     shipped = board_rules._is_shipped(folder)
     try:
-        if path is not None and path.is_file():
-            events = board_records.load(path, entry_id, board_records.board_key(Path(board)))
-        elif shipped:
+        # the board's record (a missing one the board's index lists is refused, not ignored)
+        events = (
+            board_records.load(path, entry_id, board_records.board_key(Path(board)))
+            if path is not None
+            else []
+        )
+        if not events and shipped:
             events = board_records.load(folder / "verification.json", entry_id, None, trusted=True)
-        else:
-            events = []
     except board_records.RecordError as error:
         trust = {"verified": False, "problems": [f"its record cannot be trusted: {error}"]}
         trust["summary"] = summary(trust)

@@ -20,6 +20,13 @@ the board's lock), and sealed with an HMAC-SHA256 under the board's key:
   folder under a new id has no record (and a record copied to another id's name is refused);
   each event holds the sha256 of every file it read, so a file changed afterwards makes the
   badge "changed since it was verified".
+* **Nothing removed or rolled back.** ``records/index.json``, sealed too, holds each
+  record's event count and sha256 as the board last wrote it: a record deleted (to drop a
+  failure), replaced by an older sealed copy, or added by hand is not the board's, and
+  ``verify`` refuses to add to it until a maintainer's override starts a new one. (A board
+  rolled back whole, index and records together, to an older sealed state is beyond what
+  files alone can tell: keep ``records/`` in the maintainer's hands; a pull request that
+  touches it is not an entry submission.)
 * **The key stays out of reach.** The key, ``<board>/verification.key`` (mode 0600, made at the
   board's first ``add`` or ``verify``), and the lock ``.board.lock`` (which holds nothing: no
   host, no process) are listed in the ``.gitignore`` the board writes for itself when it is
@@ -65,6 +72,8 @@ __all__ = [
 ]
 
 FORMAT = "llm-marl-envs/board-record/1"
+INDEX_FORMAT = "llm-marl-envs/board-record-index/1"
+INDEX_FILE = "index.json"
 KEY_FILE = "verification.key"
 #: What a board keeps out of version control: its key, its lock and half-written entries.
 GITIGNORE = ("verification.key", ".board.lock", "entries/.tmp-*")
@@ -144,25 +153,77 @@ def record_path(board: Path, entry_id: str) -> Path:
     return Path(board) / "records" / f"{entry_id}.json"
 
 
+def _read_json(path: Path) -> tuple[bytes, Any]:
+    try:
+        if path.stat().st_size > MAX_RECORD_FILE_BYTES:
+            raise RecordError(f"{path.name} is over {MAX_RECORD_FILE_BYTES:,} bytes")
+        data = path.read_bytes()
+        return data, loads(data, path.name, max_values=10_000_000, max_depth=32)
+    except (OSError, BoundsError) as error:
+        raise RecordError(str(error)) from None
+
+
+def _index(records: Path, key: bytes | None) -> dict[str, dict] | None:
+    """The sealed index of the board's records (entry id -> its record's event count and
+    sha256); None when the board has none yet."""
+    path = records / INDEX_FILE
+    if not path.is_file():
+        return None
+    _, document = _read_json(path)
+    if not isinstance(document, dict) or document.get("format") != INDEX_FORMAT:
+        raise RecordError(f"{INDEX_FILE} is not a record index of this package")
+    if not sealed(document, key):
+        raise RecordError(f"the board's {INDEX_FILE} is not sealed by this board's key")
+    entries = document.get("entries")
+    return entries if isinstance(entries, dict) else {}
+
+
+def _indexed(path: Path, entry_id: str, data: bytes | None, key: bytes | None) -> None:
+    """Refuse a record the board's index does not list as it is (or a listed one that is
+    gone): a removed, rolled back or hand-made record."""
+    index = _index(path.parent, key)
+    if index is None:
+        if data is not None:
+            raise RecordError(f"the board's {INDEX_FILE} is missing: {path.name} cannot be checked")
+        return
+    listed = index.get(entry_id)
+    if data is None:
+        if listed:
+            raise RecordError(
+                f"the board's index lists a record of {listed.get('events')} event(s) for it, but "
+                f"{path.name} is gone (removed?)"
+            )
+        return
+    if not isinstance(listed, dict) or listed.get("sha256") != _sha256(data):
+        raise RecordError(
+            f"{path.name} is not the record the board last wrote (its index says otherwise: "
+            "removed, rolled back, or put there by hand)"
+        )
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
 def load(path: Path, entry_id: str, key: bytes | None, *, trusted: bool = False) -> list[dict]:
     """The events of the record at ``path`` (empty when there is none), or a
     :class:`RecordError` saying why it is not the board's record of ``entry_id``: not JSON,
     another format, another entry's, or (unless ``trusted``: the package's own files) not
-    sealed by ``key``."""
+    sealed by ``key``, or not the one the board's index lists (removed, rolled back, made by
+    hand)."""
     if not path.is_file():
+        if not trusted:
+            _indexed(path, entry_id, None, key)
         return []
-    try:
-        if path.stat().st_size > MAX_RECORD_FILE_BYTES:
-            raise RecordError(f"{path.name} is over {MAX_RECORD_FILE_BYTES:,} bytes")
-        document = loads(path.read_bytes(), path.name, max_values=10_000_000, max_depth=32)
-    except (OSError, BoundsError) as error:
-        raise RecordError(str(error)) from None
+    data, document = _read_json(path)
     if not isinstance(document, dict) or document.get("format") != FORMAT:
         raise RecordError(f"{path.name} is not a board record of this package ({FORMAT})")
     if document.get("entry") != entry_id:
         raise RecordError(f"{path.name} is the record of entry {str(document.get('entry'))[:80]!r}")
     if not trusted and not sealed(document, key):
         raise RecordError(f"{path.name} is not sealed by this board's key")
+    if not trusted:
+        _indexed(path, entry_id, data, key)
     events = document.get("events")
     if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
         raise RecordError(f"{path.name} holds no list of events")
@@ -170,13 +231,25 @@ def load(path: Path, entry_id: str, key: bytes | None, *, trusted: bool = False)
 
 
 def write(path: Path, entry_id: str, events: list[dict], key: bytes | None) -> dict:
-    """Write the record of ``entry_id`` (sealed with ``key``; unsealed when None: the package's
-    own files), atomically; returns the document."""
+    """Write the record of ``entry_id`` (sealed with ``key``, and listed in the board's sealed
+    index; unsealed when None: the package's own files), atomically; returns the document.
+    Called with the board's lock held."""
     document = {"format": FORMAT, "entry": entry_id, "events": events}
     if key is not None:
         document = seal(document, key)
     path.parent.mkdir(parents=True, exist_ok=True)
-    write_atomic(path, json.dumps(document, indent=1, ensure_ascii=False) + "\n")
+    data = (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    if key is not None:
+        try:
+            index = _index(path.parent, key) or {}
+        except RecordError:  # an index that is not the board's: made again from what is written
+            index = {}
+        index[entry_id] = {"events": len(events), "sha256": _sha256(data)}
+        listing = seal({"format": INDEX_FORMAT, "entries": dict(sorted(index.items()))}, key)
+        write_atomic(path, data)
+        write_atomic(path.parent / INDEX_FILE, json.dumps(listing, indent=1) + "\n")
+    else:
+        write_atomic(path, data)
     return document
 
 

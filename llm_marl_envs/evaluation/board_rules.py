@@ -13,8 +13,9 @@ pull-request route) meets the same rules as one that came through ``add``:
   a name a visitor can read (:mod:`~llm_marl_envs.evaluation.names`), and a kind its seats
   allow (``model`` and ``trained`` need a model in some seat: :func:`kind_problem`);
 * **no clash** with an entry before it (:func:`precedence`): a name a visitor could not tell
-  apart from another entry's (:func:`name_taken`), or the same actions on every item of
-  every task it played (:func:`copy_of`, on :func:`fingerprints`).
+  apart from another entry's (:func:`name_taken`), or, for at least :data:`COPY_SHARE` of
+  its episodes, the same actions for the same item (:func:`copy_of`, on
+  :func:`fingerprints`).
 
 The team an entry shows is the seats its manifest lists (:func:`seats`, :func:`played_by`):
 what the replay used and a verification regenerated with, never ``results.json``'s own
@@ -26,7 +27,7 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from contextlib import closing
 from importlib import resources
 from pathlib import Path
@@ -295,9 +296,15 @@ def name_taken(name: str, others: Mapping[str, Path]) -> str | None:
     return None
 
 
-def fingerprints(folder: Path) -> tuple[str, dict[str, str]] | None:
-    """The suite label and each task's fingerprint (a hash of every item's actions) of the
-    entry in ``folder``; None when it cannot be read."""
+#: The share of its episodes an entry may have in common with another entry (the same item,
+#: sample and actions) before it is that entry's copy.
+COPY_SHARE = 0.9
+
+
+def fingerprints(folder: Path) -> tuple[str, dict[str, list[str]]] | None:
+    """The suite label and each task's episode fingerprints (one per episode, in plan order: a
+    hash of its item, sample and actions) of the entry in ``folder``; None when it cannot be
+    read."""
     try:
         with open_entry(folder) as entry:
             for task in entry.tasks():
@@ -310,20 +317,25 @@ def fingerprints(folder: Path) -> tuple[str, dict[str, str]] | None:
 
 def copy_of(
     label: str,
-    mine: Mapping[str, str],
-    others: Iterable[tuple[str, tuple[str, Mapping[str, str]] | None]],
+    mine: Mapping[str, Sequence[str]],
+    others: Iterable[tuple[str, tuple[str, Mapping[str, Sequence[str]]] | None]],
 ) -> str | None:
-    """The first of ``others`` (id, (suite label, fingerprints)) on the same suite version that
-    played every task of ``mine`` with the same actions: ``mine`` is a copy of it (or of a
-    part of it)."""
-    if not mine:
+    """The first of ``others`` (id, (suite label, fingerprints)) on the same suite version with
+    which ``mine`` shares at least :data:`COPY_SHARE` of its episodes (the same actions for the
+    same item and sample): ``mine`` is a copy of it, whole, in part, or with a few actions
+    touched up."""
+    total = sum(len(prints) for prints in mine.values())
+    if not total:
         return None
     for other, theirs in others:
-        if (
-            theirs
-            and theirs[0] == label
-            and all(theirs[1].get(task) == value for task, value in mine.items())
-        ):
+        if not theirs or theirs[0] != label:
+            continue
+        same = sum(
+            a == b
+            for task, prints in mine.items()
+            for a, b in zip(prints, theirs[1].get(task, ()), strict=False)
+        )
+        if same >= COPY_SHARE * total:
             return other
     return None
 

@@ -58,6 +58,7 @@ from llm_marl_envs.evaluation.board_build import (  # re-exported: the site's ru
 )
 from llm_marl_envs.evaluation.board_rules import (  # re-exported: the board's public names
     DEFAULT_BOARD as DEFAULT_BOARD,
+    COPY_SHARE,
     _before,
     _entry_folders,
     _is_shipped as _is_shipped,
@@ -220,7 +221,7 @@ def _append(board: Path, entry_id: str, folder: Path, event: dict) -> None:
 def _copy_message(folder: Path, other: str) -> str:
     return (
         f"{folder} cannot join the board: its episodes are entry {other!r}'s (the same actions "
-        "on every item of every task it played); one evaluation is one entry"
+        f"for at least {COPY_SHARE:.0%} of its items); one evaluation is one entry"
     )
 
 

@@ -248,7 +248,7 @@ class EntryFolder:
         self.path = path
         self._fds: dict[str, int] = {}
         self.hashes: dict[str, str] = {}
-        self.fingerprints: dict[str, str] = {}
+        self.fingerprints: dict[str, list[str]] = {}
         self.meta: dict[str, dict] = {}
         self.files: dict[str, str] = {}  # task -> the name of its episodes file
         self.has_verification = False
@@ -375,15 +375,16 @@ class EntryFolder:
 
     def episodes(self, task: Task | str) -> Iterator[Episode]:
         """``task``'s episodes in its plan's order, each checked as it is read (the module
-        docstring); the file's hash and the task's fingerprint are recorded once the last
-        line is read. Raises :class:`LeaderboardError` at the first line that is not the
-        plan's next episode, past a limit, or when the file ends before the plan does."""
+        docstring); the file's hash and the task's fingerprints (one per episode, a hash of its
+        item, sample and actions) are recorded once the last line is read. Raises
+        :class:`LeaderboardError` at the first line that is not the plan's next episode, past
+        a limit, or when the file ends before the plan does."""
         task = self.suite.task(task) if isinstance(task, str) else task
         name = self.files[task.name]
         where = self.path / "episodes" / name
         plan = task.episode_plan()
         raw = _Hashing(self._fds[f"episodes/{name}"])
-        fingerprint = hashlib.sha256()
+        prints: list[str] = []
         try:
             handle = gzip.GzipFile(fileobj=raw, mode="rb") if name.endswith(".gz") else raw
             position = blank = unpacked = number = 0
@@ -415,7 +416,7 @@ class EntryFolder:
                         "sample(s), each once)"
                     )
                 episode = self._episode(line, f"{where} line {number}", task, plan, position)
-                fingerprint.update(_played(episode))
+                prints.append(hashlib.sha256(_played(episode)).hexdigest()[:16])
                 position += 1
                 yield episode
             if position < len(plan):
@@ -432,7 +433,7 @@ class EntryFolder:
         finally:
             raw.close()
         self.hashes[f"episodes/{name}"] = "sha256:" + raw.digest.hexdigest()
-        self.fingerprints[task.name] = fingerprint.hexdigest()
+        self.fingerprints[task.name] = prints
 
     def _episode(self, line: bytes, where: str, task: Task, plan: list, position: int) -> Episode:
         data = self._json(line, where, MAX_RECORD_VALUES)
@@ -543,7 +544,7 @@ def _misplaced(said: str, task: Task, plan: list, position: int, key: Any, sampl
 
 
 def _played(episode: Episode) -> bytes:
-    """What a fingerprint of the episodes hashes: the item, the sample and every action."""
+    """What an episode's fingerprint hashes: the item, the sample and every action."""
     actions = [turn.action for turn in episode.record.turns]
     return json.dumps([episode.item.key, episode.sample, actions]).encode() + b"\n"
 

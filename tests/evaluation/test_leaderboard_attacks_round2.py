@@ -442,8 +442,26 @@ def test_an_edited_or_copied_record_is_not_trusted(board, evaluated):
     assert verify_entry("mixed", board, secret=1, **QUIET)["verified"]
 
 
-@pytest.mark.slow
 # --------------------------------------------------------------------------- 6. the key
+@pytest.mark.slow
+def test_a_record_removed_or_rolled_back_is_not_the_boards(board):
+    """Attack: delete the record holding a failure (or put back an older sealed copy of it)
+    and verify until a lucky draw: the board's sealed index says the record is not its own."""
+    record = board_records.record_path(board, "mixed")
+    older = record.read_bytes()  # sealed: the add alone
+    _forge_one_maze_episode(board, "mixed", 5)
+    assert verify_entry("mixed", board, **QUIET)["verified"] is False
+    record.write_bytes(older)  # rolled back past the failure
+    entry = shown(board)[0]["mixed"]
+    assert entry["verified"] is False and "not the record the board last wrote" in str(entry)
+    record.unlink()  # removed
+    entry = shown(board)[0]["mixed"]
+    assert entry["verified"] is False and "is gone (removed?)" in str(entry)
+    with pytest.raises(LeaderboardError, match="is gone .removed.*override mixed --reason"):
+        verify_entry("mixed", board, **QUIET)
+
+
+@pytest.mark.slow
 def test_the_key_and_the_lock_stay_out_of_version_control(board):
     verify_entry("mixed", board, sample=1, **QUIET)
     assert (board / "verification.key").stat().st_mode & 0o077 == 0
@@ -457,8 +475,8 @@ def test_the_key_and_the_lock_stay_out_of_version_control(board):
     assert "records/mixed.json" in staged and "entries/mixed/results.json" in staged
 
 
-@pytest.mark.slow
 # --------------------------------------------------------------------------- 7. hand-placed
+@pytest.mark.slow
 def test_a_byte_copy_under_a_new_id_is_not_verified(board):
     verify_entry("mixed", board, **QUIET)
     shutil.copytree(board / "entries" / "mixed", board / "entries" / "copy")
@@ -560,6 +578,32 @@ def test_copies_of_an_evaluation_under_new_names_are_refused(board, evaluated, t
         row["record"]["policies"] = {"gnome_0": "renamed", "gnome_1": "renamed"}
     write_lines(path, rows)
     refused(again, board, "its episodes are entry 'mixed''s", name="third name")
+
+
+def test_a_copy_with_a_few_episodes_touched_up_is_still_a_copy(board, evaluated, tmp_path):
+    """Attack: the same evaluation with one episode swapped for another legitimate one (it
+    replays, its scores rescored): 31 of 32 episodes are the first entry's."""
+    from llm_marl_envs.evaluation.evaluate import load_runs
+    from llm_marl_envs.evaluation.results import score
+
+    again = tmp_path / "touched"
+    shutil.copytree(evaluated / "mixed", again)
+    oracle = read_lines(shipped_entries() / "scripted" / "episodes" / "maze.jsonl.gz")
+    path = again / "episodes" / "maze.jsonl"
+    rows = read_lines(path)
+    rows[0]["record"] = oracle[0]["record"]
+    write_lines(path, rows)
+    suite = load_suite("lite")
+    results = json.loads((again / "results.json").read_text())
+    team = {name: block["team"] for name, block in results["tasks"].items()}
+    fresh = score(suite, load_runs(suite, again, team), entry="x", team=None)
+    edit_results(again, lambda r: r.update({k: fresh[k] for k in ("tasks", "overall")}))
+    refused(
+        again,
+        board,
+        r"its episodes are entry 'mixed''s \(the same actions for at least 90%",
+        name="touched",
+    )
 
 
 def test_a_copy_of_a_shipped_entry_is_refused_naming_it(tmp_path):
