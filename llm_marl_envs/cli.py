@@ -12,13 +12,15 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
 ``llm-marl rollout ENV_ID --policy SPEC [--agent AGENT=SPEC] --episodes N --batch-size B --seed S --out FILE.jsonl``
     Batched rollouts (one JSON object per episode per line), a progress bar and a summary
     table. Policy specs: ``default``, ``tiny``, ``hf:NAME_OR_PATH[@REV]`` (``@REV``: a Hub branch,
-    tag or commit sha), ``openai:URL[#MODEL]``,
-    ``scripted``, ``random``. For ``openai:`` policies, ``--timeout S`` (default 60) is the
-    total deadline of one request attempt (connect, send, whole answer), ``--retries N``
-    (default 3) the retries after a failed attempt, ``--concurrency N`` (default: the batch size)
-    the requests in flight, and ``--max-response-bytes`` (default 32M)
-    the largest answer body accepted; ``--max-record-bytes`` (default 64M) the largest episode
-    record written (a larger one is skipped and counted). If a policy fails the command prints what finished
+    tag or commit sha), ``openai:URL[#MODEL][?concurrency=N&timeout=S&retries=N]``,
+    ``scripted``, ``random``. For ``openai:`` policies (here and in ``play``, ``demo``,
+    ``eval``, ``leaderboard verify``), ``--timeout S`` (default 30 s plus 0.25 s per token of
+    the turn's budget) is the total deadline of one request attempt (connect, queue, whole
+    answer), ``--retries N`` (default 3) the retries after a failed attempt, ``--concurrency N``
+    (default: the batch size) the most requests in flight (how many are adapts to the server
+    below it), and ``--max-response-bytes`` (default 32M) the largest answer body accepted;
+    ``--max-record-bytes`` (default 64M) the largest episode record written (a larger one is
+    skipped and counted). If a policy fails the command prints what finished
     ("N finished episode(s) kept") and exits 1; on Ctrl-C it does the same and exits 130.
     ``--executor ray [--num-workers N]`` steps the environments on Ray actors (``docs/ray.md``).
     ``--batch-size auto`` (the default) is 8 episodes in lockstep on the CPU and 256 on a GPU.
@@ -45,7 +47,6 @@ from __future__ import annotations
 
 import argparse
 import importlib
-import math
 import os
 import sys
 from pathlib import Path
@@ -57,10 +58,12 @@ from llm_marl_envs.evaluation.cli import (
     add_executor_options,
     add_leaderboard_parser,
     add_placement_options,
+    add_server_options,
     executor_options,
     placement,
     run_eval,
     run_leaderboard,
+    server_options,
 )
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.data.loading import DataSourceError
@@ -171,20 +174,6 @@ def _add_model_options(parser: argparse.ArgumentParser) -> None:
     add_placement_options(parser)
 
 
-def _positive_float(text: str) -> float:
-    value = float(text)
-    if not 0 < value < math.inf:
-        raise argparse.ArgumentTypeError(f"must be a positive number, got {text}")
-    return value
-
-
-def _count(text: str) -> int:
-    value = int(text)
-    if value < 0:
-        raise argparse.ArgumentTypeError(f"must be >= 0, got {text}")
-    return value
-
-
 def _size(text: str) -> int:
     """Bytes, with an optional K, M or G suffix (powers of 1024): ``32M``, ``500000``."""
     units = {"K": 2**10, "M": 2**20, "G": 2**30}
@@ -286,6 +275,7 @@ def _main(argv: list[str] | None) -> int:
     p_demo.add_argument("--seed", type=int, default=0, help="seed of the first episode")
     p_demo.add_argument("--env", nargs="*", default=None, help="environment ids (default: all)")
     _add_model_options(p_demo)
+    add_server_options(p_demo)
     p_roll = sub.add_parser(
         "rollout", help="play many episodes in batches; JSONL records and a summary"
     )
@@ -308,29 +298,7 @@ def _main(argv: list[str] | None) -> int:
         "--show", type=int, default=0, help="print the transcripts of the first N episodes"
     )
     p_roll.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p_roll.add_argument(
-        "--timeout",
-        type=_positive_float,
-        default=60.0,
-        metavar="S",
-        help="openai: policies: total seconds one request attempt may take (connect, send, "
-        "the whole answer); a warning at half of it (default 60)",
-    )
-    p_roll.add_argument(
-        "--retries",
-        type=_count,
-        default=3,
-        metavar="N",
-        help="openai: policies: retries after a timeout, connection error, HTTP 429 or 5xx (default 3)",
-    )
-    p_roll.add_argument(
-        "--concurrency",
-        type=int,
-        default=None,
-        metavar="N",
-        help="openai: policies: requests in flight at once (default: the batch size, so a "
-        "server such as vLLM batches every episode's turn)",
-    )
+    add_server_options(p_roll)
     p_roll.add_argument(
         "--max-response-bytes",
         type=_size,
@@ -361,6 +329,7 @@ def _main(argv: list[str] | None) -> int:
         help="an agent you play (repeatable; default: the first)",
     )
     _add_model_options(p_play)
+    add_server_options(p_play)
     add_eval_parser(sub)
     add_leaderboard_parser(sub)
     p_docs = sub.add_parser("docs", help="write the environment doc pages")
@@ -392,6 +361,7 @@ def _main(argv: list[str] | None) -> int:
             episodes=args.episodes,
             seed=args.seed,
             generation=_generation(args),
+            server_options=server_options(args),
         )
         return 0
     try:
@@ -409,6 +379,7 @@ def _main(argv: list[str] | None) -> int:
                 seed=args.seed,
                 env_kwargs=env_kwargs,
                 generation=_generation(args),
+                server_options=server_options(args),
             )
         except EOFError:
             print("\nplay ended: end of input (Ctrl-D); the game was not finished")
@@ -427,14 +398,11 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
     them is printed; a Ctrl-C never ends in a traceback.
     """
     where = executor_options(args)
-    models = ModelCache(
-        server_options={
-            "timeout": args.timeout,
-            "max_retries": args.retries,
-            "max_response_bytes": args.max_response_bytes,
-            "concurrency": args.concurrency or resolve_batch_size(args.batch_size, args.device),
-        }
-    )
+    options = server_options(args, resolve_batch_size(args.batch_size, args.device))
+    options["max_response_bytes"] = args.max_response_bytes
+    if args.include_tokens:  # a server seat must give token ids, or say it cannot
+        options["return_token_ids"] = True
+    models = ModelCache(server_options=options)
     printed: list[str] = []
 
     def write(text: str) -> None:

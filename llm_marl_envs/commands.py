@@ -332,15 +332,18 @@ def run_demo(
     seed: int = 0,
     generation: GenerationConfig | None = None,
     write: Callable[[str], None] = print,
+    server_options: Mapping[str, Any] | None = None,
 ) -> dict[str, RolloutResult]:
     """Play every environment with one policy spec; print a transcript each and a summary.
+    ``server_options``: how requests travel to an ``openai:`` policy (``concurrency``,
+    ``timeout``, ``max_retries``).
 
     With a model policy the environments use :data:`DEMO_ENV_KWARGS` (short episodes); the
     model is loaded once and shared by every agent and environment. Without a
     ``max_new_tokens`` in ``generation`` each environment gets its registry budget
     (:func:`~llm_marl_envs.registry.token_budget`).
     """
-    models = ModelCache()  # one model for all environments
+    models = ModelCache(server_options)  # one model for all environments
     results = {}
     started = time.perf_counter()
     try:
@@ -408,8 +411,10 @@ def run_play(
     generation: GenerationConfig | None = None,
     read: Callable[[str], str] = input,
     write: Callable[[str], None] = print,
+    server_options: Mapping[str, Any] | None = None,
 ) -> dict[str, float]:
-    """A person plays ``humans`` (default: the first agent); the others use their policies."""
+    """A person plays ``humans`` (default: the first agent); the others use their policies
+    (``server_options``: how requests travel to an ``openai:`` one)."""
     env = make(env_id, **dict(env_kwargs or {}))
     humans = list(humans or [env.possible_agents[0]])
     unknown = sorted(set(humans) - set(env.possible_agents))
@@ -419,7 +424,9 @@ def run_play(
         )
     specs = {agent: "human" for agent in humans}
     specs.update({a: s for a, s in (agent_policies or {}).items() if a not in humans})
-    factory = PolicyFactory(env_id, seed or 0, generation=generation)
+    factory = PolicyFactory(
+        env_id, seed or 0, generation=generation, models=ModelCache(server_options)
+    )
     policies = build_policies(factory, env, specs, default=policy)
     for agent in humans:
         policies[agent].read, policies[agent].write = read, write

@@ -28,9 +28,11 @@ __all__ = [
     "add_eval_parser",
     "add_leaderboard_parser",
     "add_placement_options",
+    "add_server_options",
     "placement",
     "run_eval",
     "run_leaderboard",
+    "server_options",
 ]
 
 
@@ -75,6 +77,7 @@ def add_eval_parser(sub) -> None:
         help="read a task's data from a local copy in the Hub's schema (the full suite)",
     )
     add_placement_options(p_eval)
+    add_server_options(p_eval)
     p_eval.add_argument("--no-progress", action="store_true", help="no progress bars")
     add_executor_options(p_eval)
 
@@ -100,6 +103,69 @@ def add_placement_options(parser) -> None:
         help="generate with a static KV cache and torch.compile (CUDA only; the first calls "
         "pay the compile)",
     )
+
+
+def add_server_options(parser) -> None:
+    """``--concurrency``, ``--timeout`` and ``--retries``: how requests travel to an ``openai:``
+    server seat (``rollout``, ``play``, ``demo``, ``eval``, ``leaderboard verify``). Transport
+    settings, not part of what is played: a resumed evaluation may change them. A spec can
+    carry its own: ``openai:URL#MODEL?concurrency=4&timeout=120&retries=2``."""
+    parser.add_argument(
+        "--concurrency",
+        type=_positive_int,
+        default=None,
+        metavar="N",
+        help="openai: seats: most requests in flight at once; how many are adapts to the server "
+        "below it (starts at 2, grows while answers keep their pace, halves on a timeout; "
+        "default: the batch size)",
+    )
+    parser.add_argument(
+        "--timeout",
+        type=_positive_seconds,
+        default=None,
+        metavar="S",
+        help="openai: seats: total seconds one request attempt may take (connect, queue, the "
+        "whole answer); default 30 s plus 0.25 s per token of the turn's budget",
+    )
+    parser.add_argument(
+        "--retries",
+        type=_non_negative_int,
+        default=3,
+        metavar="N",
+        help="openai: seats: retries after a timeout, connection error, HTTP 429 or 5xx "
+        "(default 3)",
+    )
+
+
+def server_options(args: argparse.Namespace, batch_size: int | None = None) -> dict:
+    """The ``OpenAIPolicy`` arguments of :func:`add_server_options`' options (``concurrency``
+    defaults to ``batch_size`` where one is given)."""
+    options = {"timeout": args.timeout, "max_retries": args.retries}
+    if args.concurrency is not None or batch_size is not None:
+        options["concurrency"] = args.concurrency or batch_size
+    return options
+
+
+def _positive_int(text: str) -> int:
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be an integer >= 1, got {text}")
+    return int(text)
+
+
+def _non_negative_int(text: str) -> int:
+    if not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be an integer >= 0, got {text}")
+    return int(text)
+
+
+def _positive_seconds(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text}")
+    return value
 
 
 def placement(args: argparse.Namespace) -> dict:
@@ -193,6 +259,7 @@ def run_eval(args: argparse.Namespace) -> int:
             progress=False if args.no_progress else None,
             entry=args.name,
             generation=generation,
+            server_options=server_options(args, args.batch_size),
             **where,
         ),
     )
@@ -217,6 +284,7 @@ def _run_pairings(args: argparse.Namespace, suite, generation, where: dict) -> i
             batch_size=args.batch_size,
             progress=False if args.no_progress else None,
             generation=generation,
+            server_options=server_options(args, args.batch_size),
             **where,
         ),
     )
@@ -360,6 +428,7 @@ def add_leaderboard_parser(sub) -> None:
         "(default 0.02)",
     )
     add_placement_options(p_verify)
+    add_server_options(p_verify)
     p_override = board_sub.add_parser(
         "override",
         help="record a maintainer's override of an entry's failed verifications, with a reason",
@@ -417,6 +486,7 @@ def _run_leaderboard(args: argparse.Namespace) -> int:
             args.board,
             sample=args.sample,
             generation=GenerationConfig(**placement(args)),
+            server_options=server_options(args),
             **({"gain": args.gain} if args.gain is not None else {}),
         )
         sample = result["sample"]

@@ -181,6 +181,48 @@ def _placement(generation: GenerationConfig | None) -> dict[str, Any]:
     return {name: value for name, value in where.items() if value not in (None, "auto", False)}
 
 
+def _plan_changes(before: dict, run: dict, team: Team) -> list[str]:
+    """How ``run`` differs from the ``before`` run of an evaluation folder in what is played
+    (empty: it resumes it). Transport is not what is played: an ``openai:`` seat's options
+    (``?concurrency=...``), and the batch size when no seat runs a model in this process (a
+    server batches as it likes; scripted and random players answer the same at any batch
+    size)."""
+    changed = []
+    for key in run:
+        was, now = before.get(key), run[key]
+        if key == "team":
+            was, now = _played_team(was), _played_team(now)
+        if key == "batch_size" and not any(map(_in_process_model, team.specs())):
+            continue
+        if was != now:
+            changed.append(
+                f"{key} differ" + (f": {was!r} then, {now!r} now" if key == "team" else "")
+            )
+    return changed
+
+
+def _played_team(described: Any) -> Any:
+    """A team's description without the transport options of its ``openai:`` seats."""
+    if not isinstance(described, dict):
+        return described
+
+    def bare(spec: Any) -> Any:
+        return (
+            spec.partition("?")[0] if isinstance(spec, str) and spec.startswith("openai:") else spec
+        )
+
+    return {
+        "seats": [bare(s) for s in described.get("seats") or []],
+        "agents": {a: bare(s) for a, s in (described.get("agents") or {}).items()},
+    }
+
+
+def _in_process_model(spec: str) -> bool:
+    """Whether a seat's spec runs a model in this process (its records may depend on how its
+    turns are batched)."""
+    return not spec.startswith("openai:") and spec not in ("scripted", "random", "human")
+
+
 def _task_seed(suite_seed: int, task_index: int) -> int:
     return suite_seed * 1_000 + task_index
 
@@ -464,6 +506,7 @@ def evaluate(
     write: Callable[[str], None] | None = None,
     executor: str | None = None,
     num_workers: int | None = None,
+    server_options: Mapping[str, Any] | None = None,
 ) -> dict:
     """Play ``suite`` (or its ``tasks``) with ``team``; write and return ``results.json``.
 
@@ -482,6 +525,10 @@ def evaluate(
         executor: Where the environments step: ``"local"`` (default) or ``"ray"`` (shards on
             ``num_workers`` Ray actors; the records, and so the scores, are the same).
         num_workers: Ray actors per task with ``executor="ray"``.
+        server_options: How requests travel to ``openai:`` seats (``OpenAIPolicy`` arguments:
+            ``concurrency``, ``timeout``, ``max_retries``): transport, not part of what is
+            played, so a resumed evaluation may change them (and, when every seat is a server
+            or a model-free player, ``batch_size`` too).
 
     Raises :class:`EvalError` for an output folder that holds another run,
     :class:`~llm_marl_envs.evaluation.files.FolderBusy` while another process evaluates in
@@ -510,6 +557,7 @@ def evaluate(
             write,
             executor,
             num_workers,
+            server_options,
         )
 
 
@@ -519,7 +567,18 @@ LOCK_FILE = ".eval.lock"
 
 
 def _evaluate(
-    suite, team, out, chosen, batch_size, progress, entry, generation, write, executor, num_workers
+    suite,
+    team,
+    out,
+    chosen,
+    batch_size,
+    progress,
+    entry,
+    generation,
+    write,
+    executor,
+    num_workers,
+    server_options=None,
 ) -> dict:
     """:func:`evaluate` with the folder locked."""
     from llm_marl_envs.evaluation import results as scoring
@@ -534,14 +593,13 @@ def _evaluate(
     run_file = out / "run.json"
     if run_file.exists():
         before = json.loads(run_file.read_text(encoding="utf-8"))
-        if before != run:
-            changed = sorted(k for k in run if before.get(k) != run[k])
+        changed = _plan_changes(before, run, team)
+        if changed:
             raise EvalError(
-                f"{out} holds another evaluation ({', '.join(changed)} differ); "
+                f"{out} holds another evaluation ({'; '.join(changed)}); "
                 "use a new --out folder, or the same settings to resume it"
             )
-    else:
-        _write_json(run_file, run)
+    _write_json(run_file, run)  # the settings of the latest run (transport may change)
     (out / "episodes").mkdir(exist_ok=True)
 
     write(
@@ -566,7 +624,7 @@ def _evaluate(
         if isinstance(done, dict):
             write(f"{out}: this evaluation is complete; its results are in {finished}")
             return done
-    models = ModelCache()
+    models = ModelCache(server_options)
     started = time.time()
     runs: list[TaskRun] = []
     try:

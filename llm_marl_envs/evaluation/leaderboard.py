@@ -395,6 +395,7 @@ def verify_entry(
     write: Callable[[str], None] = print,
     generation: GenerationConfig | None = None,
     gain: float = verification.GAIN,
+    server_options: dict | None = None,
 ) -> dict:
     """Verify an entry of a deterministic team (:func:`~llm_marl_envs.evaluation.verification.
     verify_entry_folder`: every episode replayed, its models loaded and checked against the
@@ -420,7 +421,13 @@ def verify_entry(
             raise LeaderboardError(f"{entry} cannot be verified by replay: {why}")
         secret = secrets.randbits(64) if secret is None else secret
         event = verification.verify_entry_folder(
-            opened, sample=sample, secret=secret, write=write, generation=generation, gain=gain
+            opened,
+            sample=sample,
+            secret=secret,
+            write=write,
+            generation=generation,
+            gain=gain,
+            server_options=server_options,
         )
     event = board_records.new_event(
         "verification", **{k: v for k, v in event.items() if k != "event"}

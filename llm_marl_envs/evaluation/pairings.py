@@ -35,7 +35,7 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -90,9 +90,11 @@ def run_pairings(
     write: Callable[[str], None] | None = None,
     executor: str | None = None,
     num_workers: int | None = None,
+    server_options: Mapping[str, Any] | None = None,
 ) -> dict:
     """Play solo, homogeneous and heterogeneous (both seat orders) conditions for ``models``
-    on ``suite``; return (and write to ``<out_dir>/crossplay.json``) :func:`crossplay`."""
+    on ``suite``; return (and write to ``<out_dir>/crossplay.json``) :func:`crossplay`.
+    ``server_options``: how requests travel to ``openai:`` seats (:func:`evaluate`)."""
     write = write or (lambda line: print(line, file=sys.stderr, flush=True))
     models = list(dict.fromkeys(models))
     if len(models) < 1:
@@ -127,6 +129,7 @@ def run_pairings(
             write=write,
             executor=executor,
             num_workers=num_workers,
+            server_options=server_options,
         )
     table = crossplay(suite, models, runs, names)
     write_atomic(out / "crossplay.json", json.dumps(table, indent=1) + "\n")

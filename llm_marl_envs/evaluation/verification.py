@@ -248,6 +248,7 @@ def verify_entry_folder(
     write: Callable[[str], None] = print,
     generation: GenerationConfig | None = None,
     gain: float = GAIN,
+    server_options: dict | None = None,
 ) -> dict:
     """The verification of the open entry ``entry`` (its rules already checked), as a board
     record event: every episode replayed; its models loaded and checked; a secret stratified
@@ -260,7 +261,7 @@ def verify_entry_folder(
     pool = {t.name: list(range(len(t.episode_plan()))) for t in tasks}
     positions = set(draw(pool, plan["per_task"], secret))
     replay, unreplayed, chosen = _replay_and_draw(entry, positions)
-    models = ModelCache()
+    models = ModelCache(server_options)
     try:
         loaded, problems = _load_models(entry.suite, entry.results, models, generation)
         checks = (

@@ -1,9 +1,14 @@
-"""Reading an OpenAI-compatible answer: the action text, log-probabilities and token ids.
+"""Reading an OpenAI-compatible answer: the action text, log-probabilities, token ids, usage.
 
-Held apart from ``openai_compat`` because it is pure logic on decoded JSON (no network, no
-threads): what makes an answer unusable (a :class:`~llm_marl_envs.policies.base.PolicyError`
-saying what is missing), where chat and text completions keep their log-probabilities, and
-where vLLM puts prompt and completion token ids.
+Held apart from ``openai_compat`` because it is pure logic on decoded JSON (no threads): what
+makes an answer unusable (a :class:`~llm_marl_envs.policies.base.PolicyError` saying what is
+missing), where chat and text completions keep their log-probabilities, where vLLM puts
+prompt and completion token ids, the token counts of ``usage``, and how a streamed answer
+(server-sent events, :func:`_read_stream`) is put together into the shape of a whole one.
+
+**One text per answer.** Every route strips the answer's leading and trailing whitespace
+(:func:`clean_text`), as the in-process transformers policy does after decoding, so one model's
+records are the same whether it ran in-process or behind a server.
 """
 
 from __future__ import annotations
@@ -16,6 +21,12 @@ from llm_marl_envs.policies.base import Completion, PolicyError
 _ERROR_BODY_CHARS = 300  # how much of an error response goes into a PolicyError
 
 
+def clean_text(text: str) -> str:
+    """An answer as every route records it: without leading and trailing whitespace (the
+    in-process policy's ``decode(...).strip()``)."""
+    return text.strip()
+
+
 def _parse_completion(payload: Any, url: str) -> Completion:
     """A Completion from a chat or text completion answer; PolicyError if it has no usable text."""
     text, problem = _answer_text(payload)
@@ -23,7 +34,127 @@ def _parse_completion(payload: Any, url: str) -> Completion:
         snippet = json.dumps(payload)[:_ERROR_BODY_CHARS]
         raise PolicyError(f"POST {url}: unusable answer: {problem}: {snippet}")
     choice = payload["choices"][0]
-    return Completion(text=text, logprobs=_parse_logprobs(choice.get("logprobs")))
+    prompt_tokens, completion_tokens = _usage(payload)
+    return Completion(
+        text=clean_text(text),
+        logprobs=_parse_logprobs(choice.get("logprobs")),
+        completion_tokens=completion_tokens,
+        prompt_tokens=prompt_tokens,
+    )
+
+
+def _usage(payload: dict[str, Any]) -> tuple[int | None, int | None]:
+    """``(prompt_tokens, completion_tokens)`` of the answer's ``usage`` (None where absent)."""
+    usage = payload.get("usage")
+    if not isinstance(usage, dict):
+        return None, None
+
+    def count(key: str) -> int | None:
+        value = usage.get(key)
+        return (
+            value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else None
+        )
+
+    return count("prompt_tokens"), count("completion_tokens")
+
+
+def _read_stream(response: Any, cap: int) -> dict[str, Any]:
+    """A streamed answer (``stream: true``: server-sent ``data:`` events, ending with
+    ``data: [DONE]`` or with the connection) put together into the shape of a whole answer:
+    the text of every chunk, the last ``finish_reason``, every log-probability and token id,
+    ``usage`` and ``model``. A stream longer than ``cap`` bytes is refused as it is read; an
+    error event is a :class:`PolicyError`; a stream that stops without a ``finish_reason`` or
+    ``[DONE]`` is cut short (:class:`http.client.IncompleteRead`, retried)."""
+    import http.client
+
+    parts: list[str] = []
+    seen_text, chat, finish, done = False, None, None, False
+    extras: set[str] = set()
+    content_logprobs: list[Any] = []
+    tokens: list[Any] = []
+    token_logprobs: list[Any] = []
+    token_ids: list[Any] = []
+    prompt_ids: Any = None
+    usage: Any = None
+    model: Any = None
+    read = 0
+    while True:
+        line = response.readline(cap + 1 - read)
+        if not line:
+            break
+        read += len(line)
+        if read > cap:
+            raise PolicyError(
+                f"the streamed answer is longer than max_response_bytes={cap}; refused after "
+                f"reading {read} bytes"
+            )
+        line = line.strip()
+        if not line.startswith(b"data:"):
+            continue  # blank lines, comments, event: and id: fields
+        data = line[5:].strip()
+        if data == b"[DONE]":
+            done = True
+            break
+        try:
+            chunk = json.loads(data)
+        except (UnicodeDecodeError, json.JSONDecodeError) as error:
+            raise PolicyError(
+                f"the server streamed invalid JSON ({error}): {data[:80]!r}"
+            ) from None
+        if not isinstance(chunk, dict):
+            continue
+        if chunk.get("error"):
+            error = chunk["error"]
+            message = error.get("message") if isinstance(error, dict) else error
+            raise PolicyError(f"the server's stream ended in an error: {str(message)[:200]}")
+        usage = chunk.get("usage") or usage
+        model = chunk.get("model") or model
+        if prompt_ids is None and isinstance(chunk.get("prompt_token_ids"), list):
+            prompt_ids = chunk["prompt_token_ids"]
+        for choice in chunk.get("choices") or []:
+            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
+                continue
+            logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
+            if isinstance(choice.get("delta"), dict):  # chat
+                chat, delta = True, choice["delta"]
+                if isinstance(delta.get("content"), str):
+                    parts.append(delta["content"])
+                    seen_text = True
+                extras |= {k for k in ("tool_calls", "function_call", "refusal") if delta.get(k)}
+                if delta.get("reasoning_content") or delta.get("reasoning"):
+                    extras.add("reasoning_content")
+                content_logprobs += logprobs.get("content") or []
+            elif "text" in choice:  # completions
+                chat = False
+                if isinstance(choice["text"], str):
+                    parts.append(choice["text"])
+                    seen_text = True
+                tokens += logprobs.get("tokens") or []
+                token_logprobs += logprobs.get("token_logprobs") or []
+            if isinstance(choice.get("token_ids"), list):
+                token_ids += choice["token_ids"]
+            if prompt_ids is None and isinstance(choice.get("prompt_token_ids"), list):
+                prompt_ids = choice["prompt_token_ids"]
+            finish = choice.get("finish_reason") or finish
+    if not done and finish is None:
+        raise http.client.IncompleteRead(b"".join(p.encode() for p in parts[-3:]))
+    # no text at all is an empty answer (a model that stopped at once), unless the message
+    # held something else instead (tool calls, a refusal, reasoning): then it is unusable
+    text = "".join(parts) if seen_text or not extras else None
+    if chat is False:
+        choice = {"text": text, "finish_reason": finish}
+        if tokens:
+            choice["logprobs"] = {"tokens": tokens, "token_logprobs": token_logprobs}
+    else:
+        message: dict[str, Any] = {"content": text, **dict.fromkeys(sorted(extras), True)}
+        choice = {"message": message, "finish_reason": finish}
+        if content_logprobs:
+            choice["logprobs"] = {"content": content_logprobs}
+    if token_ids:
+        choice["token_ids"] = token_ids
+    if prompt_ids is not None:
+        choice["prompt_token_ids"] = prompt_ids
+    return {"choices": [choice], "usage": usage, "model": model}
 
 
 def _token_ids(payload: dict[str, Any]) -> tuple[list[int] | None, list[int] | None]:

@@ -34,11 +34,14 @@ _READ_CHUNK = 64 * 1024  # answer bodies are read in pieces this size, so the ca
 
 
 class _Retryable(Exception):
-    """One attempt failed in a way worth retrying (the message says how)."""
+    """One attempt failed in a way worth retrying (the message says how); ``full``: the
+    failure says the server is full (a timeout, HTTP 429 or 503), so fewer requests should be
+    in flight."""
 
-    def __init__(self, message: str, retry_after: float | None = None) -> None:
+    def __init__(self, message: str, retry_after: float | None = None, full: bool = False) -> None:
         super().__init__(message)
         self.retry_after = retry_after
+        self.full = full
 
 
 # ---------------------------------------------------------------------- deadline
@@ -202,7 +205,7 @@ def _http_failure(error: urllib.error.HTTPError) -> Exception:
     status = f"HTTP {error.code} {error.reason}".rstrip()
     message = f"{status}: {detail}" if detail else status
     if error.code == 429 or error.code >= 500:
-        return _Retryable(message, _retry_after(error))
+        return _Retryable(message, _retry_after(error), full=error.code in (429, 503))
     return PolicyError(message)
 
 
@@ -212,12 +215,13 @@ def _classify(failure: BaseException, timeout: float) -> Exception:
         return failure
     if isinstance(failure, urllib.error.URLError):  # connection refused, DNS, connect timeout
         if isinstance(failure.reason, TimeoutError):
-            return _Retryable(f"timed out after {timeout:g}s (connect)")
+            return _Retryable(f"timed out after {timeout:g}s (connect)", full=True)
         return _Retryable(f"connection error: {failure.reason}")
     if isinstance(failure, TimeoutError):  # the socket timeout, set to the time left
         return _Retryable(
             f"timed out: no complete answer within the {timeout:g}s deadline "
-            f"(connect, send and read)"
+            f"(connect, send and read)",
+            full=True,
         )
     if isinstance(failure, OSError):  # reset, broken pipe, remote disconnect
         return _Retryable(f"connection error: {type(failure).__name__}: {failure}")

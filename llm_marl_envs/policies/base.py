@@ -61,12 +61,17 @@ class Completion:
         prompt_ids: Token ids of the prompt as the model saw it (None if unknown).
         completion_ids: Token ids of the generated text (None if unknown).
         logprobs: Log-probability of each completion token under the sampling policy.
+        completion_tokens: Tokens generated, when known without the ids (a server's
+            ``usage``); None: ``len(completion_ids)`` where there are ids.
+        prompt_tokens: Tokens of the prompt, when the policy knows (a server's ``usage``).
     """
 
     text: str
     prompt_ids: list[int] | None = None
     completion_ids: list[int] | None = None
     logprobs: list[float] | None = None
+    completion_tokens: int | None = None
+    prompt_tokens: int | None = None
 
 
 class PolicyError(RuntimeError):

@@ -4,10 +4,29 @@
 >>> policy.generate([Prompt("gnome_0", "left or right?", [], {})])[0].text  # doctest: +SKIP
 'left'
 
-Each prompt becomes one request, sent concurrently (at most ``concurrency`` in flight) by a
-thread pool; answers come back in prompt order. A prompt with chat ``messages`` goes to
-``{base_url}/chat/completions``; one without (or every prompt when ``use_chat=False``) goes to
-``{base_url}/completions`` with the observation as the prompt.
+Each prompt becomes one request, sent concurrently by a thread pool; answers come back in
+prompt order. A prompt with chat ``messages`` goes to ``{base_url}/chat/completions``; one
+without (or every prompt when ``use_chat=False``) goes to ``{base_url}/completions`` with the
+observation as the prompt.
+
+**Requests in flight adapt to the server** (:mod:`~llm_marl_envs.policies._openai_flow`): the
+window starts at 2, grows by one per round of answers while each answer's time per token
+holds, and halves on a timeout or HTTP 429/503, never above ``concurrency``. A server that
+answers one request at a time therefore gets about one, and vLLM gets ``concurrency``.
+
+**Streamed, so a cancelled request is cancelled.** Requests are streamed (``stream: true``,
+with ``stream_options.include_usage``; ``stream=False`` sends whole-answer requests instead): a
+request abandoned at its deadline, or on ``close()``, drops its connection, which stops the
+generation on servers that stream (measured with ``transformers serve``: a non-streamed
+request abandoned after 1 s kept the server busy for 90 s, a streamed one for none). The
+chunks are put together into one answer (``_openai_answers._read_stream``).
+
+**Honest records.** The answer's text is stripped of leading and trailing whitespace, as the
+in-process policy does (one model's records are the same by either route); ``usage`` fills
+``Completion.completion_tokens`` and ``prompt_tokens``, so a manifest counts the tokens a server
+generated. ``logprobs=True`` or ``return_token_ids=True`` against a server whose answer lacks
+them is a :class:`PolicyError` at the first answer, naming the missing field, never a silent
+``None``.
 
 ``base_url`` is used as given, apart from a trailing slash: pass the API root including its
 version segment (``http://host:8000/v1``), as the OpenAI clients do. A URL without ``/v1`` is
@@ -15,7 +34,8 @@ not completed, because some servers mount the API elsewhere.
 
 **Deadline.** ``timeout`` is a total deadline per attempt: connecting, sending the request and
 reading the whole answer (headers and body) must all end within it, however the server paces
-its bytes. A watchdog thread per attempt shuts the attempt's socket down when the deadline
+its bytes. By default it grows with the answer's budget: 30 s plus 0.25 s per token of
+``max_tokens`` (62 s for 128 tokens). A watchdog thread per attempt shuts the attempt's socket down when the deadline
 passes, so a server that trickles one byte every few seconds fails like one that hangs. (A DNS
 lookup cannot be interrupted; it is bounded by the system resolver only.) When an attempt has
 run for ``warn_after`` seconds (default: half of ``timeout``) a :class:`SlowResponseWarning` is
@@ -23,10 +43,12 @@ issued, at most once per prompt.
 
 **Retries.** Timeouts, connection errors, truncated answers, HTTP 429 and HTTP 5xx are retried
 ``max_retries`` times with exponential back-off (``backoff * 2**k`` seconds, or the server's
-``Retry-After`` if longer, capped at 60 s); other HTTP errors and unusable answers fail at once.
-The worst case for one prompt is ``(max_retries + 1) * timeout`` plus the back-off waits. Every
-failure surfaces as :class:`~llm_marl_envs.policies.base.PolicyError` naming the URL, the cause
-and the attempts made; the API key is never logged nor put in a message.
+``Retry-After`` if longer, capped at 60 s), after the window has halved; other HTTP errors and
+unusable answers fail at once. The worst case for one prompt is ``(max_retries + 1) * timeout``
+plus the back-off waits. Every failure surfaces as
+:class:`~llm_marl_envs.policies.base.PolicyError` naming the URL, the cause and the attempts
+made (a timeout also names the ``concurrency`` and ``timeout`` it ran with, and which way to
+change them); the API key is never logged nor put in a message.
 
 **Unusable answers are errors, never empty actions.** An answer without a usable text (no
 ``choices``, a choice without ``message``/``text``, ``content: null`` as in tool-call-only or
@@ -40,9 +62,9 @@ needs, the way vLLM's OpenAI server gives them: ``return_token_ids: true`` (vLLM
 answers ``prompt_token_ids`` and ``token_ids``) plus log-probabilities with
 ``return_tokens_as_token_ids: true`` (each logprob token reads ``token_id:<id>``, which older
 vLLM versions give too). ``Completion.prompt_ids``, ``completion_ids`` and ``logprobs`` are
-filled from whatever the answer holds; a field the server does not give stays ``None`` (a
-warning says so once). Other servers may refuse or ignore the extra request fields, so the
-option is off by default.
+filled from the answer; an answer without completion token ids is a :class:`PolicyError`
+(the server does not give them). Other servers may refuse or ignore the extra request fields,
+so the option is off by default.
 
 **Size cap.** An answer body longer than ``max_response_bytes`` (default 32 MiB; a 4096-token
 answer with 20 top log-probabilities per token is about 5 MB) is refused while it is read: a
@@ -70,6 +92,7 @@ import json
 import logging
 import os
 import threading
+import time
 import urllib.error
 import urllib.parse
 import urllib.request
@@ -83,8 +106,10 @@ from llm_marl_envs.policies._openai_answers import (
     _ERROR_BODY_CHARS,
     _is_number,
     _parse_completion,
+    _read_stream,
     _token_ids,
 )
+from llm_marl_envs.policies._openai_flow import Window, deadline
 from llm_marl_envs.policies._openai_http import (
     _Attempt,
     _classify,
@@ -98,7 +123,13 @@ from llm_marl_envs.policies._openai_http import (
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
 from llm_marl_envs.policies.generation import GenerationConfig
 
-__all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "OpenAIPolicy", "SlowResponseWarning"]
+__all__ = [
+    "DEFAULT_MAX_RESPONSE_BYTES",
+    "SPEC_OPTIONS",
+    "OpenAIPolicy",
+    "SlowResponseWarning",
+    "split_spec",
+]
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +158,7 @@ class OpenAIPolicy(Policy):
         stop: Stop string(s), or None.
         timeout: Total deadline of one attempt, in seconds: connect, send, and read the whole
             answer. Not a per-read timeout: a server that trickles bytes fails at the deadline.
+            None (default): 30 s plus 0.25 s per token of ``max_tokens``.
         max_retries: Retries after the first attempt for retryable failures (0 = no retry).
         warn_after: Seconds after which a still-running attempt issues a
             :class:`SlowResponseWarning` (once per prompt); default ``timeout / 2``;
@@ -134,7 +166,8 @@ class OpenAIPolicy(Policy):
         max_response_bytes: Largest answer body accepted; a larger one is refused while it is
             read (a :class:`PolicyError`, not retried).
         backoff: Base of the exponential wait between retries, in seconds.
-        concurrency: Most requests in flight at once (across concurrent ``generate`` calls).
+        concurrency: Most requests in flight at once (across concurrent ``generate`` calls);
+            how many are, below it, adapts to the server (module docstring).
         seed: Sent as ``seed`` when given (servers that support it sample reproducibly).
         use_chat: Use ``/chat/completions`` for prompts with messages; False: always
             ``/completions`` with the observation text.
@@ -144,6 +177,8 @@ class OpenAIPolicy(Policy):
             ``Completion.prompt_ids`` / ``completion_ids`` (implies ``logprobs``; see above).
         extra_body: More JSON fields merged into every request body (they override ours).
         name: Name for records (default ``openai:<model>``).
+        stream: Stream each answer (default), so an abandoned request stops the server's work;
+            False: whole-answer requests, for a server that does not stream.
 
     Raises:
         ValueError: An argument is out of range (bad URL scheme, non-positive timeout, ...).
@@ -159,7 +194,7 @@ class OpenAIPolicy(Policy):
         temperature: float = 0.0,
         top_p: float = 1.0,
         stop: str | Sequence[str] | None = None,
-        timeout: float = 60.0,
+        timeout: float | None = None,
         max_retries: int = 3,
         warn_after: float | None = None,
         max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
@@ -171,6 +206,7 @@ class OpenAIPolicy(Policy):
         return_token_ids: bool = False,
         extra_body: dict[str, Any] | None = None,
         name: str | None = None,
+        stream: bool = True,
     ) -> None:
         if not isinstance(base_url, str):
             raise TypeError(f"base_url must be a string, got {base_url!r}")
@@ -188,7 +224,8 @@ class OpenAIPolicy(Policy):
         check_int("seed", seed, none_ok=True)
         check_number("temperature", temperature, 0)
         check_number("top_p", top_p, high=1, positive=True)
-        check_number("timeout", timeout, positive=True)  # seconds
+        if timeout is not None:
+            check_number("timeout", timeout, positive=True)  # seconds
         if warn_after is not None and (not _is_number(warn_after) or not warn_after > 0):
             raise ValueError(
                 f"warn_after must be a positive number of seconds or None, got {warn_after!r}"
@@ -203,10 +240,9 @@ class OpenAIPolicy(Policy):
         if extra_body is not None and not isinstance(extra_body, dict):
             raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}")
         json.dumps(extra_body)  # TypeError now rather than in a worker thread
-        if (extra_body or {}).get("stream"):
+        if "stream" in (extra_body or {}):
             raise ValueError(
-                "extra_body={'stream': True} is not supported: the policy reads whole "
-                "answers; leave 'stream' out"
+                "extra_body={'stream': ...} is not supported: give stream=True or stream=False"
             )
 
         self.base_url = base_url.rstrip("/")
@@ -215,17 +251,17 @@ class OpenAIPolicy(Policy):
         self.temperature = float(temperature)
         self.top_p = float(top_p)
         self.stop = stop or None
-        self.timeout = float(timeout)
+        self.fixed_timeout = None if timeout is None else float(timeout)
         self.max_retries = max_retries
         self.warn_after = None if warn_after is None else float(warn_after)
         self.max_response_bytes = max_response_bytes
         self.backoff = float(backoff)
         self.concurrency = concurrency
+        self.stream = bool(stream)
         self.seed = seed
         self.use_chat = use_chat
         self.return_token_ids = bool(return_token_ids)
         self.logprobs = logprobs or self.return_token_ids
-        self._warned_no_ids = False
         self.extra_body = dict(extra_body or {})
         self.name = name or f"openai:{model}"
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
@@ -233,24 +269,35 @@ class OpenAIPolicy(Policy):
         # connections hand their sockets to the current attempt's watchdog (see _Attempt).
         self._opener = urllib.request.build_opener(_WatchedHTTPHandler(), _WatchedHTTPSHandler())
         self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix="openai-policy")
+        self._window = Window(concurrency)  # shared by with_generation copies, as the threads
+        self._warned_no_prompt_ids = False
         self._closed = False
         self._closing = threading.Event()  # wakes retry back-off waits on close()
         self._lock = threading.Lock()
         self._attempts: set[_Attempt] = set()  # in flight, so close() can abort them
 
+    @property
+    def timeout(self) -> float:
+        """The total deadline of one attempt: the one given, else 30 s plus 0.25 s per token of
+        ``max_tokens`` (:func:`~llm_marl_envs.policies._openai_flow.deadline`)."""
+        return self.fixed_timeout if self.fixed_timeout is not None else deadline(self.max_tokens)
+
     @classmethod
     def from_spec(cls, spec: str, **kwargs: Any) -> OpenAIPolicy:
-        """A policy from ``"http://host:port/v1#model-name"`` (the ``#model`` part is optional).
+        """A policy from ``"http://host:port/v1#model-name"`` (the ``#model`` part is optional),
+        with transport options after a ``?``: ``#model?concurrency=4&timeout=120&retries=2``
+        (:func:`spec_options`; they override keyword arguments).
 
         Keyword arguments go to the constructor.
 
-        >>> OpenAIPolicy.from_spec("http://127.0.0.1:8000/v1#tiny").model
-        'tiny'
+        >>> OpenAIPolicy.from_spec("http://127.0.0.1:8000/v1#tiny?concurrency=4").concurrency
+        4
         """
-        base_url, _, model = spec.partition("#")
+        address, options = split_spec(spec)
+        base_url, _, model = address.partition("#")
         if model:
             kwargs["model"] = model
-        return cls(base_url, **kwargs)
+        return cls(base_url, **{**kwargs, **options})
 
     @classmethod
     def from_config(cls, spec: str, config: GenerationConfig, **kwargs: Any) -> OpenAIPolicy:
@@ -346,6 +393,9 @@ class OpenAIPolicy(Policy):
         if self.return_token_ids:  # vLLM's extra request fields
             body["return_token_ids"] = True
             body["return_tokens_as_token_ids"] = True
+        if self.stream:
+            body["stream"] = True
+            body["stream_options"] = {"include_usage": True}
         if self.stop:
             body["stop"] = list(self.stop)
         if self.seed is not None:
@@ -371,24 +421,33 @@ class OpenAIPolicy(Policy):
                 )
 
         for attempt in range(1, attempts + 1):
+            if not self._window.acquire(lambda: self._closed):
+                raise PolicyError(f"{self!r} was closed while the request waited to be sent")
+            started = time.monotonic()
+            outcome = "other"
             try:
                 payload = self._post(url, data, lambda attempt=attempt: warn_slow(attempt))
+                completion = self._completion(payload, url)
+                outcome = "ok"
             except _Retryable as failure:
+                outcome = "full" if failure.full else "other"
                 message = self._redact(str(failure))
                 if attempt == attempts or self._closed:
+                    hint = self._hint() if failure.full else ""
                     raise PolicyError(
-                        f"POST {url} failed after {attempt} attempt(s): {message}"
+                        f"POST {url} failed after {attempt} attempt(s): {message}{hint}"
                     ) from None
                 wait = self.backoff * 2 ** (attempt - 1)
                 if failure.retry_after is not None:
                     wait = max(wait, min(failure.retry_after, _MAX_RETRY_AFTER))
                 log.warning(
-                    "POST %s: %s; retry %d/%d in %.2fs",
+                    "POST %s: %s; retry %d/%d in %.2fs (requests in flight now at most %d)",
                     url,
                     message,
                     attempt,
                     self.max_retries,
                     wait,
+                    self._window.limit,
                 )
                 if self._closing.wait(wait):  # close() during the back-off: stop now
                     raise PolicyError(
@@ -396,20 +455,59 @@ class OpenAIPolicy(Policy):
                     ) from None
                 continue
             except PolicyError as error:  # not retryable: say how far we got
-                raise PolicyError(
-                    f"POST {url} failed after {attempt} attempt(s): {self._redact(str(error))}"
-                ) from None
-            completion = _parse_completion(payload, url)
-            if self.return_token_ids:
-                completion.prompt_ids, completion.completion_ids = _token_ids(payload)
-                if completion.completion_ids is None or completion.prompt_ids is None:
-                    self._warn_no_ids(url)
+                said = self._redact(str(error))
+                if self.return_token_ids and said.startswith(("HTTP 400", "HTTP 422")):
+                    said += (
+                        " (the request asked for token ids, return_token_ids, which this server "
+                        "does not know: leave --include-tokens out for it)"
+                    )
+                raise PolicyError(f"POST {url} failed after {attempt} attempt(s): {said}") from None
+            finally:
+                tokens = completion.completion_tokens if outcome == "ok" else None
+                self._window.release(outcome, time.monotonic() - started, tokens)
             return completion
         raise AssertionError("unreachable")  # pragma: no cover
 
+    def _completion(self, payload: Any, url: str) -> Completion:
+        """The answer as a Completion; a PolicyError when it lacks what was asked for
+        (log-probabilities, token ids): never a silent None."""
+        completion = _parse_completion(payload, url)
+        if self.return_token_ids:
+            completion.prompt_ids, completion.completion_ids = _token_ids(payload)
+            if completion.completion_ids is None:
+                raise PolicyError(
+                    "the answer has no completion token ids (return_token_ids=True, as "
+                    "--include-tokens asks; vLLM >= 0.10.2 gives them): this server does not "
+                    "give them; leave --include-tokens out for it"
+                )
+            if completion.completion_tokens is None:
+                completion.completion_tokens = len(completion.completion_ids)
+            if completion.prompt_ids is None and not self._warned_no_prompt_ids:
+                self._warned_no_prompt_ids = True  # once per policy: older vLLM, say
+                log.warning(
+                    "POST %s: return_token_ids=True but the answer lacks prompt token ids (vLLM "
+                    ">= 0.10.2 gives them); they stay None in the records",
+                    url,
+                )
+        if self.logprobs and completion.logprobs is None:
+            raise PolicyError(
+                "the answer has no log-probabilities (logprobs=True asked for them): this server "
+                "does not give them; ask without logprobs"
+            )
+        return completion
+
+    def _hint(self) -> str:
+        """Which transport settings a timeout ran with, and which way to change them."""
+        return (
+            f" (it ran with concurrency {self.concurrency}, {self._window.limit} in flight when "
+            f"it gave up, and a {self.timeout:g}s deadline per attempt: for a slower server, "
+            f"give a larger --timeout (timeout=), or a smaller --concurrency (concurrency=))"
+        )
+
     def _post(self, url: str, data: bytes, on_slow: Callable[[], None]) -> Any:
         """One HTTP attempt under the deadline: the decoded JSON answer, or _Retryable / PolicyError."""
-        headers = {"Content-Type": "application/json", "Accept": "application/json"}
+        accept = "text/event-stream" if self.stream else "application/json"
+        headers = {"Content-Type": "application/json", "Accept": accept}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
         request = urllib.request.Request(url, data=data, headers=headers, method="POST")
@@ -419,13 +517,16 @@ class OpenAIPolicy(Policy):
         if self._closed:  # close() took its snapshot before we registered
             attempt.abort("closed")
         failure: BaseException | None = None
-        raw = b""
+        raw, streamed = b"", None
         _current.attempt = attempt
         try:
             # The socket timeout bounds connect (which happens before the watchdog has a
             # socket to shut down); the watchdog bounds everything after it.
             with self._opener.open(request, timeout=max(attempt.remaining(), 0.001)) as response:
-                raw = _read_capped(response, self.max_response_bytes)
+                if self.stream and "event-stream" in (response.headers.get("Content-Type") or ""):
+                    streamed = _read_stream(response, self.max_response_bytes)
+                else:  # a whole answer (or a server that answered a stream request whole)
+                    raw = _read_capped(response, self.max_response_bytes)
         except urllib.error.HTTPError as error:
             failure = _http_failure(error)  # reads the error body, still under the deadline
         except (OSError, http.client.HTTPException, PolicyError) as error:
@@ -441,20 +542,13 @@ class OpenAIPolicy(Policy):
             failure = TimeoutError()  # whatever the shut-down socket made the read raise
         if failure is not None:
             raise _classify(failure, self.timeout) from None
+        if streamed is not None:
+            return streamed
         try:
             return json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
             snippet = raw[:_ERROR_BODY_CHARS].decode("utf-8", "replace")
             raise PolicyError(f"the server answered invalid JSON ({error}): {snippet!r}") from None
-
-    def _warn_no_ids(self, url: str) -> None:
-        if not self._warned_no_ids:
-            self._warned_no_ids = True
-            log.warning(
-                "POST %s: return_token_ids=True but the answer lacks prompt or completion token "
-                "ids (vLLM >= 0.10.2 gives both); the missing ones stay None",
-                url,
-            )
 
     def _redact(self, text: str) -> str:
         """The text with the API key, should a server echo it, blanked out."""
@@ -472,3 +566,35 @@ def _options(config: GenerationConfig) -> dict[str, Any]:
     if config.max_new_tokens is not None:
         options["max_tokens"] = config.max_new_tokens
     return options
+
+
+#: Transport options an ``openai:`` spec may carry after ``?`` (spec name -> constructor
+#: argument and type): how requests travel, not what is played.
+SPEC_OPTIONS = {
+    "concurrency": ("concurrency", int),
+    "timeout": ("timeout", float),
+    "retries": ("max_retries", int),
+}
+
+
+def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
+    """``(address, options)`` of a spec ``URL[#MODEL][?concurrency=N&timeout=S&retries=N]``:
+    the address without its transport options, and the options as constructor arguments. A
+    key or value that is not one of these is a ValueError naming the ones there are."""
+    address, _, query = spec.partition("?")
+    options: dict[str, Any] = {}
+    for pair in filter(None, query.split("&")):
+        key, _, value = pair.partition("=")
+        if key not in SPEC_OPTIONS:
+            raise ValueError(
+                f"unknown option {key!r} in {spec!r}: an openai: spec takes "
+                f"{', '.join(f'{name}=' for name in SPEC_OPTIONS)} after '?'"
+            )
+        name, kind = SPEC_OPTIONS[key]
+        try:
+            options[name] = kind(value)
+        except ValueError:
+            raise ValueError(
+                f"{key} in {spec!r} must be a {kind.__name__}, got {value!r}"
+            ) from None
+    return address, options

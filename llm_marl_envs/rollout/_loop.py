@@ -88,6 +88,7 @@ class RolloutEngine:
         self.episodes, self.seed, self.group_size = episodes, seed, group_size
         self.seeds, self.reset_options = seeds, reset_options
         self.out, self.include_tokens, self.progress = out, include_tokens, progress
+        self._warned_no_ids: set[str] = set()  # policies said to give no token ids
         self.max_record_bytes = max_record_bytes
         self.keep = keep
         self.numbers = tuple(episode_numbers) if episode_numbers is not None else None
@@ -211,6 +212,8 @@ class RolloutEngine:
         for i, completion in zip(batch, completions, strict=True):
             slot = self.slots[i]
             prompt = slot.prompt
+            if self.include_tokens and completion.completion_ids is None:
+                self._warn_no_ids(self.policies[prompt.agent].name)
             turn = TurnRecord(
                 agent=prompt.agent,
                 role=prompt.info.get("role"),
@@ -220,12 +223,24 @@ class RolloutEngine:
                 prompt_ids=completion.prompt_ids,
                 completion_ids=completion.completion_ids,
                 logprobs=completion.logprobs,
+                completion_tokens=completion.completion_tokens,
             )
             slot.record.turns.append(turn)
             slot.last_turn[prompt.agent] = turn
             slot.prompt = None
             self.result.turns += 1
         self._settle(self._track(batch, self.executor.step(batch, [c.text for c in completions])))
+
+    def _warn_no_ids(self, name: str) -> None:
+        """``include_tokens`` asked for token ids policy ``name`` does not give: say so once per
+        policy (its turns are written without them), never silently."""
+        if name not in self._warned_no_ids:
+            self._warned_no_ids.add(name)
+            warnings.warn(
+                f"include_tokens: policy {name} gives no token ids (nor log-probabilities); its "
+                "turns are written without them",
+                stacklevel=3,
+            )
 
     def _start_episodes(self, free: Iterable[int]) -> list[int]:
         """Reset each free slot into the next queued episode (a slot idles once none is left).

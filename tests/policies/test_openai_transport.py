@@ -1,0 +1,334 @@
+"""The ``openai:`` route's transport (issue 39), against the package's stand-in server and
+synthetic streams: the adaptive window, streamed answers, deadlines that grow with the budget,
+transport options in specs and on the command line, usage, and what a server cannot give."""
+
+from __future__ import annotations
+
+import io
+import json
+import threading
+import time
+from collections.abc import Sequence
+
+import pytest
+
+from llm_marl_envs.policies import CallablePolicy, Completion, Policy, PolicyError, Prompt
+from llm_marl_envs.policies._openai_answers import _read_stream, clean_text
+from llm_marl_envs.policies._openai_flow import START, Window, deadline
+from llm_marl_envs.policies.openai_compat import OpenAIPolicy, split_spec
+from policy_server_helpers import FaultyPolicyServer
+
+
+def chat(text: str) -> Prompt:
+    return Prompt("a", text, [{"role": "user", "content": text}], {})
+
+
+@pytest.fixture
+def serve():
+    servers: list[FaultyPolicyServer] = []
+
+    def start(policy: Policy | None = None, **kwargs) -> FaultyPolicyServer:
+        server = FaultyPolicyServer(policy or CallablePolicy(lambda o, i: f"  {o}  "), **kwargs)
+        servers.append(server)
+        return server
+
+    yield start
+    for server in servers:
+        server.close()
+
+
+# --------------------------------------------------------------------------- the window
+def test_the_window_starts_low_grows_while_the_pace_holds_and_halves_on_a_timeout():
+    window = Window(most=8)
+    assert window.limit == START == 2
+    for _ in range(40):  # answers at a steady pace: one more request per round
+        assert window.acquire()
+        window.release("ok", seconds=1.0, tokens=10)
+    assert window.limit == 8  # never above the most
+    window.acquire()
+    window.release("full")
+    assert window.limit == 4
+    for _ in range(20):  # answers four times slower per token (a queueing server): no growth
+        window.acquire()
+        window.release("ok", seconds=4.0, tokens=10)
+    assert window.limit == 4
+    window.acquire()
+    window.release("other")  # another failure says nothing about the load
+    assert window.limit == 4
+
+
+def test_the_window_holds_requests_beyond_its_limit():
+    window = Window(most=8, start=1)
+    assert window.acquire()
+    released = threading.Event()
+
+    def second() -> None:
+        window.acquire()
+        released.set()
+
+    thread = threading.Thread(target=second)
+    thread.start()
+    assert not released.wait(0.3)  # the second waits for room
+    window.release("ok", 1.0, 1)
+    assert released.wait(2)
+    thread.join()
+    assert window.acquire(stop=lambda: True) is False or window.in_flight <= 2
+
+
+def test_a_serial_server_is_not_flooded(serve):
+    """A server that answers one request at a time: the window settles low instead of putting
+    every request in its queue (where each would wait for all the others)."""
+    lock = threading.Lock()
+
+    def serial(observation: str, info: dict) -> str:
+        with lock:
+            time.sleep(0.05)
+        return "ok"
+
+    server = serve(CallablePolicy(serial))
+    policy = OpenAIPolicy(server.url, concurrency=16, backoff=0.01)
+    try:
+        policy.generate([chat(f"q{i}") for i in range(40)])
+        assert policy._window.limit < 8
+    finally:
+        policy.close()
+
+
+def test_the_deadline_grows_with_the_budget():
+    assert deadline(128) == pytest.approx(62.0) and deadline(512) > deadline(128)
+    policy = OpenAIPolicy("http://127.0.0.1:9/v1", max_tokens=16)
+    try:
+        assert policy.timeout == deadline(16)
+        from llm_marl_envs.policies import GenerationConfig
+
+        bigger = policy.with_generation(GenerationConfig(max_new_tokens=512))
+        assert bigger.timeout == deadline(512)
+        assert OpenAIPolicy.from_spec("http://127.0.0.1:9/v1#m?timeout=7").timeout == 7
+    finally:
+        policy.close()
+
+
+def test_a_timeout_names_the_settings_it_ran_with(serve):
+    server = serve(delay=1.0)
+    policy = OpenAIPolicy(server.url, timeout=0.2, max_retries=1, backoff=0.01, concurrency=3)
+    try:
+        with pytest.raises(PolicyError) as caught:
+            policy.generate([chat("slow")])
+    finally:
+        policy.close()
+    said = str(caught.value)
+    assert "concurrency 3" in said and "0.2s deadline" in said
+    assert "--timeout" in said and "--concurrency" in said and "\n" not in said
+
+
+# --------------------------------------------------------------------------- streams
+class Padded(Policy):
+    """Answers with whitespace around the text, and three completion token ids (so the stand-in
+    server reports ``usage``)."""
+
+    name = "padded"
+
+    def generate(self, prompts: Sequence[Prompt]) -> list[Completion]:
+        return [Completion(f"  {p.observation}  ", completion_ids=[5, 6, 7]) for p in prompts]
+
+
+def test_requests_stream_and_answers_are_stripped_with_their_usage(serve):
+    server = serve(Padded())
+    policy = OpenAIPolicy(server.url, max_tokens=8)
+    try:
+        [completion] = policy.generate([chat("left")])
+    finally:
+        policy.close()
+    body = server.requests[-1]["body"]
+    assert body["stream"] is True and body["stream_options"] == {"include_usage": True}
+    assert completion.text == "left" == clean_text("  left  ")
+    assert completion.completion_tokens == 3  # the server's usage, not the (absent) ids
+
+
+def test_a_whole_answer_request_is_still_possible(serve):
+    server = serve()
+    policy = OpenAIPolicy(server.url, stream=False)
+    try:
+        assert policy.generate([chat("x")])[0].text == "x"
+    finally:
+        policy.close()
+    assert "stream" not in server.requests[-1]["body"]
+
+
+def _stream(*events: str) -> io.BufferedReader:
+    return io.BufferedReader(io.BytesIO("".join(f"{e}\n\n" for e in events).encode()))
+
+
+def chunk(**choice) -> str:
+    return "data: " + json.dumps({"choices": [{"index": 0, **choice}], "model": "m"})
+
+
+def test_a_stream_is_put_together_into_one_answer():
+    answer = _read_stream(
+        _stream(
+            ": a comment",
+            chunk(delta={"role": "assistant"}),
+            chunk(delta={"content": "35 + "}, logprobs={"content": [{"logprob": -0.5}]}),
+            chunk(delta={"content": "12"}, logprobs={"content": [{"logprob": -0.25}]}),
+            chunk(delta={}, finish_reason="stop"),
+            "data: " + json.dumps({"choices": [], "usage": {"completion_tokens": 2}}),
+            "data: [DONE]",
+        ),
+        cap=10_000,
+    )
+    assert answer["choices"][0]["message"]["content"] == "35 + 12"
+    assert answer["choices"][0]["finish_reason"] == "stop"
+    assert answer["choices"][0]["logprobs"]["content"] == [{"logprob": -0.5}, {"logprob": -0.25}]
+    assert answer["usage"] == {"completion_tokens": 2} and answer["model"] == "m"
+    text = _read_stream(_stream(chunk(text="a"), chunk(text="b", finish_reason="length")), 1000)
+    assert text["choices"][0]["text"] == "ab"  # a completions stream, ended by the connection
+
+
+@pytest.mark.parametrize(
+    ("events", "error", "words"),
+    [
+        ([chunk(delta={"content": "half"})], Exception, ""),  # cut short: IncompleteRead
+        (['data: {"error": {"message": "model crashed"}}'], PolicyError, "model crashed"),
+        (["data: {not json"], PolicyError, "invalid JSON"),
+        ([chunk(delta={"content": "x" * 500}, finish_reason="stop")], PolicyError, "longer than"),
+    ],
+)
+def test_a_bad_stream_fails_in_one_line(events, error, words):
+    with pytest.raises(error, match=words):
+        _read_stream(_stream(*events), cap=300)
+
+
+def test_a_tool_call_only_stream_is_unusable_not_empty():
+    from llm_marl_envs.policies._openai_answers import _parse_completion
+
+    answer = _read_stream(
+        _stream(chunk(delta={"tool_calls": [{}]}, finish_reason="tool_calls")), 1000
+    )
+    with pytest.raises(PolicyError, match="tool_calls only"):
+        _parse_completion(answer, "url")
+    empty = _read_stream(_stream(chunk(delta={"role": "assistant"}, finish_reason="stop")), 1000)
+    assert _parse_completion(empty, "url").text == ""  # a model that stopped at once
+
+
+# --------------------------------------------------------------------------- asked, not given
+class NoLogprobs(Policy):
+    name = "plain"
+
+    def generate(self, prompts: Sequence[Prompt]) -> list[Completion]:
+        return [Completion("ok") for _ in prompts]
+
+
+def test_logprobs_a_server_does_not_give_are_refused(serve):
+    server = serve(NoLogprobs())
+    policy = OpenAIPolicy(server.url, logprobs=True, backoff=0.01)
+    try:
+        with pytest.raises(PolicyError, match="no log-probabilities .logprobs=True"):
+            policy.generate([chat("x")])
+    finally:
+        policy.close()
+
+
+def test_token_ids_a_server_does_not_give_are_refused(serve):
+    server = serve(NoLogprobs())
+    policy = OpenAIPolicy(server.url, return_token_ids=True, backoff=0.01)
+    try:
+        with pytest.raises(
+            PolicyError, match="no completion token ids.*leave --include-tokens out"
+        ):
+            policy.generate([chat("x")])
+    finally:
+        policy.close()
+
+
+def test_include_tokens_with_a_policy_without_ids_warns_once_naming_it(tmp_path):
+    from llm_marl_envs.commands import run_rollout
+
+    with pytest.warns(UserWarning, match="policy scripted.* gives no token ids") as caught:
+        run_rollout(
+            "llm_marl_envs/MazeCollab-v1",
+            policy="scripted",
+            episodes=2,
+            out=str(tmp_path / "r.jsonl"),
+            include_tokens=True,
+            progress=False,
+            write=lambda line: None,
+        )
+    said = [str(w.message) for w in caught if "gives no token ids" in str(w.message)]
+    assert len(said) == len(set(said)) == 2  # once per policy: the two gnomes' players
+
+
+# --------------------------------------------------------------------------- options
+def test_transport_options_travel_in_the_spec():
+    address, options = split_spec("http://h:8000/v1#qwen?concurrency=4&timeout=120&retries=2")
+    assert address == "http://h:8000/v1#qwen"
+    assert options == {"concurrency": 4, "timeout": 120.0, "max_retries": 2}
+    policy = OpenAIPolicy.from_spec("http://h:8000/v1#qwen?concurrency=4", concurrency=16)
+    try:
+        assert policy.concurrency == 4 and policy.model == "qwen"  # the spec's own wins
+    finally:
+        policy.close()
+    with pytest.raises(
+        ValueError, match="unknown option 'batch'.*concurrency=, timeout=, retries="
+    ):
+        split_spec("http://h/v1#m?batch=3")
+    with pytest.raises(ValueError, match="concurrency .* must be a int"):
+        split_spec("http://h/v1#m?concurrency=many")
+
+
+@pytest.mark.parametrize("command", ["eval", "play", "demo", "rollout"])
+def test_every_command_a_server_seat_plays_takes_the_transport_options(command, capsys):
+    from llm_marl_envs.cli import main
+
+    with pytest.raises(SystemExit):
+        main([command, "--help"])
+    said = capsys.readouterr().out
+    assert "--concurrency" in said and "--timeout" in said and "--retries" in said
+
+
+def test_verify_takes_the_transport_options(capsys):
+    from llm_marl_envs.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["leaderboard", "verify", "--help"])
+    said = capsys.readouterr().out
+    assert "--concurrency" in said and "--timeout" in said and "--retries" in said
+
+
+def test_an_eval_resumes_with_other_transport_settings(serve, tmp_path):
+    """Transport is not what is played: the same server seat with other options (and another
+    batch size: the server batches as it likes) resumes the evaluation."""
+    from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate
+    from llm_marl_envs.evaluation.suite import load_suite
+
+    server = serve()
+    spec = f"openai:{server.url}#echo"
+    out = tmp_path / "run"
+    evaluate(
+        load_suite("lite"),
+        Team.parse(spec),
+        out,
+        tasks=["imdb"],
+        progress=False,
+        batch_size=8,
+        write=lambda line: None,
+    )
+    again = evaluate(
+        load_suite("lite"),
+        Team.parse(f"{spec}?concurrency=2&timeout=30"),
+        out,
+        tasks=["imdb"],
+        progress=False,
+        batch_size=2,
+        server_options={"max_retries": 1},
+        write=lambda line: None,
+    )
+    assert again["tasks"]["imdb"]["items"] == 32
+    with pytest.raises(EvalError, match="team differ"):
+        evaluate(
+            load_suite("lite"),
+            Team.parse("random"),
+            out,
+            tasks=["imdb"],
+            progress=False,
+            write=lambda line: None,
+        )
