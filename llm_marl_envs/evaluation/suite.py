@@ -32,6 +32,8 @@ registry entry, its version, the task's kwargs and generation settings, and
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import json
 import re
@@ -255,6 +257,19 @@ def available_suites() -> list[str]:
 _LABEL = re.compile(r"(?P<name>[A-Za-z0-9_]+)-v(?P<version>[0-9]+)")
 
 
+def _yaml(text: str) -> Any:
+    """``text`` parsed as YAML, a fresh copy each call (the parse of each text is kept: the
+    leaderboard reads the packaged suites once per entry it checks)."""
+    return copy.deepcopy(_parsed(text))
+
+
+@functools.lru_cache(maxsize=32)
+def _parsed(text: str) -> Any:
+    import yaml
+
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))  # noqa: S506
+
+
 def _packaged(name: str) -> tuple[str, str] | None:
     """(YAML text, source) of the packaged suite ``name``: a plain name is its newest version
     (``lite``), a label one version (``lite-v1``: a kept older file, or the newest when that
@@ -271,7 +286,7 @@ def _packaged(name: str) -> tuple[str, str] | None:
         return None
     text = newest.read_text(encoding="utf-8")
     try:
-        raw = yaml.safe_load(text)
+        raw = _yaml(text)
     except yaml.YAMLError:
         return None
     if isinstance(raw, dict) and raw.get("version") == int(label["version"]):
@@ -298,7 +313,7 @@ def load_suite(name_or_path: str | Path) -> Suite:
             )
         text, source = found
     try:
-        raw = yaml.safe_load(text)
+        raw = _yaml(text)
     except yaml.YAMLError as error:
         raise SuiteError(f"{source}: not valid YAML ({error})") from None
     return parse_suite(raw, source)

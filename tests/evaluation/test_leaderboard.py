@@ -108,6 +108,7 @@ def test_add_refuses_what_does_not_match(evaluated, tmp_path, edit, words):
     )
 
 
+@pytest.mark.slow
 def test_an_older_versions_result_joins_that_versions_board_only(evaluated, tmp_path, capsys):
     """lite-v1 stays playable: its results are added, replayed and shown on the lite-v1
     board, never on the newest version's (where they would not be comparable)."""

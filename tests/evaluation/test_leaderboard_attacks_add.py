@@ -270,6 +270,7 @@ def test_results_over_the_limit_are_refused(copy, tmp_path, monkeypatch):
     refused(copy, tmp_path / "b", r"results.json is [\d,]+ bytes, over the limit of 1,000")
 
 
+@pytest.mark.slow
 def test_cross_play_is_never_a_loose_file(copy, tmp_path):
     board = tmp_path / "b"
     (copy / "crossplay.json").write_text(json.dumps({"maze": {"forged": True}}))

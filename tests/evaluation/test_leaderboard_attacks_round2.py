@@ -265,6 +265,7 @@ def test_a_bad_folder_at_build_is_left_out_and_never_stops_the_board(board, eval
 
 
 # --------------------------------------------------------------------------- 3. checked facts
+@pytest.mark.slow
 def test_claims_are_shown_apart_from_what_was_checked(copy, tmp_path):
     """Attack: random text claims a pinned Qwen2.5-72B team, package 9.9.9 and 8x H100."""
 

@@ -67,6 +67,7 @@ def edit_episodes(path, edit):
 
 
 # --------------------------------------------------------------------------- the sample
+@pytest.mark.slow
 def test_the_sample_is_secret_covers_every_task_and_varies(board):
     """Attack: the same 8 keys were replayed for every entry, so only they had to be honest.
     (On these two tasks of 16 episodes each episode is 1/32 of the score, so the default

@@ -45,6 +45,7 @@ def added(board):
     return sorted(set(entries(board)) - set(entries(None)))
 
 
+@pytest.mark.slow
 def test_concurrent_adds_of_one_id_publish_one_whole_entry(evaluated, tmp_path):
     board = tmp_path / "board"
     barrier = threading.Barrier(4)
@@ -78,6 +79,7 @@ def test_concurrent_adds_of_one_id_publish_one_whole_entry(evaluated, tmp_path):
     assert ids == ["x"]
 
 
+@pytest.mark.slow
 def test_an_add_killed_before_its_final_rename_publishes_nothing(evaluated, tmp_path):
     """A real ``kill -9`` of an ``add`` process just before it renames the entry into place:
     no entry (no phantom ``x.tmp`` either), and the next add of that id succeeds and removes

@@ -75,6 +75,7 @@ def test_the_window_holds_requests_beyond_its_limit():
     assert window.acquire(stop=lambda: True) is False or window.in_flight <= 2
 
 
+@pytest.mark.slow
 def test_a_serial_server_is_not_flooded(serve):
     """A server that answers one request at a time: the window settles low instead of putting
     every request in its queue (where each would wait for all the others)."""
@@ -294,6 +295,7 @@ def test_verify_takes_the_transport_options(capsys):
     assert "--concurrency" in said and "--timeout" in said and "--retries" in said
 
 
+@pytest.mark.slow
 def test_an_eval_resumes_with_other_transport_settings(serve, tmp_path):
     """Transport is not what is played: the same server seat with other options (and another
     batch size: the server batches as it likes) resumes the evaluation."""
