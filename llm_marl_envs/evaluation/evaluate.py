@@ -184,36 +184,49 @@ def _placement(generation: GenerationConfig | None) -> dict[str, Any]:
 def _plan_changes(before: dict, run: dict, team: Team) -> list[str]:
     """How ``run`` differs from the ``before`` run of an evaluation folder in what is played
     (empty: it resumes it). Transport is not what is played: an ``openai:`` seat's options
-    (``?concurrency=...``), and the batch size when no seat runs a model in this process (a
-    server batches as it likes; scripted and random players answer the same at any batch
-    size)."""
+    (``?concurrency=...``) and its URL's text (it is the model its server serves), and the
+    batch size when no seat runs a model in this process (a server batches as it likes;
+    scripted and random players answer the same at any batch size)."""
     changed = []
     for key in run:
+        if key == "served":
+            continue  # compared through the team
         was, now = before.get(key), run[key]
         if key == "team":
-            was, now = _played_team(was), _played_team(now)
+            # By what the servers serve where both runs could ask them, else by URL.
+            served_then, served_now = before.get("served") or {}, run.get("served") or {}
+            known = all(served_then.values()) and all(served_now.values())
+            was = _played_team(was, served_then if known else {})
+            now = _played_team(now, served_now if known else {})
         if key == "batch_size" and not any(map(_in_process_model, team.specs())):
             continue
         if was != now:
-            changed.append(
-                f"{key} differ" + (f": {was!r} then, {now!r} now" if key == "team" else "")
-            )
+            said = f": {was!r} then, {now!r} now" if key == "team" else ""
+            changed.append(f"{key} differ{said}")
     return changed
 
 
-def _played_team(described: Any) -> Any:
-    """A team's description without the transport options of its ``openai:`` seats."""
+def _bare(spec: str) -> str:
+    """An ``openai:`` spec without its transport options (``?concurrency=...``)."""
+    return spec.partition("?")[0] if spec.startswith("openai:") else spec
+
+
+def _played_team(described: Any, served: Mapping[str, Any]) -> Any:
+    """A team's description as what is played: an ``openai:`` seat without its transport
+    options, and by the model its server serves (``served``: spec -> the server's model id)
+    where that is known, so one server reached by another URL is the same seat."""
     if not isinstance(described, dict):
         return described
 
-    def bare(spec: Any) -> Any:
-        return (
-            spec.partition("?")[0] if isinstance(spec, str) and spec.startswith("openai:") else spec
-        )
+    def played(spec: Any) -> Any:
+        if not isinstance(spec, str) or not spec.startswith("openai:"):
+            return spec
+        identity = served.get(_bare(spec))
+        return f"openai-served:{identity}" if identity else _bare(spec)
 
     return {
-        "seats": [bare(s) for s in described.get("seats") or []],
-        "agents": {a: bare(s) for a, s in (described.get("agents") or {}).items()},
+        "seats": [played(s) for s in described.get("seats") or []],
+        "agents": {a: played(s) for a, s in (described.get("agents") or {}).items()},
     }
 
 
@@ -590,6 +603,11 @@ def _evaluate(
         "batch_size": batch_size,
         "generation": _placement(generation),
     }
+    servers = [s for s in team.specs() if s.startswith("openai:")]
+    if servers:  # a server seat is what it serves, not its URL's text
+        from llm_marl_envs.policies.openai_compat import served_identity
+
+        run["served"] = {_bare(s): served_identity(s) for s in servers}
     run_file = out / "run.json"
     if run_file.exists():
         before = json.loads(run_file.read_text(encoding="utf-8"))

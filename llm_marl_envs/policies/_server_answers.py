@@ -32,8 +32,11 @@ class _Server(Protocol):
     """What the answers need of a :class:`~llm_marl_envs.policies.server.PolicyServer`."""
 
     model_name: str
+    max_model_len: int | None
 
     def submit(self, prompts: list[Prompt]) -> list[Completion]: ...
+
+    def count_tokens(self, prompt: Prompt) -> int | None: ...
 
 
 def _check_common(body: dict[str, Any]) -> None:
@@ -68,8 +71,8 @@ def _message_text(content: Any) -> str:
     raise _RequestError(400, "message content must be a string or a list of text parts")
 
 
-def _chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
-    _check_common(body)
+def _chat_prompt(body: dict[str, Any]) -> Prompt:
+    """The prompt of a chat request's ``messages`` (HTTP 400 when they are malformed)."""
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
         raise _RequestError(400, "'messages' must be a non-empty list")
@@ -81,7 +84,50 @@ def _chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
     user_turns = [m["content"] for m in messages if m["role"] == "user"]
     rendered = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
     observation = user_turns[-1] if user_turns else rendered
-    prompt = Prompt(agent="remote", observation=observation, messages=messages, info={})
+    return Prompt(agent="remote", observation=observation, messages=messages, info={})
+
+
+def _text_prompts(body: dict[str, Any]) -> list[Prompt]:
+    """The prompts of a completion request's ``prompt`` (a string or a list of strings)."""
+    texts = body.get("prompt")
+    if isinstance(texts, str):
+        texts = [texts]
+    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
+        raise _RequestError(400, "'prompt' must be a string or a non-empty list of strings")
+    return [Prompt(agent="remote", observation=t, messages=[], info={}) for t in texts]
+
+
+def _check_context(srv: _Server, prompt: Prompt, body: dict[str, Any]) -> None:
+    """HTTP 400 for a prompt that does not fit ``max_model_len`` with its ``max_tokens``, in
+    vLLM's words (only when the server reports a length and its policy counts tokens)."""
+    if srv.max_model_len is None:
+        return
+    count = srv.count_tokens(prompt)
+    budget = body.get("max_tokens")
+    budget = budget if isinstance(budget, int) and not isinstance(budget, bool) else 0
+    if count is not None and count + budget > srv.max_model_len:
+        raise _RequestError(
+            400,
+            f"This model's maximum context length is {srv.max_model_len} tokens. However, you "
+            f"requested {count + budget} tokens ({count} in the messages, {budget} in the "
+            "completion). Please reduce the length of the messages or completion.",
+        )
+
+
+def _tokenize(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
+    """``POST /tokenize`` as vLLM answers it: the prompt's token count (``messages`` rendered
+    with the chat template, or ``prompt``); HTTP 404 when the policy counts no tokens."""
+    prompt = _chat_prompt(body) if "messages" in body else _text_prompts(body)[0]
+    count = srv.count_tokens(prompt)
+    if count is None:
+        raise _RequestError(404, "this server's policy counts no tokens", "not_found_error")
+    return {"count": count, "max_model_len": srv.max_model_len, "tokens": None}
+
+
+def _chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
+    _check_common(body)
+    prompt = _chat_prompt(body)
+    _check_context(srv, prompt, body)
     completion = srv.submit([prompt])[0]
     choice: dict[str, Any] = {
         "index": 0,
@@ -108,14 +154,10 @@ def _chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
 
 def _text_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
     _check_common(body)
-    texts = body.get("prompt")
-    if isinstance(texts, str):
-        texts = [texts]
-    if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-        raise _RequestError(400, "'prompt' must be a string or a non-empty list of strings")
-    completions = srv.submit(
-        [Prompt(agent="remote", observation=t, messages=[], info={}) for t in texts]
-    )
+    prompts = _text_prompts(body)
+    for prompt in prompts:
+        _check_context(srv, prompt, body)
+    completions = srv.submit(prompts)
     want_logprobs = body.get("logprobs") is not None and body.get("logprobs") is not False
     choices = []
     for index, completion in enumerate(completions):

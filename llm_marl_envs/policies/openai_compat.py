@@ -28,6 +28,16 @@ generated. ``logprobs=True`` or ``return_token_ids=True`` against a server whose
 them is a :class:`PolicyError` at the first answer, naming the missing field, never a silent
 ``None``.
 
+**What the server says of itself** (:mod:`~llm_marl_envs.policies._openai_context`):
+:meth:`OpenAIPolicy.describe` adds, under ``server_``-prefixed keys apart from anything about
+the client's machine, the models ``/v1/models`` lists, the context length it reports (vLLM's
+``max_model_len``) and the model its answers named; an evaluation identifies a server seat by
+the model its server serves, so one server reached by another URL resumes an evaluation and a
+server serving another model is refused. Where the server reports a context length, a prompt
+longer than it minus ``max_tokens`` is counted by the server (vLLM's ``/tokenize``) and cut
+from the left of its oldest text, with the in-process route's warning; the listing is asked
+once, at the first prompt long enough to matter, so short prompts cost no extra request.
+
 ``base_url`` is used as given, apart from a trailing slash: pass the API root including its
 version segment (``http://host:8000/v1``), as the OpenAI clients do. A URL without ``/v1`` is
 not completed, because some servers mount the API elsewhere.
@@ -109,6 +119,7 @@ from llm_marl_envs.policies._openai_answers import (
     _read_stream,
     _token_ids,
 )
+from llm_marl_envs.policies._openai_context import ContextFit, identity_at, served_models
 from llm_marl_envs.policies._openai_flow import Window, deadline
 from llm_marl_envs.policies._openai_http import (
     _Attempt,
@@ -128,6 +139,8 @@ __all__ = [
     "SPEC_OPTIONS",
     "OpenAIPolicy",
     "SlowResponseWarning",
+    "served_identity",
+    "served_models",
     "split_spec",
 ]
 
@@ -135,6 +148,7 @@ log = logging.getLogger(__name__)
 
 _MAX_RETRY_AFTER = 60.0  # seconds: the longest server-requested wait we honour
 _WAKE_EVERY = 0.2  # seconds: how often a thread waiting for answers checks for Ctrl-C
+_ASK_SECONDS = 10.0  # seconds: the deadline of a side request (model list, token count)
 
 #: Default cap on an answer body, in bytes. A normal answer is a few KB; 4096 tokens with 20
 #: top log-probabilities each come to about 5 MB.
@@ -271,6 +285,9 @@ class OpenAIPolicy(Policy):
         self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix="openai-policy")
         self._window = Window(concurrency)  # shared by with_generation copies, as the threads
         self._warned_no_prompt_ids = False
+        self._answered_model: str | None = None  # the model the latest answer named
+        # The server's reported context, prompts cut to fit it (shared by with_generation copies)
+        self._context = ContextFit(self.base_url, model, self._ask)
         self._closed = False
         self._closing = threading.Event()  # wakes retry back-off waits on close()
         self._lock = threading.Lock()
@@ -315,8 +332,24 @@ class OpenAIPolicy(Policy):
         return policy
 
     def describe(self) -> dict[str, Any]:
-        """What a results manifest records about this policy: the server and model."""
-        return {"kind": "openai-compatible", "base_url": self.base_url, "model_id": self.model}
+        """What a results manifest records about this policy: the server and the model asked
+        for, and, marked ``server_``, what the server itself reported (the models
+        ``/v1/models`` lists, the model its answers named, the context length it gave), apart
+        from anything about the client's machine."""
+        described: dict[str, Any] = {
+            "kind": "openai-compatible",
+            "base_url": self.base_url,
+            "model_id": self.model,
+        }
+        listed = self._context.listed
+        if listed is not None:
+            described["server_models"] = ", ".join(sorted(listed))[:1000]
+            length = self._context.context
+            if length:
+                described["server_max_model_len"] = length
+        if self._answered_model:
+            described["server_answer_model"] = str(self._answered_model)[:1000]
+        return described
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.base_url!r}, model={self.model!r})"
@@ -406,6 +439,7 @@ class OpenAIPolicy(Policy):
     def _complete(self, prompt: Prompt) -> Completion:
         """Send one prompt, retrying what is worth retrying; parse the answer."""
         url, body = self._request_body(prompt)
+        body = self._context.fit(body, self.max_tokens, self.name)
         data = json.dumps(body).encode("utf-8")
         attempts = self.max_retries + 1
         warned = threading.Event()  # one slow-answer warning per prompt, whatever the retries
@@ -461,6 +495,8 @@ class OpenAIPolicy(Policy):
                         " (the request asked for token ids, return_token_ids, which this server "
                         "does not know: leave --include-tokens out for it)"
                     )
+                elif said.startswith("HTTP 400"):
+                    said += self._context.explain(body, self.max_tokens)
                 raise PolicyError(f"POST {url} failed after {attempt} attempt(s): {said}") from None
             finally:
                 tokens = completion.completion_tokens if outcome == "ok" else None
@@ -472,6 +508,8 @@ class OpenAIPolicy(Policy):
         """The answer as a Completion; a PolicyError when it lacks what was asked for
         (log-probabilities, token ids): never a silent None."""
         completion = _parse_completion(payload, url)
+        if isinstance(payload, dict) and isinstance(payload.get("model"), str):
+            self._answered_model = payload["model"]
         if self.return_token_ids:
             completion.prompt_ids, completion.completion_ids = _token_ids(payload)
             if completion.completion_ids is None:
@@ -504,14 +542,33 @@ class OpenAIPolicy(Policy):
             f"give a larger --timeout (timeout=), or a smaller --concurrency (concurrency=))"
         )
 
-    def _post(self, url: str, data: bytes, on_slow: Callable[[], None]) -> Any:
-        """One HTTP attempt under the deadline: the decoded JSON answer, or _Retryable / PolicyError."""
-        accept = "text/event-stream" if self.stream else "application/json"
+    def _ask(self, url: str, body: dict[str, Any] | None = None) -> Any:
+        """A side request to the server (its model list; with ``body``, a token count): one
+        whole-answer attempt under a short deadline that ``close()`` aborts; raises on any
+        failure."""
+        data = None if body is None else json.dumps(body).encode("utf-8")
+        return self._post(url, data, lambda: None, stream=False, timeout=_ASK_SECONDS)
+
+    def _post(
+        self,
+        url: str,
+        data: bytes | None,
+        on_slow: Callable[[], None],
+        *,
+        stream: bool | None = None,
+        timeout: float | None = None,
+    ) -> Any:
+        """One HTTP attempt under the deadline (a POST of ``data``, a GET without): the decoded
+        JSON answer, or _Retryable / PolicyError."""
+        stream = self.stream if stream is None else stream
+        timeout = self.timeout if timeout is None else min(timeout, self.timeout)
+        accept = "text/event-stream" if stream else "application/json"
         headers = {"Content-Type": "application/json", "Accept": accept}
         if self._api_key:
             headers["Authorization"] = f"Bearer {self._api_key}"
-        request = urllib.request.Request(url, data=data, headers=headers, method="POST")
-        attempt = _Attempt(self.timeout, self.slow_after, on_slow)
+        method = "GET" if data is None else "POST"
+        request = urllib.request.Request(url, data=data, headers=headers, method=method)
+        attempt = _Attempt(timeout, min(self.slow_after, timeout), on_slow)
         with self._lock:
             self._attempts.add(attempt)
         if self._closed:  # close() took its snapshot before we registered
@@ -523,7 +580,7 @@ class OpenAIPolicy(Policy):
             # The socket timeout bounds connect (which happens before the watchdog has a
             # socket to shut down); the watchdog bounds everything after it.
             with self._opener.open(request, timeout=max(attempt.remaining(), 0.001)) as response:
-                if self.stream and "event-stream" in (response.headers.get("Content-Type") or ""):
+                if stream and "event-stream" in (response.headers.get("Content-Type") or ""):
                     streamed = _read_stream(response, self.max_response_bytes)
                 else:  # a whole answer (or a server that answered a stream request whole)
                     raw = _read_capped(response, self.max_response_bytes)
@@ -541,7 +598,7 @@ class OpenAIPolicy(Policy):
         if attempt.reason == "deadline":
             failure = TimeoutError()  # whatever the shut-down socket made the read raise
         if failure is not None:
-            raise _classify(failure, self.timeout) from None
+            raise _classify(failure, timeout) from None
         if streamed is not None:
             return streamed
         try:
@@ -598,3 +655,12 @@ def split_spec(spec: str) -> tuple[str, dict[str, Any]]:
                 f"{key} in {spec!r} must be a {kind.__name__}, got {value!r}"
             ) from None
     return address, options
+
+
+def served_identity(spec: str) -> str | None:
+    """What an ``openai:`` seat is, by what its server serves rather than the URL's text: the
+    model asked for when the server lists it, the one model it lists when none was asked for;
+    None when the server cannot be asked (or serves no such model)."""
+    address, _ = split_spec(spec.removeprefix("openai:"))
+    base_url, _, model = address.partition("#")
+    return identity_at(base_url, model, os.environ.get("OPENAI_API_KEY"))

@@ -15,7 +15,13 @@ Endpoints (under ``/v1``):
   messages=messages, info={})``.
 - ``POST /v1/completions``: ``prompt`` (a string or a list of strings) becomes
   ``Prompt(agent="remote", observation=prompt, messages=[], info={})``.
-- ``GET /v1/models``: lists ``model_name``.
+- ``GET /v1/models``: lists ``model_name`` (with ``max_model_len`` when one is given).
+- ``POST /tokenize`` (at the root, as vLLM has it): ``{"count": <prompt tokens>}`` for a chat
+  (``messages``, rendered with the chat template) or completion (``prompt``) request, when the
+  policy has a tokenizer (an :class:`~llm_marl_envs.policies.hf.HFPolicy`); else HTTP 404.
+
+With ``max_model_len`` (and a policy that counts tokens), a request whose prompt tokens plus
+``max_tokens`` exceed it is refused with HTTP 400 in vLLM's words, as vLLM refuses it.
 
 Answers follow the OpenAI JSON shape; ``usage`` carries the token counts the policy reports
 (``prompt_ids`` / ``completion_ids``), and ``logprobs`` is filled when the request asks for it
@@ -68,6 +74,7 @@ from llm_marl_envs.policies._server_answers import (
     _chunks,
     _RequestError,
     _text_completion,
+    _tokenize,
 )
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 
@@ -95,6 +102,7 @@ class PolicyServer:
         url: The API root for clients, ``http://<host>:<port>/v1``.
         host, port: Where it listens (``port`` is the real one when 0 was asked).
         model_name: The model id it reports.
+        max_model_len: The context length it reports (None: none).
         request_count: HTTP requests received so far (all endpoints, failed ones included).
     """
 
@@ -108,18 +116,22 @@ class PolicyServer:
         max_batch: int = 32,
         batch_wait: float = 0.01,
         api_key: str | None = None,
+        max_model_len: int | None = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"serve_policy needs a Policy, got {policy!r}")
         check_int("max_batch", max_batch, 1)
         check_number("batch_wait", batch_wait, 0)
+        check_int("max_model_len", max_model_len, 1, none_ok=True)
         self.policy = policy
+        self.max_model_len = max_model_len
         self.model_name = model_name
         self.max_batch = max_batch
         self.batch_wait = float(batch_wait)
         self.request_count = 0
         self._api_key = api_key
         self._lock = threading.Lock()
+        self._tokens = threading.Lock()
         self._closed = False
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
 
@@ -223,6 +235,20 @@ class PolicyServer:
             job.completion = completion
             job.done.set()
 
+    def count_tokens(self, prompt: Prompt) -> int | None:
+        """The prompt's length in the policy's tokens (chat template applied), or None when the
+        policy has no tokenizer."""
+        render = getattr(self.policy, "render", None)
+        tokenizer = getattr(self.policy, "tokenizer", None)
+        if render is None or tokenizer is None:
+            return None
+        special = not getattr(self.policy, "use_chat_template", False)
+        with self._tokens:  # one encoding at a time (a fast tokenizer is not re-entrant)
+            ids = tokenizer(
+                [render(prompt)], add_special_tokens=special, padding=False, truncation=False
+            )["input_ids"][0]
+        return len(ids)
+
     def _count(self) -> int:
         """Count a request; its 1-based number."""
         with self._lock:
@@ -246,6 +272,7 @@ def serve_policy(
     max_batch: int = 32,
     batch_wait: float = 0.01,
     api_key: str | None = None,
+    max_model_len: int | None = None,
 ) -> PolicyServer:
     """Serve ``policy`` on ``host:port`` (0 = a free port) from background threads.
 
@@ -257,6 +284,8 @@ def serve_policy(
         max_batch: Most prompts per ``policy.generate`` call.
         batch_wait: Seconds the worker waits for more requests after the first one arrives.
         api_key: If set, requests must send ``Authorization: Bearer <api_key>`` (else HTTP 401).
+        max_model_len: The context length to report in ``/v1/models`` and to refuse longer
+            requests by (with a policy that counts tokens), as vLLM's ``--max-model-len``.
 
     Returns:
         The running :class:`PolicyServer`; call ``close()`` or use it in a ``with`` block.
@@ -269,6 +298,7 @@ def serve_policy(
         max_batch=max_batch,
         batch_wait=batch_wait,
         api_key=api_key,
+        max_model_len=max_model_len,
     )
 
 
@@ -319,8 +349,11 @@ class _Handler(BaseHTTPRequestHandler):
                             "created": 0,
                             "owned_by": "llm-marl",
                         }
+                        | ({"max_model_len": srv.max_model_len} if srv.max_model_len else {})
                     ],
                 }
+            elif method == "POST" and path == "/tokenize":
+                answer = _tokenize(srv, body)
             elif method == "POST" and path == "/v1/chat/completions":
                 answer = _chat_completion(srv, body)
             elif method == "POST" and path == "/v1/completions":
@@ -394,6 +427,9 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--max-batch", type=int, default=32)
+    parser.add_argument(
+        "--max-model-len", type=int, default=None, help="the context length to report and keep"
+    )
     parser.add_argument("--batch-wait", type=float, default=0.01)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
@@ -407,6 +443,7 @@ def main(argv: list[str] | None = None) -> None:
         model_name=args.model,
         max_batch=args.max_batch,
         batch_wait=args.batch_wait,
+        max_model_len=args.max_model_len,
     )
     log.info("serving %s at %s (Ctrl-C stops)", args.model, server.url)
     try:

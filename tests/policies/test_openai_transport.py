@@ -334,3 +334,132 @@ def test_an_eval_resumes_with_other_transport_settings(serve, tmp_path):
             progress=False,
             write=lambda line: None,
         )
+
+
+# --------------------------------------------------------------------------- what is served
+def test_a_server_seat_is_what_the_server_serves_not_its_urls_text(serve, tmp_path):
+    """The same model behind another URL (localhost for 127.0.0.1) resumes the evaluation; a
+    server serving another model is refused, naming both."""
+    from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate
+    from llm_marl_envs.evaluation.suite import load_suite
+
+    server = serve(model_name="echo-1")
+    out = tmp_path / "run"
+    quiet = {"progress": False, "write": lambda line: None, "tasks": ["imdb"]}
+    evaluate(load_suite("lite"), Team.parse(f"openai:{server.url}#echo-1"), out, **quiet)
+    other_url = server.url.replace("127.0.0.1", "localhost")
+    again = evaluate(load_suite("lite"), Team.parse(f"openai:{other_url}#echo-1"), out, **quiet)
+    assert again["tasks"]["imdb"]["items"] == 32
+    manifest = json.loads((out / "results.json").read_text())["manifest"]
+    described = manifest["policies"][f"openai:{server.url}#echo-1"]  # the run that played
+    assert described["server_models"] == "echo-1" and described["model_id"] == "echo-1"
+    another = serve(model_name="echo-2")
+    with pytest.raises(EvalError, match="openai-served:echo-1.* then.*now"):
+        evaluate(load_suite("lite"), Team.parse(f"openai:{another.url}"), out, **quiet)
+
+
+# --------------------------------------------------------------------------- context limits
+_LONG = " ".join(["The maze is a grid of walls and open cells; move left or right."] * 40)
+
+
+def _tiny(context: int | None = None, max_new_tokens: int = 8) -> Policy:
+    from llm_marl_envs.policies.hf import HFPolicy
+
+    policy = HFPolicy.from_spec("tiny", max_new_tokens=max_new_tokens)
+    if context is not None:
+        policy.model.config.n_positions = context  # the context the model reads
+    return policy
+
+
+def _long_prompt() -> Prompt:
+    messages = [
+        {"role": "system", "content": "You are a gnome."},
+        {"role": "user", "content": _LONG},
+        {"role": "assistant", "content": "Action: left."},
+        {"role": "user", "content": "Where now? Answer with one word."},
+    ]
+    return Prompt("a", messages[-1]["content"], messages, {})
+
+
+def test_a_prompt_over_the_reported_context_is_cut_with_the_in_process_warning(serve):
+    """vLLM reports max_model_len and refuses a longer request with HTTP 400: the server route
+    counts the prompt at /tokenize, cuts its oldest text until it fits, and warns as the
+    in-process route does; the system prompt and the latest message are kept."""
+    context, budget = 200, 8
+    served = _tiny()
+    server = serve(served, max_model_len=context)
+    with pytest.warns(UserWarning, match="prompts longer than") as in_process:
+        local = _tiny(context, budget)
+        local.generate([_long_prompt()])
+    policy = OpenAIPolicy(server.url, max_tokens=budget)
+    try:
+        with pytest.warns(UserWarning, match="prompts longer than") as by_server:
+            answer = policy.generate([_long_prompt()])[0]
+        assert isinstance(answer.text, str)
+        policy.generate([_long_prompt()])  # warned once per policy, not per prompt
+        described = policy.describe()
+    finally:
+        policy.close(), local.close(), served.close()
+    said = [str(w.message).split(": ", 1)[1] for w in (*in_process, *by_server)]
+    assert (
+        said[0]
+        == said[-1]
+        == (
+            f"prompts longer than {context - budget} tokens (the model's context minus "
+            f"max_new_tokens={budget}) are cut from the left"
+        )
+    )
+    sent = [r["body"] for r in server.requests if r["path"] == "/v1/chat/completions"]
+    assert len(sent) == 2
+    messages = sent[0]["messages"]
+    assert messages[0] == {"role": "system", "content": "You are a gnome."}
+    assert messages[-1]["content"] == "Where now? Answer with one word."
+    assert 0 < len(messages[1]["content"]) < len(_LONG) and _LONG.endswith(messages[1]["content"])
+    assert served_count(server, messages) <= context - budget
+    assert described["server_max_model_len"] == context
+
+
+def served_count(server: FaultyPolicyServer, messages: list) -> int:
+    return server.count_tokens(Prompt("remote", messages[-1]["content"], messages, {}))
+
+
+def test_short_prompts_ask_nothing_and_a_budget_over_the_context_is_refused(serve):
+    server = serve(max_model_len=64)
+    policy = OpenAIPolicy(server.url, max_tokens=8)
+    try:
+        assert policy.generate([chat("hi")])[0].text == "hi"
+        assert [r["path"] for r in server.requests] == ["/v1/chat/completions"]
+    finally:
+        policy.close()
+    greedy = OpenAIPolicy(server.url, max_tokens=64)
+    try:
+        with pytest.raises(PolicyError, match="max_tokens=64 leaves no room.*context of 64"):
+            greedy.generate([_long_prompt()])
+    finally:
+        greedy.close()
+
+
+def test_a_server_that_reports_a_context_but_counts_nothing_gets_the_prompt_as_is(serve):
+    """No /tokenize: the prompt is sent whole (nothing to cut it by), and the server's refusal
+    says which limit it was over."""
+
+    class Refusing(FaultyPolicyServer):
+        def _admit(self, number, method, path, headers, body):
+            super()._admit(number, method, path, headers, body)
+            if path == "/v1/chat/completions":
+                from llm_marl_envs.policies._server_answers import _RequestError
+
+                raise _RequestError(400, "This model's maximum context length is 100 tokens.")
+
+    server = Refusing(CallablePolicy(lambda o, i: o), max_model_len=100)
+    policy = OpenAIPolicy(server.url, max_tokens=8)
+    try:
+        with pytest.raises(PolicyError) as caught:
+            policy.generate([_long_prompt()])
+    finally:
+        policy.close(), server.close()
+    text = str(caught.value)
+    assert "HTTP 400" in text and "longer than 92 tokens" in text and "/tokenize" in text
+    sent = [r["body"] for r in server.requests if r["path"] == "/v1/chat/completions"]
+    assert sent[0]["messages"][1]["content"] == _LONG
+    assert [r["path"] for r in server.requests].count("/tokenize") == 1  # asked once
