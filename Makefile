@@ -61,6 +61,7 @@ bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/leaderboard_limits.py
 	$(OFFLINE) $(BIN)/python benchmarks/verify_power.py
 	$(OFFLINE) $(BIN)/python benchmarks/ray_scaling.py
+	$(OFFLINE) $(BIN)/python benchmarks/server_route.py
 	$(OFFLINE) $(BIN)/python benchmarks/gpu.py $$(command -v nvidia-smi >/dev/null || echo --device cpu --quick)
 
 docs: $(STAMP)

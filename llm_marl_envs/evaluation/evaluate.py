@@ -195,7 +195,8 @@ def _plan_changes(before: dict, run: dict, team: Team) -> list[str]:
         if key == "team":
             # By what the servers serve where both runs could ask them, else by URL.
             served_then, served_now = before.get("served") or {}, run.get("served") or {}
-            known = all(served_then.values()) and all(served_now.values())
+            known = all([*served_then.values(), *served_now.values()])
+            known = known and bool(served_then) and bool(served_now)
             was = _played_team(was, served_then if known else {})
             now = _played_team(now, served_now if known else {})
         if key == "batch_size" and not any(map(_in_process_model, team.specs())):

@@ -10,9 +10,12 @@ without (or every prompt when ``use_chat=False``) goes to ``{base_url}/completio
 observation as the prompt.
 
 **Requests in flight adapt to the server** (:mod:`~llm_marl_envs.policies._openai_flow`): the
-window starts at 2, grows by one per round of answers while each answer's time per token
-holds, and halves on a timeout or HTTP 429/503, never above ``concurrency``. A server that
-answers one request at a time therefore gets about one, and vLLM gets ``concurrency``.
+window starts at 2, grows while each answer's time per token holds (or grows slower than the
+load: the server batches), doubling per round at first, then by one per round, and halves on a
+timeout or HTTP 429/503, never above ``concurrency``. vLLM gets ``concurrency`` within a few
+rounds; a server that answers one request at a time stops growing once its answers slow down
+with the queue (its throughput is the same at any window; the deadline, which grows with the
+budget, bounds the wait, and a timeout halves the window).
 
 **Streamed, so a cancelled request is cancelled.** Requests are streamed (``stream: true``,
 with ``stream_options.include_usage``; ``stream=False`` sends whole-answer requests instead): a
@@ -455,7 +458,8 @@ class OpenAIPolicy(Policy):
                 )
 
         for attempt in range(1, attempts + 1):
-            if not self._window.acquire(lambda: self._closed):
+            ticket = self._window.acquire(lambda: self._closed)
+            if ticket is None:
                 raise PolicyError(f"{self!r} was closed while the request waited to be sent")
             started = time.monotonic()
             outcome = "other"
@@ -500,7 +504,7 @@ class OpenAIPolicy(Policy):
                 raise PolicyError(f"POST {url} failed after {attempt} attempt(s): {said}") from None
             finally:
                 tokens = completion.completion_tokens if outcome == "ok" else None
-                self._window.release(outcome, time.monotonic() - started, tokens)
+                self._window.release(outcome, time.monotonic() - started, tokens, ticket)
             return completion
         raise AssertionError("unreachable")  # pragma: no cover
 

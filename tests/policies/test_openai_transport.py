@@ -8,7 +8,7 @@ import io
 import json
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import pytest
 
@@ -55,6 +55,47 @@ def test_the_window_starts_low_grows_while_the_pace_holds_and_halves_on_a_timeou
     window.acquire()
     window.release("other")  # another failure says nothing about the load
     assert window.limit == 4
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def _rounds(window: Window, clock: Clock, rounds: int, per_token: Callable) -> list[int]:
+    """Rounds of answers: the window's limit of requests is sent at once, and each answer of
+    10 tokens takes ``per_token(load)`` seconds per token; the limit after each round."""
+    limits = []
+    for _ in range(rounds):
+        load = window.limit
+        tickets = [window.acquire() for _ in range(load)]
+        clock.now += 10 * per_token(load)
+        for ticket in tickets:
+            window.release("ok", seconds=10 * per_token(load), tokens=10, ticket=ticket)
+        limits.append(window.limit)
+    return limits
+
+
+def test_a_batching_server_fills_the_window_in_a_few_rounds():
+    """Latency that grows slower than the load (a server that batches; transformers serve with
+    continuous batching on 2 cores measured 1.3x the time per token at twice the load, 2.4x at
+    four times): the window doubles per round up to the most."""
+    clock = Clock()
+    window = Window(most=16, clock=clock)
+    limits = _rounds(window, clock, 4, lambda load: 0.05 * (load / 2) ** 0.5)
+    assert limits == [4, 8, 16, 16]
+
+
+def test_a_queueing_server_keeps_the_window_low():
+    """Latency in proportion to the load (one request at a time): the window stops growing
+    once the answers slow down with it."""
+    clock = Clock()
+    window = Window(most=16, clock=clock)
+    limits = _rounds(window, clock, 10, lambda load: 0.05 * load)
+    assert limits[-1] <= 4 and limits[-1] == limits[-2]
 
 
 def test_the_window_holds_requests_beyond_its_limit():
@@ -463,3 +504,27 @@ def test_a_server_that_reports_a_context_but_counts_nothing_gets_the_prompt_as_i
     sent = [r["body"] for r in server.requests if r["path"] == "/v1/chat/completions"]
     assert sent[0]["messages"][1]["content"] == _LONG
     assert [r["path"] for r in server.requests].count("/tokenize") == 1  # asked once
+
+
+@pytest.mark.parametrize(
+    ("served_then", "served_now", "url_now", "resumes"),
+    [
+        ({"A": "m"}, {"B": "m"}, "B", True),  # one model, another URL
+        ({"A": "m"}, {"B": "n"}, "B", False),  # another model
+        (None, {"A": "m"}, "A", True),  # a folder from before servers were asked
+        ({"A": "m"}, {"A": None}, "A", True),  # the server does not answer now: by URL
+        ({"A": "m"}, {"B": None}, "B", False),  # ... and then another URL is another seat
+    ],
+)
+def test_what_resumes_by_what_is_served(served_then, served_now, url_now, resumes):
+    from llm_marl_envs.evaluation.evaluate import Team, _plan_changes
+
+    def run(url: str, served: dict | None) -> dict:
+        spec = f"openai:http://{url}/v1#m"
+        described = {"seats": [spec], "agents": {"a": spec}}
+        named = {f"openai:http://{k}/v1#m": v for k, v in (served or {}).items()}
+        return {"team": described, **({"served": named} if served is not None else {})}
+
+    before, now = run("A", served_then), run(url_now, served_now)
+    changes = _plan_changes(before, now, Team.parse(now["team"]["seats"][0]))
+    assert (changes == []) is resumes
