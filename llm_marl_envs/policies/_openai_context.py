@@ -10,8 +10,10 @@ the answer's budget from the left and warns once
 (:meth:`~llm_marl_envs.policies.hf.HFPolicy.encode`). :class:`ContextFit` does the same on the
 server route where the server reports ``max_model_len``:
 
-* the server's ``/models`` listing is asked once per policy, at the first prompt longer than
-  :data:`ASK_FROM` tokens by the bound below (a shorter one fits any served chat model);
+* the server's ``/models`` listing is asked once per policy: at the first prompt longer than
+  :data:`ASK_FROM` tokens by the bound below, or when the server refuses a request (HTTP 400,
+  as vLLM refuses a prompt over its context), after which the prompt is fitted and sent once
+  more;
 * a prompt whose UTF-8 length (plus an allowance for the chat template) is within the limit
   fits as it is: a byte-level tokenizer never makes more tokens than bytes, so most prompts
   cost no extra request;
@@ -50,8 +52,9 @@ TEMPLATE_ALLOWANCE = 64
 #: Tokens allowed per message for its role header and separators, in the same bound.
 PER_MESSAGE = 16
 #: A prompt whose byte bound is within this many tokens is sent without asking the server for
-#: its context (no chat model is served with a smaller one), so short prompts cost no request.
-ASK_FROM = 128
+#: its context first (a smaller context is rare, and the server's refusal of a prompt over it
+#: is answered by :meth:`ContextFit.refit`), so most prompts cost no extra request.
+ASK_FROM = 2048
 #: Times a prompt is counted and cut before it is refused.
 MAX_CUTS = 12
 #: Seconds a ``/models`` or ``/tokenize`` request may take.
@@ -174,6 +177,20 @@ class ContextFit:
         limit = self.limit(max_tokens)
         if limit is None or bound <= limit:
             return body
+        return self._cut_to(body, limit, max_tokens, name)
+
+    def refit(self, body: dict[str, Any], max_tokens: int, name: str) -> dict[str, Any] | None:
+        """After the server refused ``body`` (HTTP 400): ``body`` cut to the context the server
+        reports, or None when that changes nothing (the refusal was about something else)."""
+        limit = self.limit(max_tokens)  # asks the server's listing, once
+        if limit is None:
+            return None
+        fitted = self._cut_to(body, limit, max_tokens, name)
+        return fitted if fitted != body else None
+
+    def _cut_to(
+        self, body: dict[str, Any], limit: int, max_tokens: int, name: str
+    ) -> dict[str, Any]:
         body = {**body}
         if "messages" in body:
             body["messages"] = [dict(message) for message in body["messages"]]

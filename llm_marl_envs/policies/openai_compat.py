@@ -39,7 +39,9 @@ the model its server serves, so one server reached by another URL resumes an eva
 server serving another model is refused. Where the server reports a context length, a prompt
 longer than it minus ``max_tokens`` is counted by the server (vLLM's ``/tokenize``) and cut
 from the left of its oldest text, with the in-process route's warning; the listing is asked
-once, at the first prompt long enough to matter, so short prompts cost no extra request.
+once, at the first prompt long enough to matter (over 2048 tokens by a byte bound) or when the
+server refuses a prompt as over its context (HTTP 400), which is then fitted and sent once
+more; other prompts cost no extra request.
 
 ``base_url`` is used as given, apart from a trailing slash: pass the API root including its
 version segment (``http://host:8000/v1``), as the OpenAI clients do. A URL without ``/v1`` is
@@ -104,6 +106,7 @@ import http.client
 import json
 import logging
 import os
+import re
 import threading
 import time
 import urllib.error
@@ -152,6 +155,10 @@ log = logging.getLogger(__name__)
 _MAX_RETRY_AFTER = 60.0  # seconds: the longest server-requested wait we honour
 _WAKE_EVERY = 0.2  # seconds: how often a thread waiting for answers checks for Ctrl-C
 _ASK_SECONDS = 10.0  # seconds: the deadline of a side request (model list, token count)
+#: How servers word a refusal of a prompt over the context (vLLM and OpenAI "maximum context
+#: length", SGLang "longer than the model's context length", llama.cpp "exceeds the available
+#: context size", TGI "must have less than N tokens").
+_TOO_LONG = re.compile(r"context (length|size|window)|must have less than \d+ .*tokens", re.I)
 
 #: Default cap on an answer body, in bytes. A normal answer is a few KB; 4096 tokens with 20
 #: top log-probabilities each come to about 5 MB.
@@ -457,7 +464,10 @@ class OpenAIPolicy(Policy):
                     stacklevel=2,
                 )
 
-        for attempt in range(1, attempts + 1):
+        refitted = False  # a prompt the server refused is fitted to its context once
+        attempt = 0
+        while attempt < attempts:
+            attempt += 1
             ticket = self._window.acquire(lambda: self._closed)
             if ticket is None:
                 raise PolicyError(f"{self!r} was closed while the request waited to be sent")
@@ -494,6 +504,13 @@ class OpenAIPolicy(Policy):
                 continue
             except PolicyError as error:  # not retryable: say how far we got
                 said = self._redact(str(error))
+                if said.startswith("HTTP 400") and not refitted and _TOO_LONG.search(said):
+                    refitted = True
+                    fitted = self._context.refit(body, self.max_tokens, self.name)
+                    if fitted is not None:  # over the context the server reports: cut, resend
+                        body, data = fitted, json.dumps(fitted).encode("utf-8")
+                        attempt -= 1
+                        continue
                 if self.return_token_ids and said.startswith(("HTTP 400", "HTTP 422")):
                     said += (
                         " (the request asked for token ids, return_token_ids, which this server "
@@ -506,7 +523,7 @@ class OpenAIPolicy(Policy):
                 tokens = completion.completion_tokens if outcome == "ok" else None
                 self._window.release(outcome, time.monotonic() - started, tokens, ticket)
             return completion
-        raise AssertionError("unreachable")  # pragma: no cover
+        raise AssertionError("unreachable")  # pragma: no cover - attempts >= 1
 
     def _completion(self, payload: Any, url: str) -> Completion:
         """The answer as a Completion; a PolicyError when it lacks what was asked for

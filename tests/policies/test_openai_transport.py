@@ -528,3 +528,25 @@ def test_what_resumes_by_what_is_served(served_then, served_now, url_now, resume
     before, now = run("A", served_then), run(url_now, served_now)
     changes = _plan_changes(before, now, Team.parse(now["team"]["seats"][0]))
     assert (changes == []) is resumes
+
+
+def test_a_prompt_the_server_refuses_as_too_long_is_fitted_and_sent_once_more(serve):
+    """A prompt under the byte bound that asks nothing first, over a small reported context:
+    the server's HTTP 400 ("maximum context length") makes the client ask for the context,
+    cut the prompt to it, warn as in-process, and send it once more."""
+    context, budget = 96, 8
+    served = _tiny()
+    server = serve(served, max_model_len=context)
+    words = "The maze is a grid of walls and open cells. " * 12  # about 500 bytes
+    prompt = Prompt("a", words, [{"role": "user", "content": words}], {})
+    policy = OpenAIPolicy(server.url, max_tokens=budget, max_retries=0)
+    try:
+        with pytest.warns(UserWarning, match=f"prompts longer than {context - budget} tokens"):
+            assert isinstance(policy.generate([prompt])[0].text, str)
+    finally:
+        policy.close(), served.close()
+    paths = [r["path"] for r in server.requests]
+    assert paths[0] == "/v1/chat/completions" and paths[-1] == "/v1/chat/completions"
+    assert "/v1/models" in paths and "/tokenize" in paths and paths.count("/v1/models") == 1
+    last = server.requests[-1]["body"]["messages"][-1]["content"]
+    assert words.endswith(last) and len(last) < len(words)
