@@ -88,6 +88,7 @@ from llm_marl_envs.registry import (
     token_budget,
 )
 from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
+from llm_marl_envs.rollout.executors import ExecutorLostError
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES
 
 __all__ = ["env_pages", "env_table", "main"]
@@ -433,6 +434,9 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
         return (
             1  # run_rollout printed "rollout stopped: ...; N finished episode(s) kept", a summary
         )
+    except ExecutorLostError as error:  # the cluster failed before any episode was played
+        print(f"rollout stopped: {error}")
+        return 1
     except RolloutInterrupted as interrupt:
         print(f"rollout stopped: {interrupt}")
         if interrupt.result.episode_count:

@@ -27,6 +27,7 @@ from llm_marl_envs.policies import (
 from llm_marl_envs.policies.generation import resolve_batch_size
 from llm_marl_envs.registry import make, spec
 from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
+from llm_marl_envs.rollout.executors import EnvExecutor
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord, iter_jsonl
 
 __all__ = [
@@ -249,7 +250,7 @@ def run_rollout(
     models: ModelCache | None = None,
     write: Callable[[str], None] = print,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
-    executor: str | None = None,
+    executor: str | EnvExecutor | None = None,
     num_workers: int | None = None,
     keep: str | None = None,
 ) -> RolloutResult:

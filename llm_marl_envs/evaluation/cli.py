@@ -19,6 +19,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -197,7 +198,8 @@ def _batch_size(text: str) -> int | str:
 
 
 def add_executor_options(parser) -> None:
-    """``--executor local|ray`` and ``--num-workers N`` (rollout and eval)."""
+    """``--executor local|ray``, ``--num-workers N`` and the ``--ray-*`` cluster options
+    (rollout and eval)."""
     parser.add_argument(
         "--executor",
         choices=["local", "ray"],
@@ -212,20 +214,138 @@ def add_executor_options(parser) -> None:
         metavar="N",
         help="Ray actors holding the environments (--executor ray; default: one per CPU)",
     )
+    ray = parser.add_argument_group("Ray cluster (--executor ray; docs/ray.md)")
+    ray.add_argument(
+        "--ray-address",
+        metavar="HOST:PORT",
+        help="the cluster to join: HOST:PORT of its head, ray://HOST:PORT, or auto (the one "
+        "`ray start` started on this machine); default: RAY_ADDRESS, else a local Ray",
+    )
+    ray.add_argument(
+        "--ray-runtime-env",
+        metavar="FILE",
+        help="a JSON or YAML file with the workers' runtime_env (e.g. pip: [llm-marl-envs[ray]], "
+        "or working_dir), for nodes that do not have the package installed",
+    )
+    ray.add_argument(
+        "--ray-resources",
+        metavar="KEY=N[,KEY=N]",
+        help="what each worker reserves: CPU, GPU or a custom resource (a JSON object works "
+        "too); default: one CPU",
+    )
+    ray.add_argument(
+        "--ray-start-timeout",
+        type=float,
+        metavar="S",
+        help="seconds the workers have to start (default 300); then one line saying what the "
+        "cluster had free",
+    )
+    ray.add_argument(
+        "--ray-max-worker-failures",
+        type=int,
+        metavar="N",
+        help="worker deaths tolerated in one rollout (default: twice the workers)",
+    )
+
+
+_RAY_OPTIONS = (
+    "ray_address",
+    "ray_runtime_env",
+    "ray_resources",
+    "ray_start_timeout",
+    "ray_max_worker_failures",
+)
 
 
 def executor_options(args: argparse.Namespace) -> dict:
-    """The ``executor`` / ``num_workers`` arguments of ``rollout`` / ``evaluate``."""
+    """The ``executor`` / ``num_workers`` arguments of ``rollout`` / ``evaluate``: a
+    :class:`~llm_marl_envs.rollout.ray_executor.RayExecutor` built from the ``--ray-*``
+    options for ``--executor ray``."""
+    given = [name for name in _RAY_OPTIONS if getattr(args, name, None) is not None]
     if args.num_workers is not None and args.executor != "ray":
         raise ValueError("--num-workers applies to --executor ray")
+    if given and args.executor != "ray":
+        flags = ", ".join("--" + name.replace("_", "-") for name in given)
+        raise ValueError(f"{flags} apply to --executor ray")
     if args.num_workers is not None and args.num_workers < 1:
         raise ValueError("--num-workers must be at least 1")
-    if args.executor == "ray":
-        from llm_marl_envs.rollout.ray_executor import import_ray
+    if args.executor != "ray":
+        return {}
+    from llm_marl_envs.rollout.ray_executor import RayExecutor, import_ray
 
-        import_ray()  # without the extra: a one-line error naming it, before any work
-        return {"executor": "ray", "num_workers": args.num_workers}
-    return {}
+    import_ray()  # without the extra: a one-line error naming it, before any work
+    if args.ray_start_timeout is not None and not args.ray_start_timeout > 0:
+        raise ValueError(f"--ray-start-timeout must be positive, got {args.ray_start_timeout}")
+    if args.ray_max_worker_failures is not None and args.ray_max_worker_failures < 0:
+        raise ValueError("--ray-max-worker-failures must be at least 0")
+    actor_options: dict = {}
+    if args.ray_runtime_env is not None:
+        actor_options["runtime_env"] = _runtime_env(args.ray_runtime_env)
+    cpus = 1.0
+    if args.ray_resources is not None:
+        resources = _resources(args.ray_resources)
+        cpus = resources.pop("CPU", cpus)
+        if "GPU" in resources:
+            actor_options["num_gpus"] = resources.pop("GPU")
+        if resources:
+            actor_options["resources"] = resources
+    executor = RayExecutor(
+        args.num_workers,
+        cpus_per_worker=cpus,
+        address=args.ray_address,
+        max_worker_failures=args.ray_max_worker_failures,
+        actor_options=actor_options,
+        start_timeout=300.0 if args.ray_start_timeout is None else args.ray_start_timeout,
+    )
+    return {"executor": executor}
+
+
+def _runtime_env(path: str) -> dict:
+    """A runtime_env from a JSON or YAML file (a mapping), or a one-line ValueError."""
+    import yaml
+
+    file = Path(path)
+    if not file.is_file():
+        raise ValueError(f"--ray-runtime-env {path}: no such file")
+    try:
+        loaded = yaml.safe_load(file.read_text(encoding="utf-8"))
+    except (yaml.YAMLError, UnicodeDecodeError) as error:
+        first = str(error).splitlines()[0] if str(error) else type(error).__name__
+        raise ValueError(f"--ray-runtime-env {path} is not JSON or YAML: {first}") from None
+    if not isinstance(loaded, dict):
+        raise ValueError(
+            f"--ray-runtime-env {path} must hold a mapping (e.g. pip: [...], working_dir: ...)"
+        )
+    return loaded
+
+
+def _resources(text: str) -> dict[str, float]:
+    """``--ray-resources``: ``KEY=N[,KEY=N]`` or a JSON object of non-negative numbers."""
+    text = text.strip()
+    if text.startswith("{"):
+        try:
+            pairs = json.loads(text)
+        except json.JSONDecodeError as error:
+            raise ValueError(f"--ray-resources {text!r} is not a JSON object: {error}") from None
+        if not isinstance(pairs, dict):
+            raise ValueError(f"--ray-resources {text!r} must be an object")
+        items = list(pairs.items())
+    else:
+        items = [part.partition("=")[::2] for part in text.split(",") if part.strip()]
+    resources: dict[str, float] = {}
+    for key, value in items:
+        key = str(key).strip()
+        try:
+            number = float(value)
+        except (TypeError, ValueError):
+            number = float("nan")
+        if not key or not number >= 0 or number == float("inf"):
+            raise ValueError(
+                f"--ray-resources: {key}={value} must be a name and a number >= 0 "
+                "(e.g. CPU=2,GPU=1 or custom_resource=1)"
+            )
+        resources[key] = number
+    return resources
 
 
 def run_eval(args: argparse.Namespace) -> int:
@@ -300,6 +420,7 @@ def _resumable(out: Path, play: Callable[[], Any]) -> tuple[int | None, Any]:
     failing rollout (1), whose finished episodes stay in ``out`` for the same command to
     resume."""
     from llm_marl_envs.rollout.engine import RolloutError, RolloutInterrupted
+    from llm_marl_envs.rollout.executors import ExecutorLostError
 
     try:
         return None, play()
@@ -309,7 +430,7 @@ def _resumable(out: Path, play: Callable[[], Any]) -> tuple[int | None, Any]:
             "run the same command to resume"
         )
         return 130, None
-    except RolloutError as error:
+    except (RolloutError, ExecutorLostError) as error:  # a policy, or the Ray cluster
         print(f"eval stopped: {error}; run the same command to resume")
         return 1, None
     except OSError as error:  # disk full, a read-only folder: finished episodes are kept

@@ -55,6 +55,7 @@ from llm_marl_envs.policies import (
 )
 from llm_marl_envs.registry import make
 from llm_marl_envs.rollout.records import EpisodeRecord
+from llm_marl_envs.rollout.executors import EnvExecutor
 
 __all__ = [
     "EvalError",
@@ -419,7 +420,7 @@ def _play_task(
     batch_size: int,
     progress: bool | None,
     write,
-    executor: str | None = None,
+    executor: str | EnvExecutor | None = None,
     num_workers: int | None = None,
     saved: Mapping[tuple[int, int], str] | None = None,
 ) -> dict[tuple[int, int], str]:
@@ -518,7 +519,7 @@ def evaluate(
     entry: str | None = None,
     generation: GenerationConfig | None = None,
     write: Callable[[str], None] | None = None,
-    executor: str | None = None,
+    executor: str | EnvExecutor | None = None,
     num_workers: int | None = None,
     server_options: Mapping[str, Any] | None = None,
 ) -> dict:
@@ -536,8 +537,9 @@ def evaluate(
             task's settings from the suite (sampling, token budget) and its seed replace the
             other fields.
         write: Where status lines go (default: stderr).
-        executor: Where the environments step: ``"local"`` (default) or ``"ray"`` (shards on
-            ``num_workers`` Ray actors; the records, and so the scores, are the same).
+        executor: Where the environments step: ``"local"`` (default), ``"ray"`` (shards on
+            ``num_workers`` Ray actors; the records, and so the scores, are the same) or an
+            executor (a configured ``RayExecutor``: the CLI's ``--ray-*`` options).
         num_workers: Ray actors per task with ``executor="ray"``.
         server_options: How requests travel to ``openai:`` seats (``OpenAIPolicy`` arguments:
             ``concurrency``, ``timeout``, ``max_retries``): transport, not part of what is

@@ -19,22 +19,32 @@ of environments, a driver batching generation across them.
   replacement actor takes its place and each of its unfinished episodes is *replayed*
   there: reset from its seed, then stepped through the same actions, which gives back the
   state the dead worker held. The engine never notices; finished episodes were written
-  already, so nothing is lost and nothing is played twice. After ``max_worker_failures``
+  already, so nothing is lost and nothing is played twice. When the cluster has no room for
+  a replacement (a lost machine took its CPUs with it; the driver sees the free resources),
+  or a replacement does not start within ``min(start_timeout, 60)`` seconds, the worker is
+  dropped and its episodes are replayed on the workers left; when none is left, the rollout
+  stops with a one-line :class:`WorkerLostError`. After ``max_worker_failures``
   deaths the rollout stops with a ``RolloutError`` caused by :class:`WorkerLostError`;
   ``ray.shutdown()`` during a rollout stops it the same way (:class:`RayShutdownError`).
 * **Errors.** An exception raised inside an environment reaches the caller as the original
   exception (its type and message), not as a Ray wrapper.
 
+* **Reaching the cluster.** ``ray.init()`` is called on first use when Ray is not initialised:
+  it joins the cluster named by ``address`` / ``RAY_ADDRESS`` or a local one started with
+  ``ray start``, else starts a local instance. The head must accept a connection within 10 s
+  first, so a wrong address, or ``auto`` after the head died, is one
+  :class:`~llm_marl_envs.rollout._ray_cluster.ClusterError` line rather than a hang; so are a
+  start timeout, a node without this package, and a worker that died while starting.
+
 Ray is an optional extra (``pip install 'llm-marl-envs[ray]'``); importing this module does
-not import it. ``ray.init()`` is called on first use when Ray is not initialised: it joins
-the cluster named by ``address`` / ``RAY_ADDRESS`` or a local one started with ``ray start``,
-else starts a local instance. Set-up and recipes: ``docs/ray.md``.
+not import it. Set-up and recipes: ``docs/ray.md``.
 """
 
 from __future__ import annotations
 
 import os
 import threading
+import time
 import warnings
 from collections import defaultdict
 from collections.abc import Mapping, Sequence
@@ -47,6 +57,7 @@ from pettingzoo import AECEnv
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.ray_actor import task_error_cause
+from llm_marl_envs.rollout._ray_cluster import ClusterError, cluster_address, start_failure
 from llm_marl_envs.rollout.executors import (
     EnvDescription,
     EnvExecutor,
@@ -58,7 +69,21 @@ from llm_marl_envs.rollout.executors import (
     step_env,
 )
 
-__all__ = ["EnvShard", "RayExecutor", "RayShutdownError", "WorkerLostError", "import_ray"]
+__all__ = [
+    "ClusterError",
+    "EnvShard",
+    "RayExecutor",
+    "RayShutdownError",
+    "WorkerLostError",
+    "import_ray",
+]
+
+
+#: The most seconds a replacement worker has to start before its episodes go elsewhere.
+REPLACE_SECONDS = 60.0
+#: Seconds a dead worker's reservation has to show as free before it counts as lost with its
+#: machine.
+ROOM_SECONDS = 3.0
 
 
 class WorkerLostError(ExecutorLostError):
@@ -145,6 +170,15 @@ class EnvShard:
     def pid(self) -> int:
         """The worker's process id (tests kill it)."""
         return os.getpid()
+
+    def node(self) -> str | None:
+        """The Ray node this worker runs on (None outside Ray): where a cluster put it."""
+        try:
+            import ray
+
+            return ray.get_runtime_context().get_node_id()
+        except Exception:  # noqa: BLE001 - not in a Ray worker
+            return None
 
     def reset(
         self,
@@ -238,15 +272,16 @@ class RayExecutor(EnvExecutor):
             executor, a rollout per iteration); :meth:`shutdown` (or ``with``) frees them.
             Default False: each rollout starts its actors and kills them at its end.
         start_timeout: Seconds to wait for the actors to start (Ray holds an actor back
-            while the cluster lacks the CPUs it reserves) before giving up with a message
-            that says what the cluster has.
+            while the cluster lacks the CPUs it reserves) before giving up with a
+            :class:`ClusterError` ("start timeout") that says what the cluster had free.
         lockstep: The engine asks the policies only when every shard has answered, so a
             policy gets the batches it would get with the local executor, and a model's
             records (log-probabilities included) are the same. False: it goes on with the
             shards that answered first (more throughput when shards are uneven; a model's
             log-probabilities may then differ in their last digits, as batches differ).
 
-    ``workers`` holds the live actor handles (an actor that died is replaced in place);
+    ``workers`` holds the actor handles by index (an actor that died is replaced in place;
+    one lost with its machine stays, dead and unused), ``live_workers`` those in use;
     ``failures`` counts the deaths of the last rollout, ``calls`` its remote calls and
     ``call_slots`` the slots they carried (``call_slots / calls``: how full the calls were).
 
@@ -288,6 +323,8 @@ class RayExecutor(EnvExecutor):
         self.calls = 0  # remote calls of the last rollout (reset, step, replay)
         self.call_slots = 0  # slots those calls carried, in all
         self._generation: list[int] = []
+        self._live: list[int] = []  # the workers still in use (a lost one may not come back)
+        self._need: dict[str, float] = {}  # what one worker reserves, for a replacement
         self._episodes: dict[int, _Episode] = {}
         self._release: dict[int, list[int]] = defaultdict(list)
         self._lock = threading.RLock()
@@ -297,14 +334,20 @@ class RayExecutor(EnvExecutor):
         self._opened_with: tuple | None = None  # (env, env_kwargs) of the live workers
         self._session: tuple | None = None  # the Ray connection the workers belong to
 
+    @property
+    def live_workers(self) -> list[Any]:
+        """The actors in use (``workers`` less those lost with their machines)."""
+        return [self.workers[i] for i in self._live if i < len(self.workers)]
+
     # ------------------------------------------------------------------ EnvExecutor
     def open(
         self, env: EnvSource, env_kwargs: Mapping[str, Any] | None, copies: int
     ) -> EnvDescription:
         ray = self._ray = import_ray()
         check_int("copies", copies, 1)
-        if not ray.is_initialized():
-            ray.init(address=self.address, log_to_driver=True)
+        if not ray.is_initialized():  # a head that does not answer: one line, not a hang
+            address, _ = cluster_address(self.address)
+            ray.init(address=address, log_to_driver=True)
         session = _ray_session(ray)
         if session != self._session:  # a new Ray: actors kept from an old one are gone
             self.workers, self._opened_with, self._session = [], None, session
@@ -316,7 +359,7 @@ class RayExecutor(EnvExecutor):
         self.calls = self.call_slots = 0
         self._release = defaultdict(list)
         key = (env, dict(env_kwargs or {}))
-        if self.workers and self._opened_with == key and len(self.workers) == count:
+        if self.workers and self._opened_with == key and len(self._live) == count:
             return self._get(self.workers[0].describe.remote())  # kept from the last rollout
         self.shutdown()
         per_worker = self._cpus_each(count, ray.cluster_resources().get("CPU", 0))
@@ -327,6 +370,9 @@ class RayExecutor(EnvExecutor):
         self._shard_args = (env, dict(env_kwargs or {}), threads)
         self.workers = [self._shard_cls.remote(*self._shard_args) for _ in range(count)]
         self._generation = [0] * count
+        self._live = list(range(count))
+        self._need = {"CPU": per_worker, "GPU": self.actor_options.get("num_gpus") or 0}
+        self._need.update(self.actor_options.get("resources") or {})
         self._opened_with = key
         # every shard makes its first copy: a bad env or argument fails here, not mid-rollout
         refs = [worker.describe.remote() for worker in self.workers]
@@ -336,12 +382,19 @@ class RayExecutor(EnvExecutor):
             free = ray.available_resources()
             self.shutdown()
             asked = {"CPU": per_worker, **dict(self.actor_options.get("resources") or {})}
-            raise TimeoutError(
-                f"Ray did not start {count} workers reserving {asked} each within "
-                f"{self.start_timeout:g} s (the cluster has free: "
-                f"{ {k: v for k, v in free.items() if k in asked} }); lower num_workers or "
-                "what each reserves, or add machines to the cluster"
+            raise ClusterError(
+                f"start timeout: Ray did not start {count} workers reserving {asked} each "
+                f"within {self.start_timeout:g} s (the cluster had free: "
+                f"{ {k: v for k, v in free.items() if k in asked} }); lower --num-workers or "
+                "what each reserves (--ray-resources), add machines to the cluster, or give "
+                "them longer (--ray-start-timeout)"
             ) from None
+        except ray.exceptions.RayActorError as error:  # died at start: a node without us?
+            self.shutdown()
+            raise start_failure(error, count) from None
+        except ModuleNotFoundError as error:
+            self.shutdown()
+            raise start_failure(error, count) from None
 
     def _cpus_each(self, count: int, total: float) -> float:
         """``cpus_per_worker``, or an equal share of a cluster that has fewer CPUs in all."""
@@ -369,7 +422,7 @@ class RayExecutor(EnvExecutor):
         by_worker: dict[int, list[int]] = defaultdict(list)
         with self._lock:
             for i, (slot, seed, group) in enumerate(zip(slots, seeds, groups, strict=True)):
-                worker = group % len(self.workers)
+                worker = self._live[group % len(self._live)]
                 old = self._episodes.get(slot)
                 if old is not None and old.worker != worker:
                     if old.generation == self._generation[old.worker]:
@@ -525,9 +578,13 @@ class RayExecutor(EnvExecutor):
                             f"max_worker_failures={limit}); the last: "
                             f"{str(error).splitlines()[0]}"
                         )
-                    self.workers[worker] = self._shard_cls.remote(*self._shard_args)
                     self._generation[worker] += 1
                     self._release[worker] = []
+                    if self._room_for_one():
+                        self.workers[worker] = self._shard_cls.remote(*self._shard_args)
+                        self._watch_start(self.workers[worker])
+                    else:  # a lost machine: its episodes go to the workers left
+                        self._drop(worker, error)
                 self._replay(worker, slots, futures)
         except BaseException as failure:  # noqa: BLE001 - handed to the engine
             failure = _shut_down_error(self._ray, self._session, failure) or failure
@@ -535,11 +592,74 @@ class RayExecutor(EnvExecutor):
                 if not future.done():
                     future.set_exception(failure)
 
+    def _room_for_one(self) -> bool:
+        """Whether the cluster has free what one more worker reserves (a lost machine's
+        resources are gone from it). A dead worker's own reservation takes a moment to show
+        as free again, so this looks for up to :data:`ROOM_SECONDS`."""
+        deadline = time.monotonic() + ROOM_SECONDS
+        while True:
+            try:
+                free = self._ray.available_resources()
+            except Exception:  # noqa: BLE001 - cannot tell: try a replacement (bounded below)
+                return True
+            if all(free.get(key, 0) >= amount for key, amount in self._need.items() if amount):
+                return True
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.25)
+
+    def _watch_start(self, actor: Any) -> None:
+        """Kill a replacement that has not started within ``min(start_timeout, 60)`` seconds
+        (the cluster's free resources were a moment's): its calls then fail, and the next
+        recovery finds no room and hands its episodes to the workers left."""
+        ray, bound = self._ray, min(self.start_timeout, REPLACE_SECONDS)
+
+        def watch() -> None:
+            try:
+                ray.get(actor.describe.remote(), timeout=bound)
+            except ray.exceptions.GetTimeoutError:
+                warnings.warn(
+                    f"a replacement Ray worker did not start within {bound:g} s; its episodes "
+                    "go to the workers left",
+                    stacklevel=1,
+                )
+                try:
+                    ray.kill(actor)
+                except Exception:  # noqa: BLE001 - gone already
+                    pass
+            except Exception:  # noqa: BLE001 - died: its calls say so, and recovery follows
+                pass
+
+        threading.Thread(target=watch, name="ray-executor-start", daemon=True).start()
+
+    def _drop(self, worker: int, error: BaseException) -> None:
+        """Stop using ``worker`` (under the lock); :class:`WorkerLostError` when none is left."""
+        if worker in self._live:
+            self._live.remove(worker)
+        if not self._live:
+            free = {k: v for k, v in self._ray.available_resources().items() if k in self._need}
+            raise WorkerLostError(
+                "every Ray worker was lost and the cluster has no room for a new one (a worker "
+                f"reserves {self._need}; free: {free}); the last loss: "
+                f"{str(error).splitlines()[0][:200]}"
+            )
+
     def _replay(self, worker: int, slots: list[int], futures: list[Future]) -> None:
-        """Rebuild ``slots``' episodes on ``worker``'s current actor (under the lock)."""
+        """Rebuild ``slots``' episodes on ``worker``'s current actor, or, when ``worker`` was
+        dropped, on the workers left (under the lock)."""
+        if worker not in self._live:
+            if not self._live:
+                raise WorkerLostError("every Ray worker was lost")
+            moved: dict[int, list[int]] = defaultdict(list)
+            for i, slot in enumerate(slots):
+                moved[self._live[slot % len(self._live)]].append(i)
+            for target, items in moved.items():
+                self._replay(target, [slots[i] for i in items], [futures[i] for i in items])
+            return
         items = []
         for slot in slots:
             episode = self._episodes[slot]
+            episode.worker = worker
             episode.generation = self._generation[worker]
             items.append((slot, episode.seed, episode.options, list(episode.actions)))
         self._call(worker, "replay", (items,), slots, futures)

@@ -227,8 +227,10 @@ def test_more_workers_than_cpus_share_them_with_a_warning():
 
 
 def test_workers_that_cannot_be_placed_give_up_with_what_the_cluster_has():
+    from llm_marl_envs.rollout.ray_executor import ClusterError
+
     executor = RayExecutor(1, start_timeout=3, actor_options={"resources": {"tpu_pod": 1}})
-    with pytest.raises(TimeoutError, match=r"'tpu_pod': 1.*lower num_workers"):
+    with pytest.raises(ClusterError, match=r"start timeout.*'tpu_pod': 1.*--ray-start-timeout"):
         rollout(
             GSM8K,
             lambda obs, info: "1",
@@ -481,3 +483,91 @@ def test_ray_shut_down_from_another_thread_ends_in_one_line(tmp_path):
     finally:
         if not ray.is_initialized():  # the other tests of the session use it
             ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
+
+
+def test_a_start_timeout_stops_an_eval_in_one_line_that_names_it(tmp_path, capsys):
+    """A start timeout used to be a TimeoutError, an OSError, which eval reported as a disk
+    error ("cannot write: ... free some space")."""
+    from llm_marl_envs.cli import main
+
+    argv = ["eval", "lite", "--policy", "scripted", "--tasks", "imdb", "--no-progress"]
+    argv += ["--out", str(tmp_path / "eval"), "--executor", "ray", "--ray-start-timeout", "3"]
+    assert main([*argv, "--ray-resources", "tpu_pod=1"]) == 1
+    said = capsys.readouterr().out
+    assert "eval stopped: start timeout" in said and "cannot write" not in said
+    assert "run the same command to resume" in said and "Traceback" not in said
+
+
+class LosingPolicy(KillingPolicy):
+    """Kills worker 0 at the ``at``-th call and takes its CPUs at once with a blocker actor,
+    as a lost machine takes its CPUs with it: no replacement can start."""
+
+    blockers: list = []
+
+    def __init__(self, *args, cpus=1, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.cpus = cpus
+
+    def __call__(self, observation, info):
+        self.calls.append(1)
+        if len(self.calls) == self.at:
+            ray = import_ray()
+            ray.kill(self.executor.workers[0])
+
+            @ray.remote(num_cpus=self.cpus)
+            class Blocker:
+                def ping(self):
+                    return True
+
+            blocker = Blocker.remote()
+            ray.get(blocker.ping.remote(), timeout=60)  # it holds the lost worker's CPUs
+            LosingPolicy.blockers.append(blocker)
+        return self.inner(observation, info)
+
+
+def _free_blockers():
+    ray = import_ray()
+    for blocker in LosingPolicy.blockers:
+        ray.kill(blocker)
+    LosingPolicy.blockers.clear()
+
+
+def test_a_lost_machine_costs_its_episodes_not_the_run(tmp_path):
+    """A full cluster loses a worker and cannot start another: the lost shard's episodes are
+    replayed on the worker left, and the records equal the local run's."""
+    args = {"episodes": 10, "batch_size": 4, "seed": 7}
+    local = rollout(MAZE, _policies(MAZE), progress=False, **args)
+    executor, calls = RayExecutor(2), []  # 2 CPUs, 1 each: the cluster is full
+    policies = {
+        agent: LosingPolicy(MAZE, agent, executor, at=6, how="ray.kill", calls=calls)
+        for agent in llm_marl_envs.make(MAZE).possible_agents
+    }
+    out = tmp_path / "episodes.jsonl"
+    try:
+        remote = rollout(MAZE, policies, progress=False, executor=executor, out=out, **args)
+        assert executor.failures == 1 and executor._live == [1]  # no replacement: dropped
+    finally:
+        _free_blockers()
+    for episode in (*remote.episodes, *local.episodes):
+        episode.policies = {}
+    assert _dicts(remote) == _dicts(local)
+    lines = [json.loads(line) for line in out.read_text().splitlines()]
+    assert sorted(line["episode"] for line in lines) == list(range(10))
+
+
+def test_no_worker_left_stops_in_one_line_that_keeps_the_episodes(tmp_path):
+    executor, calls = RayExecutor(1, cpus_per_worker=2), []
+    policies = {
+        agent: LosingPolicy(MAZE, agent, executor, at=9, how="ray.kill", calls=calls, cpus=2)
+        for agent in llm_marl_envs.make(MAZE).possible_agents
+    }
+    out = tmp_path / "episodes.jsonl"
+    try:
+        with pytest.raises(RuntimeError, match="every Ray worker was lost.*no room") as caught:
+            rollout(
+                MAZE, policies, episodes=6, batch_size=2, progress=False, executor=executor, out=out
+            )
+    finally:
+        _free_blockers()
+    said = str(caught.value)
+    assert "\n" not in said and "kept" in said

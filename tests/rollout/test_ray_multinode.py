@@ -1,0 +1,257 @@
+"""Ray on a real two-node cluster (issue 40): a head and a second node started as separate
+``ray start`` processes on this machine (their own temp dirs and free ports, dashboard off,
+token authentication set explicitly), and drivers that join them as a user's would, in their
+own processes. The tests end only the processes they started (never ``ray stop``).
+
+Checked: the workers land on both nodes and the records equal the local executor's; a node
+lost mid-rollout on a full cluster costs its episodes, not the run (the records still equal
+the local run's); a head that stopped is one line when the next command starts.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import secrets
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("ray", reason="the ray extra")
+
+pytestmark = pytest.mark.slow
+
+RAY = Path(sys.executable).with_name("ray")
+START_SECONDS = 120
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class Cluster:
+    """A head and one more node, each a ``ray start --block`` process group of its own."""
+
+    def __init__(self, root: Path) -> None:
+        self.root, self.port = root, _free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": secrets.token_hex(16),
+            "RAY_health_check_period_ms": "500",  # a lost node is seen in seconds
+            "RAY_health_check_failure_threshold": "4",
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+        }
+        self.env.pop("RAY_ADDRESS", None)
+        self.nodes: dict[str, subprocess.Popen] = {}
+        self._taken: set[int] = set()  # ports given to components already
+
+    def _ports(self) -> list[str]:
+        """Free ports for a node's components, none inside its workers' range (nor the head's
+        port), so no two components of the cluster ask for the same one."""
+        low = _free_port() // 100 * 100
+        taken = set(range(low, low + 100)) | {self.port} | self._taken
+
+        def port() -> int:
+            while (chosen := _free_port()) in taken:
+                pass
+            taken.add(chosen)
+            return chosen
+
+        names = ["node-manager", "object-manager", "runtime-env-agent", "dashboard-agent-grpc"]
+        names += ["dashboard-agent-listen", "metrics-export"]
+        chosen = [f"--{name}-port={port()}" for name in names]
+        self._taken |= taken
+        return [*chosen, f"--min-worker-port={low}", f"--max-worker-port={low + 99}"]
+
+    def start(self, name: str) -> None:
+        head = not self.nodes
+        argv = [str(RAY), "start", "--block", "--num-cpus=1", "--disable-usage-stats"]
+        argv += [f"--temp-dir={self.root / name}"]
+        if head:
+            argv += ["--head", f"--port={self.port}", "--include-dashboard=false"]
+        else:
+            argv += [f"--address={self.address}"]
+        argv += ["--node-ip-address=127.0.0.1", *self._ports()]
+        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 - kept by the process
+        self.nodes[name] = subprocess.Popen(
+            argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+        )
+        self.wait_for(len(self.nodes))
+
+    def wait_for(self, count: int) -> None:
+        """Until ``count`` nodes are alive (asked by a driver process of its own)."""
+        code = (
+            "import ray, sys; ray.init(address=sys.argv[1], logging_level='error'); "
+            "print(sum(n['Alive'] for n in ray.nodes()))"
+        )
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            for name, process in self.nodes.items():
+                if process.poll() is not None:
+                    raise RuntimeError(f"{name} exited: {self.log(name)}")
+            try:
+                probe = subprocess.run(
+                    [sys.executable, "-c", code, self.address],
+                    env=self.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
+            except subprocess.TimeoutExpired:
+                continue
+            if probe.returncode == 0 and probe.stdout.strip().splitlines()[-1:] == [str(count)]:
+                return
+            time.sleep(1)
+        raise RuntimeError(f"the cluster did not reach {count} nodes: {self.log('head')}")
+
+    def log(self, name: str) -> str:
+        return (self.root / f"{name}.log").read_text(errors="replace")[-3000:]
+
+    def kill(self, name: str) -> None:
+        """End a node's processes as a lost machine ends them."""
+        process = self.nodes.pop(name)
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        process.wait(timeout=30)
+
+    def stop(self) -> None:
+        for name in list(self.nodes)[::-1]:
+            self.kill(name)
+
+
+@pytest.fixture
+def cluster(tmp_path_factory):
+    if RAY.exists() is False and shutil.which("ray") is None:
+        pytest.skip("the ray command is not installed")
+    root = tmp_path_factory.mktemp("cluster")
+    cluster = Cluster(root)
+    try:
+        cluster.start("head")
+        cluster.start("node2")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+_DRIVER = r"""
+import json, sys, time
+from llm_marl_envs.policies.scripted import scripted_policy
+from llm_marl_envs.registry import make
+from llm_marl_envs.rollout import rollout
+from llm_marl_envs.rollout.ray_executor import RayExecutor
+
+env_id, episodes, address, workers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
+pace = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
+
+
+def paced(agent):
+    inner = scripted_policy(env_id, agent)
+
+    def act(observation, info):
+        if pace:
+            print("playing", file=sys.stderr, flush=True)
+            time.sleep(pace)
+        return inner(observation, info)
+
+    return act
+
+
+policies = {a: paced(a) for a in make(env_id).possible_agents}
+executor = None
+if address != "local":
+    executor = RayExecutor(workers, address=address, keep_workers=True)
+result = rollout(env_id, policies, episodes=episodes, batch_size=4, seed=3, progress=False,
+                 executor=executor or "local")
+import ray
+nodes = sorted({ray.get(w.node.remote()) for w in executor.live_workers}) if executor else []
+live = len(executor.live_workers) if executor else 0
+failures = executor.failures if executor else 0
+print(json.dumps({"episodes": [e.to_dict() for e in result.episodes], "nodes": nodes,
+                  "failures": failures, "live": live}))
+"""
+
+
+def _drive(cluster: Cluster, env_id: str, episodes: int, address: str, workers: int = 2):
+    run = subprocess.run(
+        [sys.executable, "-c", _DRIVER, env_id, str(episodes), address, str(workers)],
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    return json.loads(run.stdout.strip().splitlines()[-1])
+
+
+def _played(episodes: list[dict]) -> list[dict]:
+    """The records without timings and policy names, sorted by episode."""
+    keep = []
+    for episode in sorted(episodes, key=lambda e: e["episode"]):
+        episode = {k: v for k, v in episode.items() if "second" not in k and k != "policies"}
+        episode["turns"] = [
+            {k: v for k, v in turn.items() if "second" not in k} for turn in episode["turns"]
+        ]
+        keep.append(episode)
+    return keep
+
+
+def test_workers_land_on_both_nodes_and_records_equal_the_local_run(cluster):
+    env_id = "llm_marl_envs/DonorGame-v0"
+    remote = _drive(cluster, env_id, 8, cluster.address)
+    local = _drive(cluster, env_id, 8, "local")
+    assert len(remote["nodes"]) == 2  # one worker per node: each has one CPU
+    assert _played(remote["episodes"]) == _played(local["episodes"])
+
+
+def test_a_node_lost_mid_rollout_costs_its_episodes_not_the_run(cluster, tmp_path):
+    """The cluster is full (one worker per CPU): the lost node's worker cannot be replaced,
+    so its episodes are replayed on the head's worker; the records equal the local run's."""
+    env_id, episodes = "llm_marl_envs/MazeCollab-v0", 24
+    argv = [sys.executable, "-c", _DRIVER, env_id, str(episodes), cluster.address, "2", "0.02"]
+    driver = subprocess.Popen(
+        argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    for line in driver.stderr:  # the first turn: the workers started, episodes under way
+        if line.startswith("playing"):
+            break
+    time.sleep(1)
+    assert driver.poll() is None, "the rollout ended before the node was lost"
+    cluster.kill("node2")
+    out, err = driver.communicate(timeout=600)
+    said = "\n".join(line for line in err.splitlines() if line != "playing")
+    assert driver.returncode == 0, said[-4000:]
+    remote = json.loads(out.strip().splitlines()[-1])
+    local = _drive(cluster, env_id, episodes, "local")
+    assert remote["failures"] >= 1 and remote["live"] == 1  # not replaced: its machine is gone
+    assert _played(remote["episodes"]) == _played(local["episodes"])
+
+
+def test_a_stopped_head_is_one_line_for_the_next_command(cluster, tmp_path):
+    cluster.stop()
+    argv = [sys.executable, "-m", "llm_marl_envs.cli", "rollout", "llm_marl_envs/DonorGame-v0"]
+    argv += ["--policy", "scripted", "--episodes", "2", "--no-progress", "--executor", "ray"]
+    run = subprocess.run(
+        [*argv, "--ray-address", cluster.address],
+        env=cluster.env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert run.returncode == 1
+    assert f"cannot reach the Ray cluster at {cluster.address}" in run.stdout
+    assert "Traceback" not in run.stdout + run.stderr
