@@ -8,6 +8,9 @@ this machine, is the address ``ray start`` wrote to ``<ray temp dir>/ray_current
 opens one TCP connection to it within :data:`CONNECT_SECONDS`; a head that does not accept it
 is a :class:`ClusterError` naming the address and where it was found.
 
+:class:`HeadWatch` probes the head while a rollout runs, so a cluster stopped mid-run ends
+the rollout within seconds (Ray's own client waits a minute).
+
 :func:`start_failure` turns what a worker's start raised into one line: a node without the
 package ("install llm-marl-envs[ray] ... or pass a runtime_env"), a worker that died while
 starting.
@@ -18,11 +21,13 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import threading
+import time
 from pathlib import Path
 
 from llm_marl_envs.rollout.executors import ExecutorLostError
 
-__all__ = ["CONNECT_SECONDS", "ClusterError", "cluster_address", "start_failure"]
+__all__ = ["CONNECT_SECONDS", "ClusterError", "HeadWatch", "cluster_address", "start_failure"]
 
 #: Seconds the head of a cluster has to accept a TCP connection before it counts as unreachable.
 CONNECT_SECONDS = 10.0
@@ -104,3 +109,56 @@ def start_failure(error: BaseException, count: int) -> ClusterError:
         f"a Ray worker died while {count} were starting ({type(error).__name__}: "
         f"{first[:300]}); its node may have left the cluster: run the same command again"
     )
+
+
+#: Seconds between two probes of a running cluster's head.
+PROBE_SECONDS = 1.0
+#: Probes in a row the head must fail before the cluster counts as stopped.
+LOST_AFTER = 3
+
+
+class HeadWatch:
+    """Probes the head of the cluster a rollout runs on (one TCP connection a second, from a
+    daemon thread): Ray's own client waits a minute for a stopped head before it gives up, and
+    a rollout waiting on its workers meanwhile hears nothing. ``lost`` says, once
+    :data:`LOST_AFTER` probes in a row failed, since when the head has not answered."""
+
+    def __init__(self, address: str) -> None:
+        self.address = address
+        host, _, port = address.rpartition(":")
+        self._target = (host.strip("[]"), int(port))
+        self._failed_since: float | None = None
+        self._failures = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._probe, name="ray-head-watch", daemon=True)
+        self._thread.start()
+
+    @property
+    def lost(self) -> float | None:
+        """Seconds since the head stopped answering, once it counts as stopped; else None."""
+        if self._failures < LOST_AFTER or self._failed_since is None:
+            return None
+        return time.monotonic() - self._failed_since
+
+    def answers(self) -> bool:
+        """Whether the head accepts a connection now (one probe, at most a second)."""
+        try:
+            with socket.create_connection(self._target, timeout=PROBE_SECONDS):
+                return True
+        except OSError:
+            return False
+
+    def stop(self) -> None:
+        self._stop.set()
+
+    def _probe(self) -> None:
+        while not self._stop.wait(PROBE_SECONDS):
+            try:
+                with socket.create_connection(self._target, timeout=PROBE_SECONDS):
+                    pass
+            except OSError:
+                if self._failures == 0:
+                    self._failed_since = time.monotonic()
+                self._failures += 1
+            else:
+                self._failures, self._failed_since = 0, None

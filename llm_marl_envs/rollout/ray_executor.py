@@ -25,7 +25,9 @@ of environments, a driver batching generation across them.
   dropped and its episodes are replayed on the workers left; when none is left, the rollout
   stops with a one-line :class:`WorkerLostError`. After ``max_worker_failures``
   deaths the rollout stops with a ``RolloutError`` caused by :class:`WorkerLostError`;
-  ``ray.shutdown()`` during a rollout stops it the same way (:class:`RayShutdownError`).
+  ``ray.shutdown()`` during a rollout stops it the same way (:class:`RayShutdownError`), and
+  so does a cluster whose head stopped answering (probed once a second while a rollout runs:
+  :class:`~llm_marl_envs.rollout._ray_cluster.HeadWatch`), within seconds.
 * **Errors.** An exception raised inside an environment reaches the caller as the original
   exception (its type and message), not as a Ray wrapper.
 
@@ -57,7 +59,12 @@ from pettingzoo import AECEnv
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.ray_actor import task_error_cause
-from llm_marl_envs.rollout._ray_cluster import ClusterError, cluster_address, start_failure
+from llm_marl_envs.rollout._ray_cluster import (
+    ClusterError,
+    HeadWatch,
+    cluster_address,
+    start_failure,
+)
 from llm_marl_envs.rollout.executors import (
     EnvDescription,
     EnvExecutor,
@@ -333,6 +340,7 @@ class RayExecutor(EnvExecutor):
         self._shard_args: tuple = ()
         self._opened_with: tuple | None = None  # (env, env_kwargs) of the live workers
         self._session: tuple | None = None  # the Ray connection the workers belong to
+        self._head: HeadWatch | None = None  # probes the cluster's head while in use
 
     @property
     def live_workers(self) -> list[Any]:
@@ -360,8 +368,10 @@ class RayExecutor(EnvExecutor):
         self._release = defaultdict(list)
         key = (env, dict(env_kwargs or {}))
         if self.workers and self._opened_with == key and len(self._live) == count:
+            self._watch_head(ray)
             return self._get(self.workers[0].describe.remote())  # kept from the last rollout
         self.shutdown()
+        self._watch_head(ray)
         per_worker = self._cpus_each(count, ray.cluster_resources().get("CPU", 0))
         threads = max(1, int(per_worker))
         self._shard_cls = ray.remote(EnvShard).options(
@@ -470,10 +480,28 @@ class RayExecutor(EnvExecutor):
         return futures
 
     def check(self) -> None:
-        """Raise :class:`RayShutdownError` when Ray was shut down under the rollout (its calls
-        in flight would never answer)."""
+        """Raise :class:`RayShutdownError` when Ray was shut down under the rollout, or its
+        cluster's head stopped answering (its calls in flight would never answer)."""
         if self._ray is not None and self.workers and not self._ray.is_initialized():
             raise _shut_down_error(self._ray, None, None)
+        lost = self._head.lost if self._head is not None else None
+        if lost is not None and self.workers:
+            raise RayShutdownError(
+                f"the Ray cluster stopped: its head at {self._head.address} has not answered "
+                f"for {lost:.0f} s"
+            )
+
+    def _watch_head(self, ray: Any) -> None:
+        """Probe the head of the cluster this driver is on (see :class:`HeadWatch`)."""
+        try:
+            address = ray.get_runtime_context().gcs_address
+        except Exception:  # noqa: BLE001 - an older Ray: Ray's own timeout applies
+            address = None
+        if self._head is not None and self._head.address != address:
+            self._head.stop()
+            self._head = None
+        if self._head is None and isinstance(address, str) and ":" in address:
+            self._head = HeadWatch(address)
 
     def close(self) -> None:
         """End the rollout: the actors are killed, unless ``keep_workers``."""
@@ -485,6 +513,9 @@ class RayExecutor(EnvExecutor):
         """Kill the actors (their env copies go with them)."""
         ray, workers = self._ray, self.workers
         self.workers, self._episodes, self._opened_with = [], {}, None
+        if self._head is not None:
+            self._head.stop()
+            self._head = None
         if ray is None or _ray_session(ray) != self._session:
             return  # Ray was shut down: its actors went with it (ray.kill would start a new Ray)
         for worker in workers:
@@ -568,6 +599,11 @@ class RayExecutor(EnvExecutor):
                 if not self.workers:  # closed meanwhile
                     raise WorkerLostError(f"Ray worker {worker} lost: {error}")
                 if self._generation[worker] == generation:  # first news of this death
+                    if self._head is not None and not self._head.answers():
+                        raise RayShutdownError(  # not a worker: the whole cluster is gone
+                            f"the Ray cluster stopped: its head at {self._head.address} does "
+                            f"not answer (a worker died: {str(error).splitlines()[0][:200]})"
+                        )
                     self.failures += 1
                     limit = self.max_worker_failures
                     if limit is None:

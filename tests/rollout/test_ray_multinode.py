@@ -175,8 +175,13 @@ policies = {a: paced(a) for a in make(env_id).possible_agents}
 executor = None
 if address != "local":
     executor = RayExecutor(workers, address=address, keep_workers=True)
-result = rollout(env_id, policies, episodes=episodes, batch_size=4, seed=3, progress=False,
-                 executor=executor or "local")
+from llm_marl_envs.rollout import RolloutError
+try:
+    result = rollout(env_id, policies, episodes=episodes, batch_size=4, seed=3, progress=False,
+                     executor=executor or "local")
+except RolloutError as error:
+    print(f"stopped: {error}", flush=True)
+    sys.exit(1)
 import ray
 nodes = sorted({ray.get(w.node.remote()) for w in executor.live_workers}) if executor else []
 live = len(executor.live_workers) if executor else 0
@@ -255,3 +260,27 @@ def test_a_stopped_head_is_one_line_for_the_next_command(cluster, tmp_path):
     assert run.returncode == 1
     assert f"cannot reach the Ray cluster at {cluster.address}" in run.stdout
     assert "Traceback" not in run.stdout + run.stderr
+
+
+def test_a_cluster_stopped_mid_rollout_ends_it_in_seconds_keeping_the_episodes(cluster):
+    """Ray's own client waits a minute for a stopped head; the rollout stops within seconds
+    in one line that keeps the finished episodes."""
+    env_id = "llm_marl_envs/MazeCollab-v0"
+    argv = [sys.executable, "-c", _DRIVER, env_id, "200", cluster.address, "2", "0.02"]
+    driver = subprocess.Popen(
+        argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    for line in driver.stderr:
+        if line.startswith("playing"):
+            break
+    time.sleep(2)
+    assert driver.poll() is None, "the rollout ended before the cluster stopped"
+    cluster.stop()
+    stopped = time.monotonic()
+    out, _ = driver.communicate(timeout=300)
+    took = time.monotonic() - stopped
+    assert driver.returncode == 1
+    said = [line for line in out.splitlines() if line.startswith("stopped:")]
+    assert len(said) == 1 and "the Ray cluster stopped" in said[0]
+    assert "finished episode(s) kept" in said[0]
+    assert took < 30, f"the rollout took {took:.0f} s to stop"
