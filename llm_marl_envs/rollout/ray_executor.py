@@ -438,6 +438,7 @@ class RayExecutor(EnvExecutor):
                     if old.generation == self._generation[old.worker]:
                         self._release[old.worker].append(slot)
                 self._episodes[slot] = _Episode(seed, options[i], worker, self._generation[worker])
+                self._keep(worker, slot)
                 by_worker[worker].append(i)
             for worker, items in by_worker.items():
                 release, self._release[worker] = self._release[worker], []
@@ -697,8 +698,17 @@ class RayExecutor(EnvExecutor):
             episode = self._episodes[slot]
             episode.worker = worker
             episode.generation = self._generation[worker]
+            self._keep(worker, slot)
             items.append((slot, episode.seed, episode.options, list(episode.actions)))
         self._call(worker, "replay", (items,), slots, futures)
+
+    def _keep(self, worker: int, slot: int) -> None:
+        """``slot`` plays on ``worker`` now: a release of its old copy there, still waiting
+        for the worker's next reset, is cancelled (a slot that moved away and came back with
+        a replay would lose its copy mid-episode). Under the lock."""
+        pending = self._release.get(worker)
+        if pending and slot in pending:
+            pending[:] = [other for other in pending if other != slot]
 
     def _get(self, ref: Any, timeout: float | None = None) -> Any:
         """``ray.get``, re-raising an env's own exception (type and message) as it is."""

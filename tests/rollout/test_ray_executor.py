@@ -499,20 +499,20 @@ def test_a_start_timeout_stops_an_eval_in_one_line_that_names_it(tmp_path, capsy
 
 
 class LosingPolicy(KillingPolicy):
-    """Kills worker 0 at the ``at``-th call and takes its CPUs at once with a blocker actor,
-    as a lost machine takes its CPUs with it: no replacement can start."""
+    """Kills worker ``victim`` (0) at the ``at``-th call and takes its CPUs at once with a
+    blocker actor, as a lost machine takes its CPUs with it: no replacement can start."""
 
     blockers: list = []
 
     def __init__(self, *args, cpus=1, **kwargs):
         super().__init__(*args, **kwargs)
-        self.cpus = cpus
+        self.cpus, self.victim = cpus, 0
 
     def __call__(self, observation, info):
         self.calls.append(1)
         if len(self.calls) == self.at:
             ray = import_ray()
-            ray.kill(self.executor.workers[0])
+            ray.kill(self.executor.workers[self.victim])
 
             @ray.remote(num_cpus=self.cpus)
             class Blocker:
@@ -571,3 +571,46 @@ def test_no_worker_left_stops_in_one_line_that_keeps_the_episodes(tmp_path):
         _free_blockers()
     said = str(caught.value)
     assert "\n" not in said and "kept" in said
+
+
+class MigrationLosingPolicy(LosingPolicy):
+    """Loses a machine at the worst moment for the shards' bookkeeping: a slot has just moved
+    from the worker that stays to the one lost, and the worker that stays has not yet been
+    told to let the slot's old copy go (that goes with its next reset). The lost worker's
+    episodes, this slot's among them, are then replayed on the worker that stays."""
+
+    def __call__(self, observation, info):
+        executor = self.executor
+        if not LosingPolicy.blockers and self.at > len(self.calls):
+            with executor._lock:
+                moved = [
+                    executor._episodes[slot].worker
+                    for worker in executor._live
+                    for slot in executor._release[worker]
+                    if slot in executor._episodes and executor._episodes[slot].worker != worker
+                ]
+            if moved:
+                self.at, self.victim = len(self.calls) + 1, moved[0]
+        return super().__call__(observation, info)
+
+
+def test_a_slot_moved_to_a_lost_machine_plays_on_where_it_came_from(tmp_path):
+    """The worker that stays still holds the moved slot's old copy, due to be let go at its
+    next reset: the replayed episode must not lose its copy then (it did: KeyError at the
+    next step, seen on a real two-node cluster)."""
+    args = {"episodes": 16, "batch_size": 4, "seed": 7}
+    local = rollout(MAZE, _policies(MAZE), progress=False, **args)
+    executor, calls = RayExecutor(2), []
+    policies = {
+        agent: MigrationLosingPolicy(MAZE, agent, executor, at=10**9, how="ray.kill", calls=calls)
+        for agent in llm_marl_envs.make(MAZE).possible_agents
+    }
+    try:
+        remote = rollout(MAZE, policies, progress=False, executor=executor, **args)
+        assert LosingPolicy.blockers, "no slot moved between workers: the test saw nothing"
+        assert executor.failures == 1 and len(executor._live) == 1
+    finally:
+        _free_blockers()
+    for episode in (*remote.episodes, *local.episodes):
+        episode.policies = {}
+    assert _dicts(remote) == _dicts(local)
