@@ -123,13 +123,14 @@ def _play(env, policies, seed):
     return totals
 
 
-def test_two_threads_hammering_one_env_get_the_error_not_wrong_episodes():
+def test_two_threads_hammering_one_env_get_the_error():
     """Before the guard, two threads sharing one DonorGame env finished episodes with wrong
-    returns and no exception; now a thread stops at the first overlap with the error."""
-    reference_env = DonorGameEnv(num_agents=4, num_rounds=4)
-    policies = _donor_policies(reference_env)
-    reference = {seed: _play(reference_env, policies, seed) for seed in range(40)}
+    returns and no exception; now a thread stops at the first overlap with the error.
 
+    Only overlapping calls can be seen: calls that happen to take turns look like an env
+    handed between threads (which is allowed), so episodes finished before the first overlap
+    may already be mixed, and this test does not claim otherwise."""
+    policies = _donor_policies(DonorGameEnv(num_agents=4, num_rounds=4))
     shared = DonorGameEnv(num_agents=4, num_rounds=4)
     outcomes: dict[str, dict] = {}
     start = threading.Barrier(2)
@@ -155,11 +156,8 @@ def test_two_threads_hammering_one_env_get_the_error_not_wrong_episodes():
         sys.setswitchinterval(interval)
     errors = [o["error"] for o in outcomes.values() if o["error"] is not None]
     assert errors, "two threads shared one env and no error was raised"
-    assert any("two threads" in str(e) for e in errors)
-    # each finished episode is one an env of its own would give
-    for outcome in outcomes.values():
-        for seed, totals in outcome["finished"]:
-            assert totals == pytest.approx(reference[seed])
+    assert any("two threads" in str(e) for e in errors), errors
+    assert not any(thread.is_alive() for thread in threads)  # the error ended them, no hang
 
 
 def test_steps_handed_between_threads_one_at_a_time_are_fine():
