@@ -117,6 +117,23 @@ PROBE_SECONDS = 1.0
 LOST_AFTER = 3
 
 
+def head_answers(address: str, tries: int = 3) -> bool:
+    """Whether the head at ``address`` (``HOST:PORT``) accepts a connection: up to ``tries``
+    probes of at most :data:`PROBE_SECONDS` each, a second apart; the first that connects
+    answers. Ray's own client, asked anything of a stopped head, waits a minute and then
+    ends the process."""
+    host, _, port = address.rpartition(":")
+    for attempt in range(tries):
+        if attempt:
+            time.sleep(PROBE_SECONDS)
+        try:
+            with socket.create_connection((host.strip("[]"), int(port)), timeout=PROBE_SECONDS):
+                return True
+        except OSError:
+            continue
+    return False
+
+
 class HeadWatch:
     """Probes the head of the cluster a rollout runs on (one TCP connection a second, from a
     daemon thread): Ray's own client waits a minute for a stopped head before it gives up, and
@@ -142,11 +159,7 @@ class HeadWatch:
 
     def answers(self) -> bool:
         """Whether the head accepts a connection now (one probe, at most a second)."""
-        try:
-            with socket.create_connection(self._target, timeout=PROBE_SECONDS):
-                return True
-        except OSError:
-            return False
+        return head_answers(self.address, tries=1)
 
     def stop(self) -> None:
         self._stop.set()

@@ -36,7 +36,9 @@ of environments, a driver batching generation across them.
   ``ray start``, else starts a local instance. The head must accept a connection within 10 s
   first, so a wrong address, or ``auto`` after the head died, is one
   :class:`~llm_marl_envs.rollout._ray_cluster.ClusterError` line rather than a hang; so are a
-  start timeout, a node without this package, and a worker that died while starting.
+  start timeout, a node without this package, and every worker dying while starting. When
+  only some die while starting (their node left), the rollout goes on with the others, with
+  a warning.
 
 Ray is an optional extra (``pip install 'llm-marl-envs[ray]'``); importing this module does
 not import it. Set-up and recipes: ``docs/ray.md``.
@@ -63,6 +65,7 @@ from llm_marl_envs.rollout._ray_cluster import (
     ClusterError,
     HeadWatch,
     cluster_address,
+    head_answers,
     start_failure,
 )
 from llm_marl_envs.rollout.executors import (
@@ -273,7 +276,9 @@ class RayExecutor(EnvExecutor):
         max_worker_failures: Worker deaths tolerated per rollout before
             :class:`WorkerLostError` (default ``2 * num_workers``).
         actor_options: More ``.options(...)`` for the actors (``resources``,
-            ``scheduling_strategy``, ``runtime_env``, ...).
+            ``scheduling_strategy``, ``runtime_env``, ...). When this executor starts Ray
+            (``ray.init``), a ``runtime_env`` goes to the job instead, where Ray accepts
+            local folders (``working_dir``, ``py_modules``) and the actors inherit it.
         keep_workers: Keep the actors (and their env copies) alive when a rollout ends, for
             the next rollout of the same env with this executor (a training loop: one
             executor, a rollout per iteration); :meth:`shutdown` (or ``with``) frees them.
@@ -340,6 +345,7 @@ class RayExecutor(EnvExecutor):
         self._shard_args: tuple = ()
         self._opened_with: tuple | None = None  # (env, env_kwargs) of the live workers
         self._session: tuple | None = None  # the Ray connection the workers belong to
+        self._job_env: dict | None = None  # the runtime_env this executor's ray.init was given
         self._head: HeadWatch | None = None  # probes the cluster's head while in use
 
     @property
@@ -353,9 +359,30 @@ class RayExecutor(EnvExecutor):
     ) -> EnvDescription:
         ray = self._ray = import_ray()
         check_int("copies", copies, 1)
+        options = dict(self.actor_options)
         if not ray.is_initialized():  # a head that does not answer: one line, not a hang
             address, _ = cluster_address(self.address)
-            ray.init(address=address, log_to_driver=True)
+            # the runtime_env goes to the job: Ray uploads local folders (working_dir,
+            # py_modules) only from ray.init, and the actors inherit it
+            ray.init(
+                address=address, log_to_driver=True, runtime_env=options.pop("runtime_env", None)
+            )
+            self._job_env = self.actor_options.get("runtime_env")
+        elif self._job_env is not None and self._job_env == options.get("runtime_env"):
+            del options["runtime_env"]  # the job this executor started has it already
+        address = self._head_address(ray)
+        if address is not None and not head_answers(address):
+            self.workers, self._opened_with = [], None
+            raise RayShutdownError(
+                f"the Ray cluster stopped: its head at {address} does not answer"
+            )
+        # Ray's client, asked anything of a head that stops meanwhile, waits a minute and
+        # then ends the process: the start runs on a thread, watched from here
+        return self._while_head_answers(address, lambda: self._open(ray, env, env_kwargs, options))
+
+    def _open(
+        self, ray: Any, env: EnvSource, env_kwargs: Mapping[str, Any] | None, options: dict
+    ) -> EnvDescription:
         session = _ray_session(ray)
         if session != self._session:  # a new Ray: actors kept from an old one are gone
             self.workers, self._opened_with, self._session = [], None, session
@@ -375,7 +402,7 @@ class RayExecutor(EnvExecutor):
         per_worker = self._cpus_each(count, ray.cluster_resources().get("CPU", 0))
         threads = max(1, int(per_worker))
         self._shard_cls = ray.remote(EnvShard).options(
-            num_cpus=per_worker, max_concurrency=1, **self.actor_options
+            num_cpus=per_worker, max_concurrency=1, **options
         )
         self._shard_args = (env, dict(env_kwargs or {}), threads)
         self.workers = [self._shard_cls.remote(*self._shard_args) for _ in range(count)]
@@ -385,26 +412,80 @@ class RayExecutor(EnvExecutor):
         self._need.update(self.actor_options.get("resources") or {})
         self._opened_with = key
         # every shard makes its first copy: a bad env or argument fails here, not mid-rollout
-        refs = [worker.describe.remote() for worker in self.workers]
+        return self._start([worker.describe.remote() for worker in self.workers], per_worker)
+
+    def _start(self, refs: list[Any], per_worker: float) -> EnvDescription:
+        """Wait for each worker's first copy (``refs``: their ``describe`` calls).
+
+        A worker that dies while starting (its node left the cluster), or one still waiting
+        for a place after a node left (the cluster lost what it reserves), is dropped with a
+        warning and the rollout goes on with the workers that started. None started, a node
+        without this package, a bad env argument, or ``start_timeout`` passing: one line."""
+        ray = self._ray
+        total = ray.cluster_resources()
+        deadline = time.monotonic() + self.start_timeout
+        waiting = dict(enumerate(refs))
+        started: dict[int, EnvDescription] = {}
+        lost: dict[int, BaseException] = {}
+        while waiting:
+            left = max(0.0, deadline - time.monotonic())
+            ready, _ = ray.wait(
+                list(waiting.values()), num_returns=len(waiting), timeout=min(1.0, left)
+            )
+            for index in [i for i, ref in waiting.items() if ref in ready]:
+                try:
+                    started[index] = ray.get(waiting.pop(index))
+                except (ray.exceptions.RayActorError, ModuleNotFoundError) as error:
+                    lost[index] = error
+                except ray.exceptions.RayTaskError as error:  # the env's own error
+                    self.shutdown()
+                    raise task_error_cause(error) from None
+            if not waiting:
+                break
+            if started and self._shrank(total):  # a node left: the waiting have no place
+                for index in list(waiting):
+                    del waiting[index]
+                    lost[index] = ClusterError("still waiting for a place when a node left")
+            elif time.monotonic() >= deadline:
+                free = ray.available_resources()
+                self.shutdown()
+                asked = {"CPU": per_worker, **dict(self.actor_options.get("resources") or {})}
+                raise ClusterError(
+                    f"start timeout: Ray did not start {len(refs)} workers reserving {asked} "
+                    f"each within {self.start_timeout:g} s (the cluster had free: "
+                    f"{ {k: v for k, v in free.items() if k in asked} }); lower --num-workers "
+                    "or what each reserves (--ray-resources), add machines to the cluster, or "
+                    "give them longer (--ray-start-timeout)"
+                ) from None
+        missing = [e for e in lost.values() if "No module named 'llm_marl_envs" in str(e)]
+        if missing or not started:
+            self.shutdown()
+            raise start_failure((missing or list(lost.values()))[0], len(refs)) from None
+        if lost:
+            for index in lost:
+                self._live.remove(index)
+                self._generation[index] += 1
+                try:
+                    ray.kill(self.workers[index])
+                except Exception:  # noqa: BLE001 - gone with its node
+                    pass
+            self.failures += len(lost)
+            first = str(next(iter(lost.values()))).strip().splitlines() or [""]
+            warnings.warn(
+                f"{len(lost)} of {len(refs)} Ray workers were lost while starting (their node "
+                f"left the cluster? {first[0][:200]}); the rollout goes on with "
+                f"{len(self._live)}",
+                stacklevel=3,
+            )
+        return started[min(started)]
+
+    def _shrank(self, before: Mapping[str, float]) -> bool:
+        """Whether the cluster has less of what a worker reserves than ``before``."""
         try:
-            return self._get(refs, timeout=self.start_timeout)[0]
-        except ray.exceptions.GetTimeoutError:
-            free = ray.available_resources()
-            self.shutdown()
-            asked = {"CPU": per_worker, **dict(self.actor_options.get("resources") or {})}
-            raise ClusterError(
-                f"start timeout: Ray did not start {count} workers reserving {asked} each "
-                f"within {self.start_timeout:g} s (the cluster had free: "
-                f"{ {k: v for k, v in free.items() if k in asked} }); lower --num-workers or "
-                "what each reserves (--ray-resources), add machines to the cluster, or give "
-                "them longer (--ray-start-timeout)"
-            ) from None
-        except ray.exceptions.RayActorError as error:  # died at start: a node without us?
-            self.shutdown()
-            raise start_failure(error, count) from None
-        except ModuleNotFoundError as error:
-            self.shutdown()
-            raise start_failure(error, count) from None
+            now = self._ray.cluster_resources()
+        except Exception:  # noqa: BLE001 - cannot tell: keep waiting (start_timeout bounds it)
+            return False
+        return any(now.get(key, 0) < before.get(key, 0) for key, need in self._need.items() if need)
 
     def _cpus_each(self, count: int, total: float) -> float:
         """``cpus_per_worker``, or an equal share of a cluster that has fewer CPUs in all."""
@@ -492,12 +573,50 @@ class RayExecutor(EnvExecutor):
                 f"for {lost:.0f} s"
             )
 
-    def _watch_head(self, ray: Any) -> None:
-        """Probe the head of the cluster this driver is on (see :class:`HeadWatch`)."""
+    @staticmethod
+    def _head_address(ray: Any) -> str | None:
+        """``HOST:PORT`` of the head of the cluster this driver is on (None: cannot tell)."""
         try:
             address = ray.get_runtime_context().gcs_address
         except Exception:  # noqa: BLE001 - an older Ray: Ray's own timeout applies
-            address = None
+            return None
+        return address if isinstance(address, str) and ":" in address else None
+
+    def _while_head_answers(self, address: str | None, work: Any) -> Any:
+        """``work()`` on a thread of its own, given up with :class:`RayShutdownError` when
+        the head at ``address`` stops answering meanwhile (Ctrl-C still reaches here)."""
+        if address is None:
+            return work()
+        box: dict[str, Any] = {}
+        done = threading.Event()
+
+        def run() -> None:
+            try:
+                box["value"] = work()
+            except BaseException as error:  # noqa: BLE001 - raised again by the caller
+                box["error"] = error
+            finally:
+                done.set()
+
+        watch = HeadWatch(address)
+        threading.Thread(target=run, name="ray-executor-open", daemon=True).start()
+        try:
+            while not done.wait(0.25):
+                if watch.lost is not None:
+                    self.workers, self._opened_with = [], None
+                    raise RayShutdownError(
+                        f"the Ray cluster stopped while the workers started: its head at "
+                        f"{address} has not answered for {watch.lost:.0f} s"
+                    )
+        finally:
+            watch.stop()
+        if "error" in box:
+            raise box["error"]
+        return box["value"]
+
+    def _watch_head(self, ray: Any) -> None:
+        """Probe the head of the cluster this driver is on (see :class:`HeadWatch`)."""
+        address = self._head_address(ray)
         if self._head is not None and self._head.address != address:
             self._head.stop()
             self._head = None

@@ -5,7 +5,10 @@ own processes. The tests end only the processes they started (never ``ray stop``
 
 Checked: the workers land on both nodes and the records equal the local executor's; a node
 lost mid-rollout on a full cluster costs its episodes, not the run (the records still equal
-the local run's); a head that stopped is one line when the next command starts.
+the local run's), and so does one lost while the workers start; a head that stopped is one
+line when the next command starts, a cluster that stops mid-run ends it within seconds; a
+node whose Python environment lacks this package is one line naming the fix, and that fix
+(a runtime_env with the repository as working_dir) works.
 """
 
 from __future__ import annotations
@@ -76,9 +79,14 @@ class Cluster:
         self._taken |= taken
         return [*chosen, f"--min-worker-port={low}", f"--max-worker-port={low + 99}"]
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, python: str | None = None) -> None:
+        """Start a node (the head first); ``python``: the interpreter its workers run (the
+        node's own environment), this one's by default."""
         head = not self.nodes
-        argv = [str(RAY), "start", "--block", "--num-cpus=1", "--disable-usage-stats"]
+        argv = [str(RAY)]
+        if python is not None:  # the ray command of that environment
+            argv = [python, "-c", "import sys; from ray.scripts.scripts import main; main()"]
+        argv += ["start", "--block", "--num-cpus=1", "--disable-usage-stats"]
         argv += [f"--temp-dir={self.root / name}"]
         if head:
             argv += ["--head", f"--port={self.port}", "--include-dashboard=false"]
@@ -87,7 +95,12 @@ class Cluster:
         argv += ["--node-ip-address=127.0.0.1", *self._ports()]
         log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 - kept by the process
         self.nodes[name] = subprocess.Popen(
-            argv, stdout=log, stderr=subprocess.STDOUT, env=self.env, start_new_session=True
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=self.root,  # (a worker finds modules in its node's working directory)
+            start_new_session=True,
         )
         self.wait_for(len(self.nodes))
 
@@ -134,15 +147,57 @@ class Cluster:
             self.kill(name)
 
 
-@pytest.fixture
-def cluster(tmp_path_factory):
+def _needs_ray_command() -> None:
     if RAY.exists() is False and shutil.which("ray") is None:
         pytest.skip("the ray command is not installed")
+
+
+@pytest.fixture
+def cluster(tmp_path_factory):
+    _needs_ray_command()
     root = tmp_path_factory.mktemp("cluster")
     cluster = Cluster(root)
     try:
         cluster.start("head")
         cluster.start("node2")
+        yield cluster
+    finally:
+        cluster.stop()
+
+
+def _environment_without_the_package(root: Path) -> str:
+    """A Python environment with this one's libraries (Ray among them) but not this package:
+    a new venv whose path holds our site-packages as a plain entry, so that the editable
+    install's hook (a .pth file there) never runs. Returns its interpreter."""
+    import site
+    import venv
+
+    venv.create(root, with_pip=False, symlinks=True)
+    python = root / "bin" / "python"
+    theirs = subprocess.run(
+        [str(python), "-c", "import site; print(site.getsitepackages()[0])"],
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.strip()
+    Path(theirs, "borrowed.pth").write_text("\n".join(site.getsitepackages()) + "\n")
+    return str(python)
+
+
+@pytest.fixture
+def cluster_with_a_bare_node(tmp_path_factory):
+    """A head with this package and a second node whose environment lacks it."""
+    _needs_ray_command()
+    root = tmp_path_factory.mktemp("cluster")
+    python = _environment_without_the_package(root / "bare-env")
+    probe = subprocess.run(
+        [python, "-c", "import ray; import llm_marl_envs"], capture_output=True, text=True, cwd=root
+    )
+    assert "No module named 'llm_marl_envs'" in probe.stderr, probe.stderr[-2000:]
+    cluster = Cluster(root)
+    try:
+        cluster.start("head")
+        cluster.start("bare", python=python)
         yield cluster
     finally:
         cluster.stop()
@@ -157,6 +212,14 @@ from llm_marl_envs.rollout.ray_executor import RayExecutor
 
 env_id, episodes, address, workers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 pace = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
+start_delay = float(sys.argv[6]) if len(sys.argv) > 6 else 0.0
+
+
+def slow_start(first=[True]):  # the env; each worker's first copy is slow to make
+    if first:
+        first.pop()
+        time.sleep(start_delay)
+    return make(env_id)
 
 
 def paced(agent):
@@ -177,8 +240,9 @@ if address != "local":
     executor = RayExecutor(workers, address=address, keep_workers=True)
 from llm_marl_envs.rollout import RolloutError
 try:
-    result = rollout(env_id, policies, episodes=episodes, batch_size=4, seed=3, progress=False,
-                     executor=executor or "local")
+    print("starting", file=sys.stderr, flush=True)
+    result = rollout(slow_start if start_delay else env_id, policies, episodes=episodes,
+                     batch_size=4, seed=3, progress=False, executor=executor or "local")
 except RolloutError as error:
     print(f"stopped: {error}", flush=True)
     sys.exit(1)
@@ -246,6 +310,34 @@ def test_a_node_lost_mid_rollout_costs_its_episodes_not_the_run(cluster, tmp_pat
     assert _played(remote["episodes"]) == _played(local["episodes"])
 
 
+def test_a_node_lost_while_the_workers_start_costs_its_worker_not_the_run(cluster):
+    """Each worker's first env copy takes 8 s; the second node is lost 3 s after the rollout
+    began: its worker dies (or waits for a place that is gone) and the rollout goes on with
+    the head's worker, with a warning, to the local run's records."""
+    env_id, episodes = "llm_marl_envs/MazeCollab-v0", 8
+    argv = [sys.executable, "-c", _DRIVER, env_id, str(episodes), cluster.address, "2", "0", "8"]
+    driver = subprocess.Popen(
+        argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
+    )
+    for line in driver.stderr:
+        if line.startswith("starting"):
+            break
+    time.sleep(3)
+    assert driver.poll() is None, "the rollout ended before the node was lost"
+    cluster.kill("node2")
+    out, err = driver.communicate(timeout=600)
+    assert driver.returncode == 0, err[-4000:]
+    assert "1 of 2 Ray workers were lost while starting" in err, err[-4000:]
+    remote = json.loads(out.strip().splitlines()[-1])
+    local = _drive(cluster, env_id, episodes, "local")
+    assert remote["failures"] == 1 and remote["live"] == 1
+    for episode in remote["episodes"]:  # a function, not the id, named the env
+        assert episode.pop("env_id") == "MazeCollab-v0"
+    for episode in local["episodes"]:
+        assert episode.pop("env_id") == "llm_marl_envs/MazeCollab-v0"
+    assert _played(remote["episodes"]) == _played(local["episodes"])
+
+
 def test_a_stopped_head_is_one_line_for_the_next_command(cluster, tmp_path):
     cluster.stop()
     argv = [sys.executable, "-m", "llm_marl_envs.cli", "rollout", "llm_marl_envs/DonorGame-v0"]
@@ -284,3 +376,117 @@ def test_a_cluster_stopped_mid_rollout_ends_it_in_seconds_keeping_the_episodes(c
     assert len(said) == 1 and "the Ray cluster stopped" in said[0]
     assert "finished episode(s) kept" in said[0]
     assert took < 30, f"the rollout took {took:.0f} s to stop"
+
+
+def _cli_rollout(cluster: Cluster, out: Path, *more: str) -> subprocess.CompletedProcess:
+    """``llm-marl rollout`` as a user runs it, from a folder of its own (a driver's working
+    directory is on its workers' path: the repository's would hand them the package)."""
+    argv = [sys.executable, "-m", "llm_marl_envs.cli", "rollout", "llm_marl_envs/MazeCollab-v0"]
+    argv += ["--policy", "scripted", "--episodes", "6", "--seed", "4", "--no-progress"]
+    argv += ["--out", str(out), *more]
+    return subprocess.run(
+        argv, env=cluster.env, cwd=out.parent, capture_output=True, text=True, timeout=600
+    )
+
+
+def test_a_node_without_the_package_is_one_line_that_names_the_fix(
+    cluster_with_a_bare_node, tmp_path
+):
+    cluster = cluster_with_a_bare_node
+    ray = ["--executor", "ray", "--num-workers", "2", "--ray-address", cluster.address]
+    run = _cli_rollout(cluster, tmp_path / "episodes.jsonl", *ray)
+    said = run.stdout + run.stderr
+    assert run.returncode == 1, said[-3000:]
+    assert "a Ray node cannot import llm_marl_envs: install llm-marl-envs[ray]" in run.stdout
+    assert "runtime_env" in run.stdout and "Traceback" not in said
+
+
+def test_a_runtime_env_brings_the_package_to_a_node_without_it(cluster_with_a_bare_node, tmp_path):
+    """The documented fix for a source checkout, taken: ``--ray-runtime-env`` with the
+    repository as the ``working_dir`` (Ray uploads it, less what .gitignore names); the
+    rollout runs on both nodes and writes the local run's records."""
+    import llm_marl_envs
+
+    cluster = cluster_with_a_bare_node
+    runtime = tmp_path / "runtime_env.yaml"
+    runtime.write_text(f"working_dir: {Path(llm_marl_envs.__file__).parent.parent}\n")
+    ray = ["--executor", "ray", "--num-workers", "2", "--ray-address", cluster.address]
+    remote = tmp_path / "remote" / "episodes.jsonl"
+    local = tmp_path / "local" / "episodes.jsonl"
+    remote.parent.mkdir()
+    local.parent.mkdir()
+    run = _cli_rollout(cluster, remote, *ray, "--ray-runtime-env", str(runtime))
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    assert _cli_rollout(cluster, local).returncode == 0
+
+    def played(path: Path) -> list[dict]:
+        return _played([json.loads(line) for line in path.read_text().splitlines()])
+
+    assert played(remote) == played(local)
+
+
+def test_an_eval_stopped_with_its_cluster_resumes_on_a_new_one_to_the_local_results(
+    tmp_path_factory, tmp_path
+):
+    """``llm-marl eval`` on a two-node cluster; the cluster stops mid-run: one line with the
+    resume hint, the finished episodes kept. The same command on a brand-new cluster (another
+    port) resumes, and the results and record files equal a local run's, byte for byte."""
+    _needs_ray_command()
+    out = tmp_path / "eval"
+    argv = [sys.executable, "-m", "llm_marl_envs.cli", "eval", "lite", "--policy", "tiny"]
+    argv += ["--tasks", "maze", "gsm8k", "--batch-size", "1", "--no-progress"]
+    first = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        first.start("head")
+        first.start("node2")
+        ray = ["--executor", "ray", "--ray-address", first.address]
+        driver = subprocess.Popen(
+            [*argv, "--out", str(out), *ray],
+            env=first.env,
+            cwd=tmp_path,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        deadline = time.monotonic() + 300
+        while driver.poll() is None and time.monotonic() < deadline:  # some episodes written
+            if sum(p.read_text().count("\n") for p in out.glob("episodes/*.jsonl*")) >= 3:
+                break
+            time.sleep(0.2)
+        assert driver.poll() is None, "the eval ended before the cluster stopped"
+        first.stop()
+        said, err = driver.communicate(timeout=300)
+    finally:
+        first.stop()
+    assert driver.returncode == 1, (said + err)[-3000:]
+    assert "the Ray cluster stopped" in said and "run the same command to resume" in said, err[-3000:]
+    assert "Traceback" not in said + err
+
+    second = Cluster(tmp_path_factory.mktemp("cluster"))
+    try:
+        second.start("head")
+        second.start("node2")
+        ray = ["--executor", "ray", "--ray-address", second.address]
+        run = subprocess.run(
+            [*argv, "--out", str(out), *ray],
+            env=second.env,
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=600,
+        )
+    finally:
+        second.stop()
+    assert run.returncode == 0, (run.stdout + run.stderr)[-3000:]
+    assert "maze: done earlier (16 episodes)" in run.stderr  # kept, not played again
+
+    local = tmp_path / "local"
+    run = subprocess.run(
+        [*argv, "--out", str(local)], env=second.env, cwd=tmp_path, capture_output=True, text=True
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    results = [json.loads((folder / "results.json").read_text()) for folder in (out, local)]
+    assert results[0]["tasks"] == results[1]["tasks"]
+    for task in ("maze", "gsm8k"):
+        name = f"episodes/{task}.jsonl"
+        assert (out / name).read_bytes() == (local / name).read_bytes()
