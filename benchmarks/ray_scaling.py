@@ -15,12 +15,19 @@
    ``1 / (1 / (N r) + c)`` in lockstep and ``min(N r, 1 / c)`` pipelined: ``r`` the
    per-actor rate, ``c`` the driver's cost per turn, measured with steps that cost nothing.
 
+5. **A cluster of two nodes**: two ``ray start`` processes of one CPU each on this machine
+   (``llm_marl_envs.rollout._ray_nodes.LocalCluster``), joined by address, next to a
+   one-node cluster of two CPUs: episodes per second and start-up for CoopCoding and GSM8K,
+   then the second node killed a third of the way into a CoopCoding rollout (wall time, the
+   stall after the loss, the records). ``--cluster-only`` measures just this part into the
+   existing JSON.
+
 Every configuration plays the same seeds and the records are compared (digests). Targets
 (issue 20): CoopCoding 2 workers >= 1.7x the episodes/s of 1 worker; GSM8K Ray <= 2x the
 local wall time. Results: ``docs/benchmarks/ray_scaling.{md,json,png}``.
 
 Usage: ``python benchmarks/ray_scaling.py [--repeats 3] [--coding-episodes 48]
-[--gsm8k-episodes 1000] [--sim-actors 1 2 4 8 16] [--sim-cost 0.01]``
+[--gsm8k-episodes 1000] [--sim-actors 1 2 4 8 16] [--sim-cost 0.01] [--cluster-only]``
 """
 
 from __future__ import annotations
@@ -31,6 +38,7 @@ import json
 import os
 import pickle
 import platform
+import secrets
 import statistics
 import time
 from pathlib import Path
@@ -40,7 +48,7 @@ from pettingzoo import AECEnv
 
 import llm_marl_envs
 from llm_marl_envs.rollout import LocalExecutor, RayExecutor, rollout, scripted_policy
-from llm_marl_envs.rollout.ray_executor import EnvShard
+from llm_marl_envs.rollout.ray_executor import ROOM_SECONDS, EnvShard
 
 GSM8K = "llm_marl_envs/GSM8K-v0"
 CODING = "llm_marl_envs/CoopCoding-v0"
@@ -101,8 +109,12 @@ def _policies(env_id):
     return {a: scripted_policy(env_id, a) for a in agents}
 
 
-def _digest(result) -> str:
-    text = json.dumps([e.to_dict() for e in result.episodes], sort_keys=True)
+def _digest(result, names: bool = True) -> str:
+    """The records' digest; ``names=False`` leaves out the policies' names (a wrapper's)."""
+    records = [e.to_dict() for e in result.episodes]
+    if not names:
+        records = [{k: v for k, v in record.items() if k != "policies"} for record in records]
+    text = json.dumps(records, sort_keys=True)
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
 
@@ -242,6 +254,140 @@ def simulate(actor_counts, cost, slots_per_actor, episodes_per_actor) -> list[di
     return rows
 
 
+class _NodeKiller:
+    """Scripted players that lose the second node at the ``at``-th policy call (a machine
+    lost mid-rollout) and note when each call came (the stall after the loss)."""
+
+    def __init__(self, env_id, cluster, at: int) -> None:
+        self.cluster, self.at, self.calls, self.killed_at = cluster, at, [], None
+        self.inner = _policies(env_id)
+
+    def policies(self) -> dict:
+        return {agent: self._wrap(policy) for agent, policy in self.inner.items()}
+
+    def _wrap(self, policy):
+        def act(observation, info):
+            self.calls.append(time.perf_counter())
+            if len(self.calls) == self.at:
+                self.cluster.kill("node2")
+                self.killed_at = time.perf_counter()
+            return policy(observation, info)
+
+        return act
+
+
+def two_nodes(repeats: int, coding_episodes: int, batch_size: int, gsm8k_episodes: int) -> dict:
+    """The same rollouts with 2 workers on a one-node cluster (``ray start --head`` with 2
+    CPUs) and on a cluster of two ``ray start`` nodes of one CPU each, on this machine (the
+    driver joins each by address, as a user's would; Ray's default health checks); each
+    pool's start-up; then a node lost a third of the way into a CoopCoding rollout: its wall
+    time next to the same rollout's without a loss, the stall after the loss, the records."""
+    import tempfile
+
+    import ray
+
+    token = os.environ["RAY_AUTH_TOKEN"]  # (set by main before Ray was imported)
+
+    from llm_marl_envs.rollout._ray_nodes import LocalCluster
+
+    work = {"CoopCoding-v0": (CODING, coding_episodes), "GSM8K-v0": (GSM8K, gsm8k_episodes)}
+    local, results = {}, {}
+    for name, (env_id, episodes) in work.items():
+        _, results[name] = _timed(
+            env_id, _policies(env_id), episodes, batch_size, LocalExecutor(), KWARGS[env_id]
+        )
+        local[name] = _digest(results[name])
+    rows: dict = {}
+    for where, cpus in (("one node", [2]), ("two nodes", [1, 1])):
+        with tempfile.TemporaryDirectory(prefix="ray-cluster-") as root:
+            cluster = LocalCluster(Path(root), fast_health_checks=False)
+            cluster.env["RAY_AUTH_TOKEN"] = token
+            try:
+                tick = time.perf_counter()
+                for index, count in enumerate(cpus):
+                    cluster.start("head" if index == 0 else f"node{index + 1}", cpus=count)
+                ray.init(address=cluster.address, logging_level="warning")
+                row = rows[where] = {"ray_up": time.perf_counter() - tick}
+                for name, (env_id, episodes) in work.items():
+                    row[name] = _on_cluster(ray, env_id, episodes, batch_size, repeats, local[name])
+                    print(where, name, json.dumps(row[name]), flush=True)
+                if where == "two nodes":
+                    plain = _digest(results["CoopCoding-v0"], names=False)
+                    runs = []
+                    for attempt in range(repeats):
+                        if attempt:  # the lost machine comes back
+                            cluster.start("node2")
+                        runs.append(_lose_a_node(cluster, coding_episodes, batch_size, plain))
+                        print("lost node", json.dumps(runs[-1]), flush=True)
+                    row["lost_node"] = {
+                        "episodes": coding_episodes,
+                        "lost_after_turns": runs[0]["lost_after_turns"],
+                        "wall": statistics.median(run["wall"] for run in runs),
+                        "stall": statistics.median(run["stall"] for run in runs),
+                        "wall_without_loss": row["CoopCoding-v0"]["wall"],
+                        "runs": runs,
+                    }
+            finally:
+                if ray.is_initialized():
+                    ray.shutdown()
+                cluster.stop()
+    rows["repeats"] = repeats
+    return rows
+
+
+def _on_cluster(ray, env_id, episodes, batch_size, repeats, local_digest) -> dict:
+    """A pool of 2 warm workers on the cluster Ray is joined to: its start-up, then the
+    median wall time of ``repeats`` rollouts."""
+    policies, kwargs = _policies(env_id), KWARGS[env_id]
+    with RayExecutor(2, keep_workers=True) as executor:
+        cold, _ = _timed(env_id, policies, 4, batch_size, executor, kwargs, seed=10**6)
+        nodes = {ray.get(worker.node.remote()) for worker in executor.live_workers}
+        walls = []
+        for _ in range(repeats):
+            wall, result = _timed(env_id, policies, episodes, batch_size, executor, kwargs)
+            walls.append(wall)
+    return {
+        "cold_start": cold,
+        "wall": statistics.median(walls),
+        "walls": walls,
+        "episodes_per_s": episodes / statistics.median(walls),
+        "nodes": len(nodes),
+        "same_records_as_local": _digest(result) == local_digest,
+    }
+
+
+def _lose_a_node(cluster, episodes: int, batch_size: int, local_digest: str) -> dict:
+    """A CoopCoding rollout on both nodes whose second node is lost a third of the way in."""
+    turns = 2 * episodes  # a scripted CoopCoding episode is 2 turns
+    killer = _NodeKiller(CODING, cluster, at=turns // 3)
+    executor = RayExecutor(2, keep_workers=True)  # (kept: to count them after)
+    tick = time.perf_counter()
+    result = rollout(
+        CODING,
+        killer.policies(),
+        episodes=episodes,
+        batch_size=batch_size,
+        seed=0,
+        progress=False,
+        executor=executor,
+    )
+    wall = time.perf_counter() - tick
+    live = len(executor.live_workers)
+    executor.shutdown()
+    # the longest wait for a turn after the loss (the turns of one batch come together)
+    calls = [killer.killed_at, *(t for t in killer.calls if t > killer.killed_at)]
+    stall = max(later - earlier for earlier, later in zip(calls, calls[1:], strict=False))
+    return {
+        "episodes": episodes,
+        "lost_after_turns": killer.at,
+        "wall": wall,
+        "stall": stall,
+        "failures": executor.failures,
+        "live_workers": live,
+        "same_records_as_local": _digest(result, names=False) == local_digest,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--repeats", type=int, default=5)
@@ -253,9 +399,30 @@ def main() -> None:
     parser.add_argument("--sim-cost", type=float, default=0.01)
     parser.add_argument("--out", type=Path, default=Path("docs/benchmarks/ray_scaling"))
     parser.add_argument("--render-only", action="store_true", help="redraw from the JSON")
+    parser.add_argument(
+        "--cluster-only",
+        action="store_true",
+        help="measure only the two-node cluster, into the JSON's other figures",
+    )
     args = parser.parse_args()
+    # one token for every Ray of this run, set before Ray is imported: Ray reads it once, and
+    # the clusters of `ray start` processes below use token authentication
+    os.environ["RAY_AUTH_MODE"] = "token"
+    os.environ["RAY_AUTH_TOKEN"] = secrets.token_hex(16)
     if args.render_only:
         render(json.loads(args.out.with_suffix(".json").read_text()), args.out)
+        return
+    cluster_args = (
+        args.repeats,
+        args.coding_episodes,
+        max(args.coding_batch_sizes),
+        args.gsm8k_episodes,
+    )
+    if args.cluster_only:
+        data = json.loads(args.out.with_suffix(".json").read_text())
+        data["cluster"] = two_nodes(*cluster_args)
+        args.out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
+        render(data, args.out)
         return
     import ray
 
@@ -284,6 +451,8 @@ def main() -> None:
     print("simulation", flush=True)
     sim = simulate(args.sim_actors, args.sim_cost, slots_per_actor=8, episodes_per_actor=32)
     ray.shutdown()
+    print("a cluster of two nodes", flush=True)
+    cluster = two_nodes(*cluster_args)
     data = {
         "machine": f"{platform.machine()}, {os.cpu_count()} cores, Python "
         f"{platform.python_version()}, Ray {ray.__version__}",
@@ -300,6 +469,7 @@ def main() -> None:
             "turns_per_episode": 4,
             "rows": sim,
         },
+        "cluster": cluster,
     }
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.with_suffix(".json").write_text(json.dumps(data, indent=1) + "\n")
@@ -415,6 +585,9 @@ def render(data: dict, out: Path) -> None:
         "",
         f"**Ray path / local: at most {worst:.2f}x the wall time** (target <= 2x: "
         f"{'met' if worst <= 2 else 'NOT met'}).",
+    ]
+    lines += _cluster_lines(data.get("cluster"), data)
+    lines += [
         "",
         "## Bytes per turn",
         "",
@@ -514,6 +687,67 @@ def render(data: dict, out: Path) -> None:
     lines += ["", f"![throughput against actors]({out.name}.png)", ""]
     out.with_suffix(".md").write_text("\n".join(lines), encoding="utf-8")
     print(f"wrote {out.with_suffix('.md')}")
+
+
+def _cluster_lines(cluster: dict | None, data: dict) -> list[str]:
+    """The two-node section (empty before it was measured)."""
+    if not cluster:
+        return []
+    one, two = cluster["one node"], cluster["two nodes"]
+    lost = two["lost_node"]
+    names = [name for name in one if isinstance(one[name], dict)]
+    lines = [
+        "",
+        "## A cluster of two nodes",
+        "",
+        "The same rollouts with 2 workers (one CPU each) on a cluster of one node (`ray start "
+        "--head --num-cpus=2`) and on one of two nodes (`ray start` twice, one CPU each: each "
+        "node with its own raylet and object store), both on this machine, with Ray's default "
+        "health checks; the driver joins each by address, as a user's would. Both share its two "
+        "cores: the figures show what the cluster path costs, not what a second machine "
+        f"brings. Medians of {cluster['repeats']} runs on warm workers; 'start-up' is the first "
+        "rollout of a fresh pool (4 episodes: actors placed, first env copies built).",
+        "",
+        "| rollout | where | episodes/s | wall s | start-up s | nodes used | same records as local |",
+        "|---|---|---:|---:|---:|---:|---|",
+    ]
+    for name in names:
+        for where, row in (("one node", one[name]), ("two nodes", two[name])):
+            lines.append(
+                f"| {name} | {where} | {row['episodes_per_s']:.1f} | {row['wall']:.3f} | "
+                f"{row['cold_start']:.2f} | {row['nodes']} | "
+                f"{'yes' if row['same_records_as_local'] else 'NO'} |"
+            )
+    ratios = ", ".join(
+        f"{name} {two[name]['episodes_per_s'] / one[name]['episodes_per_s']:.2f}x" for name in names
+    )
+    runs = lost["runs"]
+    extra = lost["wall"] - lost["wall_without_loss"]
+    same = all(run["same_records_as_local"] for run in runs)
+    counts = sorted({(run["failures"], run["live_workers"]) for run in runs})
+    walls = ", ".join(f"{run['wall']:.2f}" for run in runs)
+    lines += [
+        "",
+        f"**Two nodes / one node: {ratios}** of the episodes per second. Bringing the "
+        f"cluster up: {one['ray_up']:.1f} s for one node, {two['ray_up']:.1f} s for two (each "
+        "`ray start` waited for until the head lists its node, and the driver joined).",
+        "",
+        f"**A lost node.** {lost['episodes']} CoopCoding episodes on both nodes; the second "
+        "node's processes (its raylet and its workers) are killed with SIGKILL, as a lost "
+        f"machine ends them, after {lost['lost_after_turns']} turns; {len(runs)} runs, the "
+        "node started again between them. Median wall time "
+        f"{lost['wall']:.2f} s against {lost['wall_without_loss']:.2f} s without a loss "
+        f"(+{extra:.2f} s; runs: {walls} s). "
+        f"The longest wait for a turn after the loss was {lost['stall']:.1f} s (median): "
+        "Ray telling the driver that the worker is gone, the driver looking for room "
+        f"for a replacement for up to {ROOM_SECONDS:g} s (none: Ray's default health checks "
+        "have not yet declared the node dead, and its CPU, reserved by the dead worker, is "
+        "not seen free again), then dropping the worker and replaying its unfinished episodes "
+        "on the worker left, which plays the rest alone. (failures, workers left) per run: "
+        f"{counts}; records {'equal to' if same else 'DIFFERENT from'} the local run's in "
+        f"{'every run' if same else 'some runs'}.",
+    ]
+    return lines
 
 
 def _plot(sim: dict, lockstep_model, pipelined_model, out: Path) -> None:

@@ -14,11 +14,7 @@ node whose Python environment lacks this package is one line naming the fix, and
 from __future__ import annotations
 
 import json
-import os
-import secrets
 import shutil
-import signal
-import socket
 import subprocess
 import sys
 import time
@@ -28,123 +24,12 @@ import pytest
 
 pytest.importorskip("ray", reason="the ray extra")
 
+from llm_marl_envs.rollout._ray_nodes import LocalCluster as Cluster  # noqa: E402
+from llm_marl_envs.rollout._ray_nodes import ray_command  # noqa: E402
+
 pytestmark = pytest.mark.slow
 
-RAY = Path(sys.executable).with_name("ray")
-START_SECONDS = 120
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Cluster:
-    """A head and one more node, each a ``ray start --block`` process group of its own."""
-
-    def __init__(self, root: Path) -> None:
-        self.root, self.port = root, _free_port()
-        self.address = f"127.0.0.1:{self.port}"
-        self.env = {
-            **os.environ,
-            "RAY_AUTH_MODE": "token",
-            "RAY_AUTH_TOKEN": secrets.token_hex(16),
-            "RAY_health_check_period_ms": "500",  # a lost node is seen in seconds
-            "RAY_health_check_failure_threshold": "4",
-            "RAY_USAGE_STATS_ENABLED": "0",
-            "HF_HUB_OFFLINE": "1",
-            "HF_DATASETS_OFFLINE": "1",
-            "TRANSFORMERS_OFFLINE": "1",
-        }
-        self.env.pop("RAY_ADDRESS", None)
-        self.nodes: dict[str, subprocess.Popen] = {}
-        self._taken: set[int] = set()  # ports given to components already
-
-    def _ports(self) -> list[str]:
-        """Free ports for a node's components, none inside its workers' range (nor the head's
-        port), so no two components of the cluster ask for the same one."""
-        low = _free_port() // 100 * 100
-        taken = set(range(low, low + 100)) | {self.port} | self._taken
-
-        def port() -> int:
-            while (chosen := _free_port()) in taken:
-                pass
-            taken.add(chosen)
-            return chosen
-
-        names = ["node-manager", "object-manager", "runtime-env-agent", "dashboard-agent-grpc"]
-        names += ["dashboard-agent-listen", "metrics-export"]
-        chosen = [f"--{name}-port={port()}" for name in names]
-        self._taken |= taken
-        return [*chosen, f"--min-worker-port={low}", f"--max-worker-port={low + 99}"]
-
-    def start(self, name: str, python: str | None = None) -> None:
-        """Start a node (the head first); ``python``: the interpreter its workers run (the
-        node's own environment), this one's by default."""
-        head = not self.nodes
-        argv = [str(RAY)]
-        if python is not None:  # the ray command of that environment
-            argv = [python, "-c", "import sys; from ray.scripts.scripts import main; main()"]
-        argv += ["start", "--block", "--num-cpus=1", "--disable-usage-stats"]
-        argv += [f"--temp-dir={self.root / name}"]
-        if head:
-            argv += ["--head", f"--port={self.port}", "--include-dashboard=false"]
-        else:
-            argv += [f"--address={self.address}"]
-        argv += ["--node-ip-address=127.0.0.1", *self._ports()]
-        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 - kept by the process
-        self.nodes[name] = subprocess.Popen(
-            argv,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            env=self.env,
-            cwd=self.root,  # (a worker finds modules in its node's working directory)
-            start_new_session=True,
-        )
-        self.wait_for(len(self.nodes))
-
-    def wait_for(self, count: int) -> None:
-        """Until ``count`` nodes are alive (asked by a driver process of its own)."""
-        code = (
-            "import ray, sys; ray.init(address=sys.argv[1], logging_level='error'); "
-            "print(sum(n['Alive'] for n in ray.nodes()))"
-        )
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            for name, process in self.nodes.items():
-                if process.poll() is not None:
-                    raise RuntimeError(f"{name} exited: {self.log(name)}")
-            try:
-                probe = subprocess.run(
-                    [sys.executable, "-c", code, self.address],
-                    env=self.env,
-                    capture_output=True,
-                    text=True,
-                    timeout=30,
-                )
-            except subprocess.TimeoutExpired:
-                continue
-            if probe.returncode == 0 and probe.stdout.strip().splitlines()[-1:] == [str(count)]:
-                return
-            time.sleep(1)
-        raise RuntimeError(f"the cluster did not reach {count} nodes: {self.log('head')}")
-
-    def log(self, name: str) -> str:
-        return (self.root / f"{name}.log").read_text(errors="replace")[-3000:]
-
-    def kill(self, name: str) -> None:
-        """End a node's processes as a lost machine ends them."""
-        process = self.nodes.pop(name)
-        try:
-            os.killpg(process.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
-        process.wait(timeout=30)
-
-    def stop(self) -> None:
-        for name in list(self.nodes)[::-1]:
-            self.kill(name)
+RAY = ray_command()
 
 
 def _needs_ray_command() -> None:
@@ -459,7 +344,9 @@ def test_an_eval_stopped_with_its_cluster_resumes_on_a_new_one_to_the_local_resu
     finally:
         first.stop()
     assert driver.returncode == 1, (said + err)[-3000:]
-    assert "the Ray cluster stopped" in said and "run the same command to resume" in said, err[-3000:]
+    assert "the Ray cluster stopped" in said and "run the same command to resume" in said, err[
+        -3000:
+    ]
     assert "Traceback" not in said + err
 
     second = Cluster(tmp_path_factory.mktemp("cluster"))

@@ -1,0 +1,159 @@
+"""A Ray cluster of separate ``ray start`` processes on this machine: a head and more nodes,
+each a process group of its own with its own temp folder and free ports (dashboard off,
+token authentication set explicitly). The two-node tests and ``benchmarks/ray_scaling.py``
+start one; it ends only the processes it started (never ``ray stop``).
+
+Not part of the public API; it needs the ``ray`` command of the ``ray`` extra.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+#: Seconds a node has to join before :meth:`LocalCluster.start` gives up.
+START_SECONDS = 120
+
+
+def ray_command() -> Path:
+    """The ``ray`` command beside this interpreter."""
+    return Path(sys.executable).with_name("ray")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class LocalCluster:
+    """A head and more nodes, each a ``ray start --block`` process group of its own.
+
+    Args:
+        root: A folder for the nodes' temp folders and logs.
+        fast_health_checks: The head declares a node dead after about 2 s without an
+            answer (Ray's default is about 15 s), so tests see a lost node quickly.
+    """
+
+    def __init__(self, root: Path, fast_health_checks: bool = True) -> None:
+        self.root, self.port = Path(root), free_port()
+        self.address = f"127.0.0.1:{self.port}"
+        self.env = {
+            **os.environ,
+            "RAY_AUTH_MODE": "token",
+            "RAY_AUTH_TOKEN": secrets.token_hex(16),
+            "RAY_USAGE_STATS_ENABLED": "0",
+            "HF_HUB_OFFLINE": "1",
+            "HF_DATASETS_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+        }
+        if fast_health_checks:
+            self.env["RAY_health_check_period_ms"] = "500"
+            self.env["RAY_health_check_failure_threshold"] = "4"
+        self.env.pop("RAY_ADDRESS", None)
+        self.nodes: dict[str, subprocess.Popen] = {}
+        self._taken: set[int] = set()  # ports given to components already
+
+    def _ports(self) -> list[str]:
+        """Free ports for a node's components, none inside its workers' range (nor the head's
+        port), so no two components of the cluster ask for the same one."""
+        low = free_port() // 100 * 100
+        taken = set(range(low, low + 100)) | {self.port} | self._taken
+
+        def port() -> int:
+            while (chosen := free_port()) in taken:
+                pass
+            taken.add(chosen)
+            return chosen
+
+        names = ["node-manager", "object-manager", "runtime-env-agent", "dashboard-agent-grpc"]
+        names += ["dashboard-agent-listen", "metrics-export"]
+        chosen = [f"--{name}-port={port()}" for name in names]
+        self._taken |= taken
+        return [*chosen, f"--min-worker-port={low}", f"--max-worker-port={low + 99}"]
+
+    def start(self, name: str, python: str | None = None, cpus: int = 1) -> None:
+        """Start a node (the head first) with ``cpus`` CPUs; ``python``: the interpreter its
+        workers run (the node's own environment), this one's by default."""
+        head = not self.nodes
+        argv = [str(ray_command())]
+        if python is not None:  # the ray command of that environment
+            argv = [python, "-c", "import sys; from ray.scripts.scripts import main; main()"]
+        argv += ["start", "--block", f"--num-cpus={cpus}", "--disable-usage-stats"]
+        argv += [f"--temp-dir={self.root / name}"]
+        if head:
+            argv += ["--head", f"--port={self.port}", "--include-dashboard=false"]
+        else:
+            argv += [f"--address={self.address}"]
+        argv += ["--node-ip-address=127.0.0.1", *self._ports()]
+        log = open(self.root / f"{name}.log", "ab")  # noqa: SIM115 - kept by the process
+        self.nodes[name] = subprocess.Popen(
+            argv,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            env=self.env,
+            cwd=self.root,  # (a worker finds modules in its node's working directory)
+            start_new_session=True,
+        )
+        self.wait_for(len(self.nodes))
+
+    def wait_for(self, count: int) -> None:
+        """Until ``count`` nodes are alive (asked by a driver process of its own)."""
+        code = (
+            "import ray, sys; ray.init(address=sys.argv[1], logging_level='error'); "
+            "print(sum(n['Alive'] for n in ray.nodes()))"
+        )
+        deadline = time.monotonic() + START_SECONDS
+        while time.monotonic() < deadline:
+            for name, process in self.nodes.items():
+                if process.poll() is not None:
+                    raise RuntimeError(f"{name} exited: {self.log(name)}")
+            try:
+                probe = subprocess.run(
+                    [sys.executable, "-c", code, self.address],
+                    env=self.env,
+                    capture_output=True,
+                    text=True,
+                    timeout=30,
+                )
+            except subprocess.TimeoutExpired:
+                continue
+            if probe.returncode == 0 and probe.stdout.strip().splitlines()[-1:] == [str(count)]:
+                return
+            time.sleep(1)
+        raise RuntimeError(f"the cluster did not reach {count} nodes: {self.log('head')}")
+
+    def log(self, name: str) -> str:
+        return (self.root / f"{name}.log").read_text(errors="replace")[-3000:]
+
+    def kill(self, name: str) -> None:
+        """End all of a node's processes at once, as a lost machine ends them: its raylet
+        and the rest of its process group, and its workers (each in a session of its own,
+        they would go on serving calls for a while without their raylet)."""
+        import psutil
+
+        process = self.nodes.pop(name)
+        try:
+            family = psutil.Process(process.pid).children(recursive=True)
+        except psutil.NoSuchProcess:
+            family = []
+        try:
+            os.killpg(process.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        for member in family:
+            try:
+                member.kill()
+            except psutil.NoSuchProcess:
+                pass
+        process.wait(timeout=30)
+
+    def stop(self) -> None:
+        for name in list(self.nodes)[::-1]:
+            self.kill(name)
