@@ -32,6 +32,23 @@ def free_port() -> int:
         return sock.getsockname()[1]
 
 
+def descendants(pid: int) -> list[int]:
+    """The process ids below ``pid`` (children, theirs, ...), read from ``/proc`` (Linux)."""
+    parents: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue  # ended meanwhile
+        parents.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    found, todo = [], [pid]
+    while todo:
+        for child in parents.get(todo.pop(), []):
+            found.append(child)
+            todo.append(child)
+    return found
+
+
 class LocalCluster:
     """A head and more nodes, each a ``ray start --block`` process group of its own.
 
@@ -136,21 +153,16 @@ class LocalCluster:
         """End all of a node's processes at once, as a lost machine ends them: its raylet
         and the rest of its process group, and its workers (each in a session of its own,
         they would go on serving calls for a while without their raylet)."""
-        import psutil
-
         process = self.nodes.pop(name)
-        try:
-            family = psutil.Process(process.pid).children(recursive=True)
-        except psutil.NoSuchProcess:
-            family = []
+        family = descendants(process.pid)
         try:
             os.killpg(process.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
-        for member in family:
+        for pid in family:
             try:
-                member.kill()
-            except psutil.NoSuchProcess:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
                 pass
         process.wait(timeout=30)
 
