@@ -36,6 +36,7 @@ IMPORTERS = {
     "gem": "llm_marl_envs.integrations.gem",
     "supersuit": "supersuit",
     "trl": "trl",
+    "skyrl_gym": "skyrl_gym",
 }
 
 
