@@ -5,7 +5,8 @@
 #   make test   set up (chromium too, for the leaderboard's browser test), then lint (ruff check,
 #               ruff format --check) and run the test suite, which also runs the docstring
 #               examples and builds the docs site strictly (CI)
-#   make test-quick  set up, then run the tests not marked slow (the inner loop, under 2 min)
+#   make test-quick  set up, then run the tests not marked slow on two processes (pytest-xdist;
+#               the inner loop, about a minute on 2 cores)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/; benchmarks/gpu.py
 #               runs its quick CPU check where there is no GPU)
 #   make docs   set up, then build the documentation site into site/ (offline, warnings are errors)
@@ -43,7 +44,7 @@ test: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m pytest
 
 test-quick: $(STAMP)
-	$(OFFLINE) $(BIN)/python -m pytest -m "not slow"
+	$(OFFLINE) $(BIN)/python -m pytest -m "not slow" -n 2
 
 bench: $(STAMP)
 	$(OFFLINE) $(BIN)/python benchmarks/env_overhead.py
