@@ -94,7 +94,8 @@ class LLMMarlTextEnv(_base.BaseTextEnv):
         row = _plain(extras)
         env_kwargs = {k: v for k, v in config.items() if k not in _VIEW_KEYS}
         env_kwargs.update(_env_kwargs(row.get("env_kwargs")))
-        chosen = {k: row.get(k, config.get(k)) for k in _VIEW_KEYS}
+        # a row's empty cell (None: a parquet column other rows fill) leaves the config's value
+        chosen = {k: row[k] if row.get(k) is not None else config.get(k) for k in _VIEW_KEYS}
         self.view = SingleAgentEnv(
             env_id,
             agent=chosen["agent"] if chosen["agent"] is not None else agent,

@@ -171,6 +171,9 @@ def test_settings_come_from_the_row_then_the_config():
     assert env.agent == "observer_0"  # the row's seat, over the config's
     assert env.view.aec_env.unwrapped.max_cycles == 4
     env.close()
+    empty = skyrl_gym.make("llm_marl_envs/GSM8K-v0", env_config=config, extras={"agent": None})
+    assert empty.agent == "pioneer_0"  # an empty cell of a parquet column: the config's seat
+    empty.close()
 
 
 @pytest.mark.parametrize(
