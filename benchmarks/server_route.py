@@ -30,16 +30,13 @@ import argparse
 import json
 import os
 import platform
-import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+from llm_marl_envs.policies._transformers_serve import OFFLINE, TransformersServe
+
 TARGET = 0.8  # the continuous-batching server's speed against in-process
 START_SECONDS = 300
 BATCHING = "serve --continuous-batching"
@@ -105,54 +102,6 @@ print(json.dumps({
 """
 
 
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Served:
-    """``transformers serve`` of ``model`` on a free loopback port (a context manager)."""
-
-    def __init__(self, model: Path, flags: list[str], log: Path) -> None:
-        self.model, self.flags, self.log, self.port = model, flags, log, free_port()
-        self.process: subprocess.Popen | None = None
-
-    def __enter__(self) -> Served:
-        code = "import sys; from transformers.cli.transformers import main; sys.exit(main())"
-        argv = [sys.executable, "-c", code, "serve", str(self.model), "--device", "cpu"]
-        argv += ["--host", "127.0.0.1", "--port", str(self.port), *self.flags]
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
-                env={**os.environ, **OFFLINE},
-            )  # fmt: skip
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"transformers serve exited: {self.log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
-                    return self
-            except OSError:
-                time.sleep(0.5)
-        self.__exit__()
-        raise RuntimeError(f"transformers serve did not start: {self.log.read_text()[-2000:]}")
-
-    def __exit__(self, *exc_info: object) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGTERM)
-            try:
-                self.process.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                os.killpg(self.process.pid, signal.SIGKILL)
-                self.process.wait()
-
-    @property
-    def spec(self) -> str:
-        return f"openai:http://127.0.0.1:{self.port}/v1#{self.model}"
-
-
 def play(spec: str, args: argparse.Namespace, fixed: bool = False) -> dict:
     payload = [spec, args.env, {"data_source": "bundled"}, args.episodes, args.batch_size]
     payload += [args.max_new_tokens, args.repeats, fixed]
@@ -201,7 +150,10 @@ def main() -> None:
             if flags is None:
                 result = play("default", args)
             else:
-                with Served(model, flags, Path(scratch) / f"{len(rows)}.log") as server:
+                log = Path(scratch) / f"{len(rows)}.log"
+                with TransformersServe(
+                    model, log, flags=flags, start_seconds=START_SECONDS
+                ) as server:
                     result = play(server.spec, args, fixed)
             result["way"] = name
             rows.append(result)

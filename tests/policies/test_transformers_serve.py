@@ -13,13 +13,8 @@ from __future__ import annotations
 
 import gzip
 import json
-import os
-import signal
-import socket
 import subprocess
 import sys
-import time
-import urllib.request
 from pathlib import Path
 
 import pytest
@@ -30,60 +25,10 @@ pytest.importorskip("uvicorn", reason="transformers serve needs uvicorn (the dev
 from llm_marl_envs.cli import main
 from llm_marl_envs.evaluation.leaderboard import shipped_entries
 from llm_marl_envs.policies.base import PolicyError, Prompt
+from llm_marl_envs.policies._transformers_serve import TransformersServe
 from llm_marl_envs.policies.openai_compat import OpenAIPolicy
 
 pytestmark = pytest.mark.slow
-
-START_SECONDS = 180  # loading transformers and the model on 2 busy cores
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
-class Server:
-    """``transformers serve`` of one model folder on a loopback port, started and stopped."""
-
-    def __init__(self, model: Path, port: int, log: Path) -> None:
-        self.model, self.port, self.log = model, port, log
-        self.process: subprocess.Popen | None = None
-
-    @property
-    def url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
-
-    @property
-    def spec(self) -> str:
-        return f"openai:{self.url}#{self.model}"
-
-    def start(self) -> Server:
-        code = "import sys; from transformers.cli.transformers import main; sys.exit(main())"
-        argv = [sys.executable, "-c", code, "serve", str(self.model)]
-        argv += ["--host", "127.0.0.1", "--port", str(self.port), "--device", "cpu"]
-        env = {**os.environ, "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-        with open(self.log, "ab") as log:
-            self.process = subprocess.Popen(
-                argv, stdout=log, stderr=subprocess.STDOUT, env=env, start_new_session=True
-            )
-        deadline = time.monotonic() + START_SECONDS
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"transformers serve exited: {self.log.read_text()[-2000:]}")
-            try:
-                with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/health", timeout=2):
-                    return self
-            except OSError:
-                time.sleep(0.5)
-        self.stop()
-        raise RuntimeError(f"transformers serve did not start: {self.log.read_text()[-2000:]}")
-
-    def stop(self) -> None:
-        if self.process is not None and self.process.poll() is None:
-            os.killpg(self.process.pid, signal.SIGKILL)  # as a crash would end it
-            self.process.wait(timeout=30)
-        self.process = None
 
 
 @pytest.fixture(scope="module")
@@ -92,7 +37,7 @@ def server(tmp_path_factory):
 
     load_default_model()  # converted once into the cache (the folder the server loads)
     log = tmp_path_factory.mktemp("serve") / "serve.log"
-    served = Server(converted_model_dir(), _free_port(), log).start()
+    served = TransformersServe(converted_model_dir(), log).start()
     yield served
     served.stop()
 
