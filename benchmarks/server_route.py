@@ -73,8 +73,8 @@ error, walls, peaks = None, [], []
 for _ in range(repeats):
     # Each repeat starts as a fresh policy's window would (fixed: held at the most, to
     # measure the server's best against the adaptive window).
-    if hasattr(policy, "_window"):
-        policy._window.__init__(batch_size, start=batch_size if fixed else 2)
+    if hasattr(policy, "restart_window"):
+        policy.restart_window(batch_size if fixed else None)
     else:
         policy.reseed(0)
     started = time.perf_counter()
@@ -85,7 +85,7 @@ for _ in range(repeats):
         error, episodes_done = f"{type(failure).__name__}: {failure}"[:500], []
         break
     walls.append(time.perf_counter() - started)
-    peaks.append(getattr(getattr(policy, "_window", None), "peak", None))
+    peaks.append(getattr(policy, "peak_in_flight", None))
 walls = walls or [time.perf_counter() - started]
 wall = sorted(walls)[len(walls) // 2]
 turns = [t for e in episodes_done for t in e["turns"]]

@@ -91,6 +91,16 @@ class Window:
         self._since = clock()
         self._changed = threading.Condition()
 
+    def restart(self, start: int = START) -> None:
+        """Forget what the window learnt (its size, the fastest answers, the peak): it starts
+        again at ``start`` as a new one would. Refused while requests are in flight."""
+        with self._changed:
+            if self.in_flight:
+                raise RuntimeError(
+                    f"{self.in_flight} request(s) in flight: restart the window between batches"
+                )
+            self.__init__(self.most, start, self._clock)
+
     @property
     def limit(self) -> int:
         """Requests allowed in flight now."""

@@ -126,7 +126,7 @@ from llm_marl_envs.policies._openai_answers import (
     _token_ids,
 )
 from llm_marl_envs.policies._openai_context import ContextFit, identity_at, served_models
-from llm_marl_envs.policies._openai_flow import Window, deadline
+from llm_marl_envs.policies._openai_flow import START, Window, deadline
 from llm_marl_envs.policies._openai_http import (
     _Attempt,
     _classify,
@@ -408,6 +408,18 @@ class OpenAIPolicy(Policy):
         for attempt in in_flight:
             attempt.abort("closed")
         self._executor.shutdown(wait=True, cancel_futures=True)
+
+    def restart_window(self, start: int | None = None) -> None:
+        """Forget what the window of requests in flight learnt of the server (a restarted or
+        another server): the next batch starts as a new policy's would, at ``start`` requests
+        (default: the window's own start, 2; ``concurrency``: at the most from the first
+        request on). Shared with the :meth:`with_generation` copies, as the window is."""
+        self._window.restart(START if start is None else min(int(start), self.concurrency))
+
+    @property
+    def peak_in_flight(self) -> int:
+        """The most requests that were in flight at once since the window (re)started."""
+        return self._window.peak
 
     @property
     def slow_after(self) -> float:

@@ -116,6 +116,33 @@ def test_the_window_holds_requests_beyond_its_limit():
     assert window.acquire(stop=lambda: True) is False or window.in_flight <= 2
 
 
+def test_a_restarted_window_starts_again_as_a_new_one(serve):
+    """``restart_window`` forgets what the window learnt (a restarted or another server):
+    grown to the most, it starts low again; ``start`` holds it at the most from the first
+    request; requests in flight refuse it."""
+    clock = Clock()
+    window = Window(most=16, clock=clock)
+    assert _rounds(window, clock, 4, lambda load: 0.05)[-1] == 16 and window.peak == 16
+    window.restart()
+    assert (window.limit, window.peak) == (START, 0)
+    window.restart(16)
+    assert window.limit == 16
+    ticket = window.acquire()
+    with pytest.raises(RuntimeError, match="in flight"):
+        window.restart()
+    window.release("ok", 1.0, 1, ticket)
+
+    server = serve()
+    policy = OpenAIPolicy(server.url, model="m", concurrency=4)
+    policy.generate([chat(f"q{i}") for i in range(8)])
+    assert 1 <= policy.peak_in_flight <= 4
+    policy.restart_window(4)
+    assert policy._window.limit == 4 and policy.peak_in_flight == 0
+    policy.restart_window(99)  # never beyond the concurrency
+    assert policy._window.limit == 4
+    policy.close()
+
+
 @pytest.mark.slow
 def test_a_serial_server_is_not_flooded(serve):
     """A server that answers one request at a time: the window settles low instead of putting
