@@ -137,6 +137,21 @@ def test_our_lines_are_at_most_three_and_match_the_table():
             assert counted.get(anchor) == int(count), (anchor, counted)
 
 
+def test_the_tested_versions_are_the_installed_ones():
+    """The page's "tested with" column names the versions this test environment has."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    rows = re.findall(r"^\| [^|]+ \| ((?:[\w-]+ [\d.]+(?:, )?)+) \| [^|]+ \|$", TEXT, re.M)
+    named = [pair.split(" ") for row in rows for pair in row.split(", ")]
+    assert len(named) >= 8, named
+    for distribution, tested in named:
+        try:
+            installed = version(distribution)
+        except PackageNotFoundError:
+            continue  # an extra this environment lacks: its tests skip too
+        assert installed == tested, f"{distribution}: the page says {tested}, {installed} here"
+
+
 @pytest.mark.slow
 def test_the_vllm_recipe_runs_against_the_stand_in(vllm_stand_in, tmp_path):
     [recipe] = [
