@@ -142,8 +142,6 @@ class HeadWatch:
 
     def __init__(self, address: str) -> None:
         self.address = address
-        host, _, port = address.rpartition(":")
-        self._target = (host.strip("[]"), int(port))
         self._failed_since: float | None = None
         self._failures = 0
         self._stop = threading.Event()
@@ -166,12 +164,9 @@ class HeadWatch:
 
     def _probe(self) -> None:
         while not self._stop.wait(PROBE_SECONDS):
-            try:
-                with socket.create_connection(self._target, timeout=PROBE_SECONDS):
-                    pass
-            except OSError:
+            if self.answers():
+                self._failures, self._failed_since = 0, None
+            else:
                 if self._failures == 0:
                     self._failed_since = time.monotonic()
                 self._failures += 1
-            else:
-                self._failures, self._failed_since = 0, None

@@ -28,20 +28,10 @@ import llm_marl_envs
 from llm_marl_envs.integrations.gem import GEMMultiAgentEnv, register_envs
 from llm_marl_envs.policies.scripted import scripted_policy
 from llm_marl_envs.rollout.play import play_episode
+from small_envs import SMALL, short
 
-SMALL = {
-    "llm_marl_envs/GSM8K-v0": {"data_source": "bundled"},
-    "llm_marl_envs/IMDBSentiment-v0": {"data_source": "bundled"},
-    "llm_marl_envs/TLDRSummarization-v0": {"data_source": "bundled"},
-    "llm_marl_envs/ArxivExpansion-v0": {"data_source": "bundled"},
-    "llm_marl_envs/MazeCollab-v0": {"size": 5},
-}
 ENV_IDS = llm_marl_envs.list_envs()
 PARALLEL_IDS = [e for e in ENV_IDS if llm_marl_envs.spec(e).parallel_entry_point is not None]
-
-
-def short(env_id: str) -> str:
-    return env_id.split("/")[1]
 
 
 def players(env: GEMMultiAgentEnv, seed: int) -> dict:

@@ -26,20 +26,10 @@ from llm_marl_envs.integrations import skyrl  # noqa: E402
 from llm_marl_envs.policies.scripted import scripted_policy  # noqa: E402
 from llm_marl_envs.registry import agent_names, gymnasium_id  # noqa: E402
 from llm_marl_envs.rollout.play import play_episode  # noqa: E402
+from small_envs import SMALL, short  # noqa: E402
 
-SMALL = {
-    "llm_marl_envs/GSM8K-v0": {"data_source": "bundled"},
-    "llm_marl_envs/IMDBSentiment-v0": {"data_source": "bundled"},
-    "llm_marl_envs/TLDRSummarization-v0": {"data_source": "bundled"},
-    "llm_marl_envs/ArxivExpansion-v0": {"data_source": "bundled"},
-    "llm_marl_envs/MazeCollab-v0": {"size": 5},
-}
 ENV_IDS = llm_marl_envs.list_envs()
 BIG = 10_000  # a generator.max_turns that never cuts an episode here
-
-
-def short(env_id: str) -> str:
-    return env_id.split("/")[1]
 
 
 def generator_loop(env_class, row, env_config, model, max_turns=BIG):

@@ -37,17 +37,25 @@ def _needs_ray_command() -> None:
         pytest.skip("the ray command is not installed")
 
 
-@pytest.fixture
-def cluster(tmp_path_factory):
-    _needs_ray_command()
-    root = tmp_path_factory.mktemp("cluster")
+def _two_nodes(root: Path, python: str | None = None) -> Cluster:
+    """A head and a second node (``python``: the interpreter of the second node's own
+    environment); stopped again if the second does not join."""
     cluster = Cluster(root)
     try:
         cluster.start("head")
-        cluster.start("node2")
-        yield cluster
-    finally:
+        cluster.start("node2", python=python)
+    except BaseException:
         cluster.stop()
+        raise
+    return cluster
+
+
+@pytest.fixture
+def cluster(tmp_path_factory):
+    _needs_ray_command()
+    cluster = _two_nodes(tmp_path_factory.mktemp("cluster"))
+    yield cluster
+    cluster.stop()
 
 
 def _environment_without_the_package(root: Path) -> str:
@@ -79,13 +87,9 @@ def cluster_with_a_bare_node(tmp_path_factory):
         [python, "-c", "import ray; import llm_marl_envs"], capture_output=True, text=True, cwd=root
     )
     assert "No module named 'llm_marl_envs'" in probe.stderr, probe.stderr[-2000:]
-    cluster = Cluster(root)
-    try:
-        cluster.start("head")
-        cluster.start("bare", python=python)
-        yield cluster
-    finally:
-        cluster.stop()
+    cluster = _two_nodes(root, python)
+    yield cluster
+    cluster.stop()
 
 
 _DRIVER = r"""
@@ -152,6 +156,23 @@ def _drive(cluster: Cluster, env_id: str, episodes: int, address: str, workers: 
     return json.loads(run.stdout.strip().splitlines()[-1])
 
 
+def _driver_until(cluster: Cluster, said: str, *args: str) -> subprocess.Popen:
+    """The driver script started on ``cluster`` with ``args`` (env id, episodes, address,
+    workers, pace, start delay), once it has said ``said`` on stderr (``starting``: the
+    rollout begins; ``playing``: the first turn, the workers started)."""
+    driver = subprocess.Popen(
+        [sys.executable, "-c", _DRIVER, *args],
+        env=cluster.env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    for line in driver.stderr:
+        if line.startswith(said):
+            break
+    return driver
+
+
 def _played(episodes: list[dict]) -> list[dict]:
     """The records without timings and policy names, sorted by episode."""
     keep = []
@@ -176,13 +197,7 @@ def test_a_node_lost_mid_rollout_costs_its_episodes_not_the_run(cluster, tmp_pat
     """The cluster is full (one worker per CPU): the lost node's worker cannot be replaced,
     so its episodes are replayed on the head's worker; the records equal the local run's."""
     env_id, episodes = "llm_marl_envs/MazeCollab-v0", 24
-    argv = [sys.executable, "-c", _DRIVER, env_id, str(episodes), cluster.address, "2", "0.02"]
-    driver = subprocess.Popen(
-        argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    for line in driver.stderr:  # the first turn: the workers started, episodes under way
-        if line.startswith("playing"):
-            break
+    driver = _driver_until(cluster, "playing", env_id, str(episodes), cluster.address, "2", "0.02")
     time.sleep(1)
     assert driver.poll() is None, "the rollout ended before the node was lost"
     cluster.kill("node2")
@@ -200,13 +215,8 @@ def test_a_node_lost_while_the_workers_start_costs_its_worker_not_the_run(cluste
     began: its worker dies (or waits for a place that is gone) and the rollout goes on with
     the head's worker, with a warning, to the local run's records."""
     env_id, episodes = "llm_marl_envs/MazeCollab-v0", 8
-    argv = [sys.executable, "-c", _DRIVER, env_id, str(episodes), cluster.address, "2", "0", "8"]
-    driver = subprocess.Popen(
-        argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    for line in driver.stderr:
-        if line.startswith("starting"):
-            break
+    args = (env_id, str(episodes), cluster.address, "2", "0", "8")
+    driver = _driver_until(cluster, "starting", *args)
     time.sleep(3)
     assert driver.poll() is None, "the rollout ended before the node was lost"
     cluster.kill("node2")
@@ -243,13 +253,7 @@ def test_a_cluster_stopped_mid_rollout_ends_it_in_seconds_keeping_the_episodes(c
     """Ray's own client waits a minute for a stopped head; the rollout stops within seconds
     in one line that keeps the finished episodes."""
     env_id = "llm_marl_envs/MazeCollab-v0"
-    argv = [sys.executable, "-c", _DRIVER, env_id, "200", cluster.address, "2", "0.02"]
-    driver = subprocess.Popen(
-        argv, env=cluster.env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True
-    )
-    for line in driver.stderr:
-        if line.startswith("playing"):
-            break
+    driver = _driver_until(cluster, "playing", env_id, "200", cluster.address, "2", "0.02")
     time.sleep(2)
     assert driver.poll() is None, "the rollout ended before the cluster stopped"
     cluster.stop()
@@ -320,10 +324,8 @@ def test_an_eval_stopped_with_its_cluster_resumes_on_a_new_one_to_the_local_resu
     out = tmp_path / "eval"
     argv = [sys.executable, "-m", "llm_marl_envs.cli", "eval", "lite", "--policy", "tiny"]
     argv += ["--tasks", "maze", "gsm8k", "--batch-size", "1", "--no-progress"]
-    first = Cluster(tmp_path_factory.mktemp("cluster"))
+    first = _two_nodes(tmp_path_factory.mktemp("cluster"))
     try:
-        first.start("head")
-        first.start("node2")
         ray = ["--executor", "ray", "--ray-address", first.address]
         driver = subprocess.Popen(
             [*argv, "--out", str(out), *ray],
@@ -349,10 +351,8 @@ def test_an_eval_stopped_with_its_cluster_resumes_on_a_new_one_to_the_local_resu
     ]
     assert "Traceback" not in said + err
 
-    second = Cluster(tmp_path_factory.mktemp("cluster"))
+    second = _two_nodes(tmp_path_factory.mktemp("cluster"))
     try:
-        second.start("head")
-        second.start("node2")
         ray = ["--executor", "ray", "--ray-address", second.address]
         run = subprocess.run(
             [*argv, "--out", str(out), *ray],
