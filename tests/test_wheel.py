@@ -77,6 +77,7 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
         "site_assets/sort.js",
     ):
         assert f"llm_marl_envs/evaluation/{data}" in names
+    assert "llm_marl_envs/integrations/verl_agent_loop.yaml" in names  # verl's workers read it
     shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "evaluation" / "entries"
     for path in shipped.rglob("*"):
         if path.is_file():

@@ -37,6 +37,7 @@ IMPORTERS = {
     "supersuit": "supersuit",
     "trl": "trl",
     "skyrl_gym": "skyrl_gym",
+    "llm_marl_envs.integrations.verl": "verl.experimental.agent_loop",
 }
 
 
