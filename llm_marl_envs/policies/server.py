@@ -54,6 +54,10 @@ style ``{"error": {"message", "type", ...}}`` body. The server does not close th
 Run a model from the command line (needs the ``hf`` extra)::
 
     python -m llm_marl_envs.policies.server --model tiny --port 8000
+
+or relay another OpenAI-compatible server (``--model openai:http://127.0.0.1:8001/v1#NAME``):
+its answers, in this server's shape (a ``transformers serve`` stream never sends
+``data: [DONE]``, which some clients, verifiers among them, wait for).
 """
 
 from __future__ import annotations
@@ -421,9 +425,18 @@ class _Handler(BaseHTTPRequestHandler):
 
 # ---------------------------------------------------------------------- command line
 def main(argv: list[str] | None = None) -> None:
-    """``python -m llm_marl_envs.policies.server --model tiny|default|PATH --port 8000``."""
+    """``python -m llm_marl_envs.policies.server --model tiny|default|PATH|openai:URL#MODEL``.
+
+    An ``openai:`` model relays another server's answers (its requests' messages go on
+    upstream; the answers come back in this server's OpenAI shape, streams ending with
+    ``data: [DONE]``), served under the upstream's model name.
+    """
     parser = argparse.ArgumentParser(description="Serve a transformers policy over the OpenAI API.")
-    parser.add_argument("--model", default="default", help="tiny, default, or a model path/id")
+    parser.add_argument(
+        "--model",
+        default="default",
+        help="tiny, default, a model path/id, or openai:URL#MODEL (relay another server)",
+    )
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8000)
     parser.add_argument("--max-batch", type=int, default=32)
@@ -433,14 +446,21 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--batch-wait", type=float, default=0.01)
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.INFO)
-    from llm_marl_envs.policies.hf import HFPolicy  # heavy: only here
+    if args.model.startswith("openai:"):
+        from llm_marl_envs.policies.openai_compat import OpenAIPolicy
 
-    policy = HFPolicy.from_spec(args.model)
+        policy = OpenAIPolicy.from_spec(args.model[len("openai:") :])
+        name = policy.model
+    else:
+        from llm_marl_envs.policies.hf import HFPolicy  # heavy: only here
+
+        policy = HFPolicy.from_spec(args.model)
+        name = args.model
     server = serve_policy(
         policy,
         args.host,
         args.port,
-        model_name=args.model,
+        model_name=name,
         max_batch=args.max_batch,
         batch_wait=args.batch_wait,
         max_model_len=args.max_model_len,

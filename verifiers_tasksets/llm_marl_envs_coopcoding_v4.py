@@ -1,0 +1,13 @@
+"""The verifiers taskset and environment of llm_marl_envs/CoopCoding-v4.
+
+vf-eval llm_marl_envs_coopcoding_v4; written by scripts/write_verifiers_tasksets.py from
+llm_marl_envs.integrations.verifiers.
+"""
+
+from llm_marl_envs.integrations.verifiers import exports
+
+LLMMarlTaskset, LLMMarlTasksetConfig, LLMMarlEnv, LLMMarlEnvConfig = exports(
+    "llm_marl_envs/CoopCoding-v4"
+)
+
+__all__ = ["LLMMarlEnv", "LLMMarlEnvConfig", "LLMMarlTaskset", "LLMMarlTasksetConfig"]
