@@ -3,7 +3,9 @@
 :func:`tiny_model` needs no download: a byte-level BPE tokenizer is trained by the
 ``tokenizers`` library on the built-in :data:`CORPUS` and the bundled data samples,
 wrapped in a transformers fast tokenizer with ChatML special tokens and a chat template,
-and a 2-layer GPT-2 (~0.6M parameters) is initialised from ``seed``.
+and a 2-layer GPT-2 (~0.6M parameters) gets weights drawn by this module from ``seed`` (not by
+transformers' own initialisation, which changed between releases), so it is the same model on
+every transformers version: the ``tiny`` leaderboard entry verifies wherever it loads.
 
 It reads :data:`CONTEXT` (4,096) positions, prompt and answer together: every environment's
 longest prompt plus its registry token budget fits (``tests/models/test_tiny_context.py``; the
@@ -174,9 +176,10 @@ def tiny_model(seed: int = 0, dtype: Any = None) -> tuple[Any, Any]:
         eos_token_id=tokenizer.eos_token_id,
         pad_token_id=tokenizer.pad_token_id,
     )
-    with seeded(seed):
+    with seeded(seed):  # (the constructor's own initialisation, thrown away, draws from it)
         model = transformers.GPT2LMHeadModel(config)
-        _extend_positions(model, CONTEXT)
+    generator = _draw_weights(model, seed)
+    _extend_positions(model, CONTEXT, generator)
     model.to(resolve_dtype(dtype))
     model.generation_config.pad_token_id = tokenizer.pad_token_id
     model.generation_config.eos_token_id = tokenizer.eos_token_id
@@ -185,14 +188,40 @@ def tiny_model(seed: int = 0, dtype: Any = None) -> tuple[Any, Any]:
     return model, tokenizer
 
 
-def _extend_positions(model: Any, context: int) -> None:
+def _draw_weights(model: Any, seed: int) -> Any:
+    """Draw every weight here, not with transformers' own initialisation (which changed
+    between releases: the same seed gave other weights under transformers 5.10 and 5.24), so
+    the tiny model is the same model on every transformers version this package supports.
+
+    Parameters in name order: biases zero, layer-norm scales one, every other weight normal
+    with the config's ``initializer_range``, from a generator seeded with ``seed`` (the
+    output head is tied to the token embeddings, so it is drawn once). Returns the generator,
+    for the weights drawn after these."""
+    torch = require("torch", "train", "the tiny test model")
+    generator = torch.Generator().manual_seed(seed)
+    std = model.config.initializer_range
+    with torch.no_grad():
+        for name, parameter in sorted(model.named_parameters()):
+            if name.endswith(".bias"):
+                parameter.zero_()
+            elif ".ln_" in name:
+                parameter.fill_(1.0)
+            else:
+                drawn = torch.randn(parameter.shape, generator=generator, dtype=torch.float32)
+                parameter.copy_(drawn * std)
+    return generator
+
+
+def _extend_positions(model: Any, context: int, generator: Any) -> None:
     """Grow GPT-2's position table to ``context`` rows, drawing the new rows (normal, the
-    config's ``initializer_range``, as GPT-2 initialises it) from torch's current generator
-    after every other weight, so the existing rows and weights stay as drawn."""
+    config's ``initializer_range``) from ``generator`` after every other weight, so the
+    existing rows and weights stay as drawn."""
     torch = require("torch", "train", "the tiny test model")
     table = model.transformer.wpe.weight.detach()
-    extra = torch.empty(context - table.shape[0], table.shape[1], dtype=table.dtype)
-    extra.normal_(mean=0.0, std=model.config.initializer_range)
+    extra = torch.randn(
+        context - table.shape[0], table.shape[1], generator=generator, dtype=table.dtype
+    )
+    extra = extra * model.config.initializer_range
     model.transformer.wpe = torch.nn.Embedding.from_pretrained(
         torch.cat([table, extra]), freeze=False
     )

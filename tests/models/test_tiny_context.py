@@ -24,6 +24,7 @@ from llm_marl_envs.models.tiny import CONTEXT, tiny_model, tiny_tokenizer
 from llm_marl_envs.policies.scripted import scripted_policy
 
 torch = pytest.importorskip("torch")
+transformers = pytest.importorskip("transformers")
 
 ENV_IDS = llm_marl_envs.list_envs()
 CODING = [e for e in ENV_IDS if "CoopCoding" in e]
@@ -90,30 +91,52 @@ def test_the_model_reads_its_whole_context():
             model(ids, position_ids=last + 4)
 
 
-#: ``weights_sha256`` of the tiny model before its context grew (1,024 positions), which the
-#: shipped ``tiny`` leaderboard entry pinned until it was re-made with 4,096.
-TINY_1024_SHA256 = "sha256:068f6783461c5952f170a3cb69860f204a25a1e2d9ef9ba2800b487daf8e57e6"
+#: ``weights_sha256`` of the tiny model (seed 0): its weights are drawn by the package, so they
+#: are these on every transformers version (5.10.4 and 5.24.0 checked; transformers' own
+#: initialisation gave other weights on each).
+TINY_SHA256 = "sha256:2bd019c5253c4b1d14acf0a82dac5ef45a136286bd9a91f00b6802fe5c9a1d9f"
 
 
 def test_the_first_1024_positions_are_the_1024_position_models_weights():
     """The position table grew after every other weight was drawn: cut back to 1,024 rows, the
-    model hashes to the 1,024-position model's ``weights_sha256`` and gives its logits; the
-    shipped leaderboard entry pins the whole model as it is now."""
+    model is the one drawn with 1,024 positions and gives its logits; the shipped leaderboard
+    entry pins the whole model as it is now."""
+    from llm_marl_envs.models import tiny
     from llm_marl_envs.policies.hf import weights_sha256
 
     model, _ = tiny_model()
+    assert weights_sha256(model) == TINY_SHA256
     first = copy.deepcopy(model)
     first.transformer.wpe = torch.nn.Embedding.from_pretrained(
         model.transformer.wpe.weight.detach()[:1024].clone(), freeze=False
     )
     first.config.n_positions = 1024
-    assert weights_sha256(first) == TINY_1024_SHA256
+    drawn = transformers.GPT2LMHeadModel(copy.deepcopy(first.config))
+    tiny._draw_weights(drawn, 0)
+    assert weights_sha256(first) == weights_sha256(drawn)
     record = json.loads((shipped_entries() / "tiny" / "verification.json").read_text())
     pinned = [e for e in record["events"] if e["event"] == "verification"][-1]
     assert pinned["models"]["tiny"]["weights_sha256"] == weights_sha256(model)
     ids = torch.randint(0, 4000, (2, 1000), generator=torch.Generator().manual_seed(0))
     with torch.no_grad():
         assert torch.equal(model(ids).logits, first(ids).logits)
+
+
+def test_the_weights_do_not_depend_on_transformers_initialisation(monkeypatch):
+    """Whatever transformers' own initialisation draws (it changed between releases), the tiny
+    model is the same: here GPT-2's initialiser is replaced by one that fills every weight
+    with 7, and the model still hashes to :data:`TINY_SHA256`."""
+    from llm_marl_envs.policies.hf import weights_sha256
+
+    def other_init(self, module):
+        for parameter in module.parameters(recurse=False):
+            torch.nn.init.constant_(parameter, 7.0)
+
+    monkeypatch.setattr(transformers.GPT2PreTrainedModel, "_init_weights", other_init)
+    model, _ = tiny_model()
+    assert weights_sha256(model) == TINY_SHA256
+    plain = transformers.GPT2LMHeadModel(model.config)  # the replaced initialiser took effect
+    assert all(bool((p == 7.0).all()) for p in plain.parameters())
 
 
 # --------------------------------------------------------------------------- the prompts
