@@ -131,6 +131,13 @@ def _make_classes(env_id: str) -> tuple:
     TasksetConfig.__name__ = TasksetConfig.__qualname__ = "LLMMarlTasksetConfig"
 
     class Taskset(vf.Taskset[EpisodeTask, TasksetConfig]):
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            try:  # bad environment arguments fail here, in one line, not in every episode
+                llm_marl_envs.make(env_id, **config.env_kwargs).close()
+            except Exception as error:  # noqa: BLE001 - any reason, named in the one line
+                raise ValueError(f"{env_id}: bad env_kwargs {config.env_kwargs}: {error}") from None
+
         def load(self):
             config = self.config
             for number in range(config.num_tasks):

@@ -166,6 +166,16 @@ def test_load_environment_takes_the_environment_arguments():
     assert isinstance(env, vf.Env)
 
 
+@pytest.mark.parametrize(
+    ("env_kwargs", "said"), [({"data_source": "nowhere"}, "data_source"), ({"sizee": 5}, "sizee")]
+)
+def test_bad_environment_arguments_are_one_line_errors(env_kwargs, said):
+    env_id = GSM8K if "data_source" in env_kwargs else "llm_marl_envs/MazeCollab-v1"
+    with pytest.raises(ValueError, match=said) as caught:
+        lv.load_environment(env_id, **env_kwargs)
+    assert "\n" not in str(caught.value) and env_id in str(caught.value)
+
+
 def test_a_seat_can_have_its_own_model():
     config_type = vf.env_config_type(lv.taskset_id(GSM8K))
     config = config_type.model_validate(
