@@ -243,9 +243,11 @@ class _Seat:
         trace.record_metrics(components)
         trace.record_metric("format_errors", sum(1 for t in mine if t.format_error))
         trace.record_metric("turns", len(mine))
-        trace.info["llm_marl_envs"] = json.loads(
-            json.dumps({"agent": self.agent, "env_id": self.data.env_id, "seed": self.data.seed})
-        )
+        trace.info["llm_marl_envs"] = {
+            "agent": self.agent,
+            "env_id": self.data.env_id,
+            "seed": self.data.seed,
+        }
 
 
 def _messages(observation: Any, info: Mapping[str, Any]) -> list[dict[str, str]]:

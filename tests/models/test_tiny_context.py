@@ -122,6 +122,21 @@ def test_the_first_1024_positions_are_the_1024_position_models_weights():
         assert torch.equal(model(ids).logits, first(ids).logits)
 
 
+@pytest.mark.slow
+def test_the_shipped_tiny_entry_regenerates_in_full_here(tmp_path):
+    """Every episode of the shipped tiny entry regenerates with this environment's
+    transformers (make test runs this on the main line and on verl's, in .stacks/verl)."""
+    from llm_marl_envs.evaluation.leaderboard import verify_entry
+    from llm_marl_envs.policies import GenerationConfig
+
+    where = GenerationConfig(device="cpu", dtype="float32")  # as the entry was made
+    result = verify_entry(
+        "tiny", tmp_path, sample=10_000, write=lambda line: None, generation=where
+    )
+    assert result["verified"] and result["regenerated"] == result["sample"]["size"] == 114
+    assert result["replay"] == {"replayed": 114, "episodes": 114}
+
+
 def test_the_weights_do_not_depend_on_transformers_initialisation(monkeypatch):
     """Whatever transformers' own initialisation draws (it changed between releases), the tiny
     model is the same: here GPT-2's initialiser is replaced by one that fills every weight
