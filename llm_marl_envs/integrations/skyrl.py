@@ -50,13 +50,13 @@ What the environment gives back:
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.core.optional import require
+from llm_marl_envs.integrations._settings import chat_messages, json_mapping, plain
 from llm_marl_envs.integrations.gymnasium import SingleAgentEnv
 from llm_marl_envs.registry import agent_names, gymnasium_id
 
@@ -90,10 +90,10 @@ class LLMMarlTextEnv(_base.BaseTextEnv):
         agent: str | None = None,
     ) -> None:
         super().__init__()
-        config = _plain(env_config)
-        row = _plain(extras)
+        config = plain(env_config)
+        row = plain(extras)
         env_kwargs = {k: v for k, v in config.items() if k not in _VIEW_KEYS}
-        env_kwargs.update(_env_kwargs(row.get("env_kwargs")))
+        env_kwargs.update(json_mapping(row.get("env_kwargs"), "env_kwargs"))
         # a row's empty cell (None: a parquet column other rows fill) leaves the config's value
         chosen = {k: row[k] if row.get(k) is not None else config.get(k) for k in _VIEW_KEYS}
         self.view = SingleAgentEnv(
@@ -118,10 +118,10 @@ class LLMMarlTextEnv(_base.BaseTextEnv):
     def init(self, prompt: Any = None) -> tuple[list[dict[str, str]], dict[str, Any]]:
         """Start the episode (its seed from the row); the seat's prompt as chat messages."""
         seed = None if self.seed is None else int(self.seed)
-        observation, info = self.view.reset(seed=seed, options=_plain(self.options) or None)
+        observation, info = self.view.reset(seed=seed, options=plain(self.options) or None)
         self.turns, self._return, self._format_errors, self._done = 0, 0.0, 0, False
         self._carried = float(info.get("reward_before_first_turn", 0.0))
-        messages = _messages(observation, info)
+        messages = chat_messages(observation, info)
         self._system = messages[0] if messages and messages[0]["role"] == "system" else None
         return messages, {"episode_seed": info["episode_seed"], "agent": self.agent}
 
@@ -138,7 +138,7 @@ class LLMMarlTextEnv(_base.BaseTextEnv):
         cut = not (terminated or truncated) and self.max_turns is not None
         cut = cut and self.turns >= self.max_turns
         self._done = bool(terminated or truncated or cut)
-        observations = [] if self._done else self._new_messages(_messages(observation, info))
+        observations = [] if self._done else self._new_messages(chat_messages(observation, info))
         metadata = {
             "agent": self.agent,
             "episode_seed": info.get("episode_seed"),
@@ -208,7 +208,7 @@ def dataset_rows(
             observation, info = view.reset(seed=int(seed))
             rows.append(
                 {
-                    "prompt": _messages(observation, info),
+                    "prompt": chat_messages(observation, info),
                     "env_class": gymnasium_id(view.env_id, view.agent),
                     "seed": int(seed),
                     "agent": view.agent,
@@ -230,42 +230,9 @@ def write_dataset(
     return path
 
 
-def _plain(value: Any) -> dict[str, Any]:
-    """A mapping (an OmegaConf ``DictConfig`` included) as a plain dict; None as {}."""
-    if value is None:
-        return {}
-    if type(value).__name__ == "DictConfig":
-        from omegaconf import OmegaConf
-
-        return dict(OmegaConf.to_container(value, resolve=True))
-    if not isinstance(value, Mapping):
-        raise TypeError(f"expected a mapping of settings, got {type(value).__name__}: {value!r}")
-    return dict(value)
-
-
-def _env_kwargs(value: Any) -> dict[str, Any]:
-    """A row's ``env_kwargs``: a mapping or its JSON text (parquet columns hold either)."""
-    if value is None or value == "":
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"env_kwargs is not JSON: {error}") from None
-    return _plain(value)
-
-
 def _extra_info(row: Mapping[str, Any]) -> dict[str, Any]:
     info = row.get("extra_info")
     return dict(info) if isinstance(info, Mapping) else {}
-
-
-def _messages(observation: str, info: Mapping[str, Any]) -> list[dict[str, str]]:
-    """The seat's prompt as chat messages (the environment's own, else one user message)."""
-    messages = info.get("messages")
-    if messages:
-        return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-    return [{"role": "user", "content": str(observation)}]
 
 
 register_envs()

@@ -57,6 +57,7 @@ from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.core.optional import require
+from llm_marl_envs.integrations._settings import chat_messages
 from llm_marl_envs.integrations._verifiers_names import (
     MODULES_DIR,
     module_source,
@@ -207,7 +208,7 @@ class _Seat:
         self.over = False
 
     async def turn(self, stack: Any, agents: Any, observation: Any, info: Mapping) -> str:
-        messages = _messages(observation, info)
+        messages = chat_messages(observation, info)
         if self.interaction is None:
             self.system = messages[0] if messages[0]["role"] == "system" else None
             task = EpisodeTask(
@@ -248,14 +249,6 @@ class _Seat:
             "env_id": self.data.env_id,
             "seed": self.data.seed,
         }
-
-
-def _messages(observation: Any, info: Mapping[str, Any]) -> list[dict[str, str]]:
-    """A seat's prompt as chat messages (the environment's own, else one user message)."""
-    messages = info.get("messages")
-    if messages:
-        return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-    return [{"role": "user", "content": str(observation)}]
 
 
 # ---------------------------------------------------------------------- offline use

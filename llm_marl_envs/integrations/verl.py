@@ -67,6 +67,7 @@ from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.core.optional import require
+from llm_marl_envs.integrations._settings import chat_messages, json_mapping, plain
 from llm_marl_envs.registry import agent_names, token_budget
 
 _agent_loop = require("verl.experimental.agent_loop.agent_loop", "verl", "the verl integration")
@@ -114,7 +115,7 @@ class EpisodeSettings:
     @classmethod
     def from_row(cls, row: Mapping[str, Any]) -> EpisodeSettings:
         """The settings of a row as verl hands it to the loop (``extra_info`` and columns)."""
-        given = _plain(row.get("extra_info"), "extra_info")
+        given = plain(row.get("extra_info"), "extra_info")
         given.update({k: row[k] for k in _SETTINGS if row.get(k) is not None})
         missing = [k for k in ("env_id", "seed") if given.get(k) is None]
         if missing:
@@ -136,8 +137,8 @@ class EpisodeSettings:
             env_id=env_id,
             seed=_seed(given["seed"]),
             agent=str(agent),
-            env_kwargs=_json_mapping(given.get("env_kwargs"), "env_kwargs"),
-            options=_json_mapping(given.get("options"), "options") or None,
+            env_kwargs=json_mapping(given.get("env_kwargs"), "env_kwargs"),
+            options=json_mapping(given.get("options"), "options") or None,
             partners=partners,
             max_tokens_per_turn=None if budget is None else int(budget),
         )
@@ -229,7 +230,7 @@ class _Episode:
         owner = self.owner
         if self.messages and len(self.mask) >= owner.response_length:
             return None
-        messages = _messages(observation, info)
+        messages = chat_messages(observation, info)
         if not self.messages:  # its first prompt
             self.system = messages[0] if messages[0]["role"] == "system" else None
             self.prompt_ids = await owner.ct_build_initial_tokens(messages)
@@ -290,7 +291,7 @@ class _Episode:
 
     async def _self_play_turn(self, agent: str, observation: str, info: Mapping) -> str:
         owner = self.owner
-        messages = _messages(observation, info)
+        messages = chat_messages(observation, info)
         builder = owner.continuous_token_builder
         prompt = await _blocking(builder.build_initial_tokens, messages)
         prompt = prompt[-owner.prompt_length :]
@@ -406,7 +407,7 @@ def dataset_rows(
                     extra["max_tokens_per_turn"] = int(max_tokens_per_turn)
                 rows.append(
                     {
-                        "prompt": _messages(observation, info),
+                        "prompt": chat_messages(observation, info),
                         "data_source": env_id,
                         "agent_name": AGENT_NAME,
                         "reward_model": {"style": "env", "ground_truth": ""},
@@ -473,52 +474,19 @@ def _role(env: Any, agent: str) -> str | None:
     return roles.get(agent) if isinstance(roles, Mapping) else None
 
 
-def _messages(observation: str, info: Mapping[str, Any]) -> list[dict[str, str]]:
-    """A seat's prompt as chat messages (the environment's own, else one user message)."""
-    messages = info.get("messages")
-    if messages:
-        return [{"role": str(m["role"]), "content": str(m["content"])} for m in messages]
-    return [{"role": "user", "content": str(observation)}]
-
-
 def _partner_specs(value: Any, agent: str, seats: list[str]) -> dict[str, str]:
     others = [a for a in seats if a != agent]
     if value is None or value == "":
         return dict.fromkeys(others, SELF)
     if isinstance(value, str) and value.lstrip().startswith("{"):
-        value = _json_mapping(value, "partners")
+        value = json_mapping(value, "partners")
     if isinstance(value, str):
         return dict.fromkeys(others, value)
-    given = _plain(value, "partners")  # the trained seat's own entry is not used
+    given = plain(value, "partners")  # the trained seat's own entry is not used
     unknown = [a for a in given if a not in seats]
     if unknown:
         raise ValueError(f"partners names {unknown}, which are not seats here (seats: {seats})")
     return {a: str(given.get(a) or SELF) for a in others}
-
-
-def _json_mapping(value: Any, name: str) -> dict[str, Any]:
-    """A mapping, its JSON text (parquet columns hold either), or nothing."""
-    if value is None or value == "":
-        return {}
-    if isinstance(value, str):
-        try:
-            value = json.loads(value)
-        except json.JSONDecodeError as error:
-            raise ValueError(f"{name} is not JSON: {error}") from None
-    return _plain(value, name)
-
-
-def _plain(value: Any, name: str) -> dict[str, Any]:
-    """A mapping (OmegaConf's and numpy-held ones included) as a plain dict; None as {}."""
-    if value is None:
-        return {}
-    if type(value).__name__ == "DictConfig":
-        from omegaconf import OmegaConf
-
-        return dict(OmegaConf.to_container(value, resolve=True))
-    if not isinstance(value, Mapping):
-        raise ValueError(f"{name} must be a mapping, got {type(value).__name__}: {value!r}")
-    return {str(k): v for k, v in value.items()}
 
 
 def _is_int(value: Any) -> bool:
