@@ -291,10 +291,7 @@ class _Episode:
 
     async def _self_play_turn(self, agent: str, observation: str, info: Mapping) -> str:
         owner = self.owner
-        messages = chat_messages(observation, info)
-        builder = owner.continuous_token_builder
-        prompt = await _blocking(builder.build_initial_tokens, messages)
-        prompt = prompt[-owner.prompt_length :]
+        prompt = await owner.ct_build_initial_tokens(chat_messages(observation, info))
         output = await owner.server_manager.generate(
             request_id=self.partner_requests[agent],
             prompt_ids=prompt,
