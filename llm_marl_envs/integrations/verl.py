@@ -151,6 +151,7 @@ class EpisodeSettings:
         return f"{self.env_id}#{digest}#seed={self.seed}"
 
 
+@_agent_loop.register(AGENT_NAME)  # in-process users; Ray workers load AGENT_LOOP_CONFIG
 class LLMMarlAgentLoop(_agent_loop.AgentLoopBase):
     """One episode of a registered environment, from one seat's point of view (module
     docstring); verl instantiates it per row from :data:`AGENT_LOOP_CONFIG`."""

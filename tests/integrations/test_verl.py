@@ -469,9 +469,22 @@ print(json.dumps([cls.__module__, cls.__name__, issubclass(cls, agent_loop.Agent
         "LLMMarlAgentLoop",
         True,
     ]
-    target = _agent_loop_registry["llm_marl_envs"]["_target_"]  # the decorator's, or the file's
-    assert target == "llm_marl_envs.integrations.verl.LLMMarlAgentLoop"
     assert lv.AGENT_LOOP_CONFIG.is_file()
+
+
+def test_importing_the_module_registers_the_loop_in_process():
+    """In a process that only imports the module (no worker has read the YAML file yet)."""
+    script = """
+from verl.experimental.agent_loop import agent_loop
+assert "llm_marl_envs" not in agent_loop._agent_loop_registry
+import llm_marl_envs.integrations.verl
+print(agent_loop._agent_loop_registry["llm_marl_envs"]["_target_"])
+"""
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    target = "llm_marl_envs.integrations.verl.LLMMarlAgentLoop"
+    assert done.stdout.split() == [target]
+    assert _agent_loop_registry[lv.AGENT_NAME]["_target_"] == target
 
 
 def test_sampling_settings_reach_the_server(tokenizer_dir, tmp_path, gold):
