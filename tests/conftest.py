@@ -1,4 +1,5 @@
-"""Shared test set-up: offline mode, the markers' rules, the real-data folder, the Ray session.
+"""Shared test set-up: offline mode, threads per worker, the markers' rules, the real-data
+folder, the Ray session and the one real ``transformers serve``.
 
 Markers (declared in pyproject.toml):
 
@@ -9,6 +10,11 @@ Markers (declared in pyproject.toml):
   project's CI has. Every test that takes the ``shared_data`` fixture carries it. Where the
   folder is absent such a test skips with the reason; with ``LLM_MARL_REQUIRE_SHARED_DATA=1``
   (set by ``.ci/run``) it fails instead, so CI cannot pass without running them.
+
+``make test`` runs the suite on every core with pytest-xdist (``-n auto --dist loadgroup``).
+Tests that share a costly process (the module's local Ray instance, the ``transformers serve``
+below) carry an ``xdist_group`` mark, which keeps them on one worker, so the process starts
+once per run.
 """
 
 from __future__ import annotations
@@ -22,16 +28,43 @@ import pytest
 for _flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
     os.environ.setdefault(_flag, "1")
 
+
+def threads_per_worker() -> int | None:
+    """The torch threads each pytest-xdist worker gets: its share of the cores (at least one);
+    None outside xdist, where torch's default (every core) stays."""
+    workers = int(os.environ.get("PYTEST_XDIST_WORKER_COUNT", "1"))
+    return max(1, len(os.sched_getaffinity(0)) // workers) if workers > 1 else None
+
+
+# Workers side by side must not oversubscribe the cores: a worker and everything it starts (a
+# server, a command-line run, a Ray node) inherit its share before torch is imported. With
+# torch's default threads, a transformers serve request beside a busy worker took 3-5x as
+# long as alone; with one thread it took as long as alone (2 cores).
+if threads_per_worker() is not None:
+    for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
+        os.environ.setdefault(_var, str(threads_per_worker()))
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 REQUIRE_SHARED_DATA = "LLM_MARL_REQUIRE_SHARED_DATA"
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Every test that takes the ``shared_data`` fixture carries the ``shared_data`` marker."""
+    """Every test that takes the ``shared_data`` fixture carries the ``shared_data`` marker;
+    the modules that hold ``slow`` tests run first."""
     for item in items:
         if "shared_data" in getattr(item, "fixturenames", ()):
             item.add_marker(pytest.mark.shared_data)
+    slow_first(items)
+
+
+def slow_first(items: list[pytest.Item]) -> None:
+    """Put the modules that hold ``slow`` tests before the others, each module's tests together
+    and in their order. pytest-xdist hands out work in collection order: with the long tests
+    first and the many short ones last, the workers finish together, instead of one running
+    a two-minute test alone at the end (the longest-first rule of scheduling)."""
+    slow = {item.path for item in items if item.get_closest_marker("slow") is not None}
+    items.sort(key=lambda item: item.path not in slow)  # stable: the order stays otherwise
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
@@ -65,3 +98,21 @@ def ray_session():
         ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
     yield ray
     ray.shutdown()
+
+
+@pytest.fixture(scope="session")
+def transformers_serve(tmp_path_factory):
+    """One real ``transformers serve`` of the embedded SmolLM2-135M folder on a free loopback
+    port, on the CPU, offline, for the whole run: the tests that use it carry
+    ``pytest.mark.xdist_group("transformers_serve")``, so one worker starts it once. A test
+    that stops it starts it again (``.start()``) before it ends."""
+    pytest.importorskip("fastapi", reason="transformers serve needs fastapi (the dev extra)")
+    pytest.importorskip("uvicorn", reason="transformers serve needs uvicorn (the dev extra)")
+    from llm_marl_envs.models.embedded import converted_model_dir, load_default_model
+    from llm_marl_envs.policies._transformers_serve import TransformersServe
+
+    load_default_model()  # converted once into the cache (the folder the server loads)
+    log = tmp_path_factory.mktemp("serve") / "serve.log"
+    served = TransformersServe(converted_model_dir(), log).start()
+    yield served
+    served.stop()

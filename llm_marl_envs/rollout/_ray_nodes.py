@@ -10,15 +10,22 @@ from __future__ import annotations
 
 import os
 import secrets
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
 #: Seconds a node has to join before :meth:`LocalCluster.start` gives up.
 START_SECONDS = 120
+#: Where the nodes' Ray temp folders go. A node's plasma store listens on an AF_UNIX socket
+#: under ``<temp>/session_<date>_<pid>/sockets/``, and such a path may be 107 bytes at most:
+#: a pytest-xdist worker's ``tmp_path`` (``/tmp/pytest-of-root/pytest-3/popen-gw1/...``) is
+#: already too deep for it, so the temp folders get a short root of their own.
+SHORT_ROOT = "/tmp"
 
 
 def ray_command() -> Path:
@@ -53,13 +60,15 @@ class LocalCluster:
     """A head and more nodes, each a ``ray start --block`` process group of its own.
 
     Args:
-        root: A folder for the nodes' temp folders and logs.
+        root: A folder for the nodes' logs (their Ray temp folders go to a short folder of
+            their own under :data:`SHORT_ROOT`, removed by :meth:`stop`).
         fast_health_checks: The head declares a node dead after about 2 s without an
             answer (Ray's default is about 15 s), so tests see a lost node quickly.
     """
 
     def __init__(self, root: Path, fast_health_checks: bool = True) -> None:
         self.root, self.port = Path(root), free_port()
+        self.temp = Path(tempfile.mkdtemp(prefix="ray-", dir=SHORT_ROOT))
         self.address = f"127.0.0.1:{self.port}"
         self.env = {
             **os.environ,
@@ -103,7 +112,7 @@ class LocalCluster:
         if python is not None:  # the ray command of that environment
             argv = [python, "-c", "import sys; from ray.scripts.scripts import main; main()"]
         argv += ["start", "--block", f"--num-cpus={cpus}", "--disable-usage-stats"]
-        argv += [f"--temp-dir={self.root / name}"]
+        argv += [f"--temp-dir={self.temp / name}"]
         if head:
             argv += ["--head", f"--port={self.port}", "--include-dashboard=false"]
         else:
@@ -169,3 +178,4 @@ class LocalCluster:
     def stop(self) -> None:
         for name in list(self.nodes)[::-1]:
             self.kill(name)
+        shutil.rmtree(self.temp, ignore_errors=True)

@@ -61,6 +61,7 @@ def test_past_the_hard_cap_an_answer_is_too_long():
     assert v3.infos["main_0"]["reward_components"]["total"] == pytest.approx(1.1)
 
 
+@pytest.mark.slow  # over 1 s: waits out a sandbox timeout
 def test_the_state_survives_a_timeout_in_v3_only():
     hangs_once = (
         "def has_close_elements(numbers, threshold, _calls=[0]):\n"

@@ -281,6 +281,7 @@ def test_kill_9_mid_task_then_resume_keeps_every_finished_episode(tmp_path):
     assert results["complete"] and [len(lines[t]) for t in ("gsm8k", "maze", "donor")] == [6, 3, 2]
 
 
+@pytest.mark.slow  # about 2.5 s: three tasks with the tiny model
 def test_one_model_load_plays_every_task_with_its_own_settings(tmp_path, monkeypatch):
     pytest.importorskip("torch")
     from llm_marl_envs.policies import GenerationConfig, hf

@@ -59,11 +59,17 @@ def copy(evaluated, tmp_path):
     return target
 
 
-@pytest.fixture
-def board(evaluated, tmp_path):
-    board = tmp_path / "board"
+@pytest.fixture(scope="module")
+def board_once(evaluated, tmp_path_factory):
+    board = tmp_path_factory.mktemp("board") / "board"
     add_entry(evaluated / "mixed", board, entry_id="mixed", name="mixed team", kind="baseline")
     return board
+
+
+@pytest.fixture
+def board(board_once, tmp_path):
+    """A board of the evaluation, each test its own copy (adding it is the costly part)."""
+    return shutil.copytree(board_once, tmp_path / "board")
 
 
 def refused(folder, board, words, **kwargs):

@@ -148,11 +148,17 @@ def test_add_refuses_results_whose_items_are_not_the_plan(evaluated, tmp_path):
         add_entry(copy, tmp_path / "board", entry_id="x")
 
 
-@pytest.fixture
-def board(evaluated, tmp_path):
-    board = tmp_path / "board"
+@pytest.fixture(scope="module")
+def board_once(evaluated, tmp_path_factory):
+    board = tmp_path_factory.mktemp("board") / "board"
     add_entry(evaluated, board, entry_id="x")
     return board
+
+
+@pytest.fixture
+def board(board_once, tmp_path):
+    """A board of the evaluation, each test its own copy (adding it is the costly part)."""
+    return shutil.copytree(board_once, tmp_path / "board")
 
 
 def verify_fails(board, capsys, words):

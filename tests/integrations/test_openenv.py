@@ -22,13 +22,23 @@ pytest.importorskip("openenv")
 from websockets.exceptions import ConnectionClosed
 
 import llm_marl_envs
-from llm_marl_envs.integrations.openenv import (
-    LLMMarlAction,
-    LLMMarlEnv,
-    LLMMarlEnvironment,
-    serve,
-)
 from llm_marl_envs.policies.scripted import scripted_policy
+
+# The integration is imported when the first test here runs, not when pytest collects this
+# module: OpenEnv's server imports gradio (about 4 s), which each pytest-xdist worker would
+# pay at collection; the module's tests share one worker (their servers start once).
+pytestmark = pytest.mark.xdist_group("openenv")
+LLMMarlAction = LLMMarlEnv = LLMMarlEnvironment = serve = None
+
+
+@pytest.fixture(scope="module", autouse=True)
+def _integration():
+    global LLMMarlAction, LLMMarlEnv, LLMMarlEnvironment, serve
+    from llm_marl_envs.integrations import openenv
+
+    LLMMarlAction, LLMMarlEnv = openenv.LLMMarlAction, openenv.LLMMarlEnv
+    LLMMarlEnvironment, serve = openenv.LLMMarlEnvironment, openenv.serve
+
 
 GSM8K = ("llm_marl_envs/GSM8K-v0", {"data_source": "bundled"})
 MAZE = ("llm_marl_envs/MazeCollab-v0", {"size": 5})

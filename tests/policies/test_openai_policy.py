@@ -203,6 +203,7 @@ def test_batch_order_is_preserved(start_server, make_client):
     assert client.generate([]) == []
 
 
+@pytest.mark.slow  # about 2 s: waits out the server's batching window
 def test_server_batches_concurrent_requests(start_server, make_client):
     policy = CountingPolicy()
     policy.gate = threading.Event()

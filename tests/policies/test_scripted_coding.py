@@ -73,6 +73,7 @@ def _misses(env_id: str, rows, num_turns: int, **kwargs) -> list[str]:
     return misses
 
 
+@pytest.mark.slow  # about 1 s each: a sample of HumanEval in the sandbox
 @pytest.mark.parametrize(
     ("env_id", "num_turns"),
     [("llm_marl_envs/CoopCoding-v1", 1), ("llm_marl_envs/CoopCoding-v2", 2)],
@@ -102,6 +103,7 @@ def test_oracle_team_scores_the_maximum_on_every_problem(env_id, num_turns, shar
     assert coop == []
 
 
+@pytest.mark.slow  # about 3 s: a sample of HumanEval in the sandbox
 def test_on_v4_the_oracle_team_loses_only_the_bonus_of_partial_solutions():
     """CoopCoding-v4 pays the bonus only when every test passes: HumanEval/1's canonical
     solution passes some of the authors' per-line asserts (v1: 3.0 + passed / total)."""

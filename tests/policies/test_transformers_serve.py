@@ -25,21 +25,17 @@ pytest.importorskip("uvicorn", reason="transformers serve needs uvicorn (the dev
 from llm_marl_envs.cli import main
 from llm_marl_envs.evaluation.leaderboard import shipped_entries
 from llm_marl_envs.policies.base import PolicyError, Prompt
-from llm_marl_envs.policies._transformers_serve import TransformersServe
 from llm_marl_envs.policies.openai_compat import OpenAIPolicy
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("transformers_serve")]
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory):
-    from llm_marl_envs.models.embedded import converted_model_dir, load_default_model
-
-    load_default_model()  # converted once into the cache (the folder the server loads)
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    served = TransformersServe(converted_model_dir(), log).start()
-    yield served
-    served.stop()
+@pytest.fixture
+def server(transformers_serve):
+    """The run's one server (tests/conftest.py), started again if a test left it stopped."""
+    if transformers_serve.process is None or transformers_serve.process.poll() is not None:
+        transformers_serve.start()
+    return transformers_serve
 
 
 def _turns(path: Path) -> list[tuple[str, int, list[str]]]:

@@ -351,6 +351,7 @@ def test_keep_is_checked():
         rollout(DONOR, _policies(DONOR, num_agents=4), episodes=1, keep="some")
 
 
+@pytest.mark.slow  # about 1.6 s: many episodes
 def test_keep_none_memory_does_not_grow_with_episodes(tmp_path):
     """Records were all kept even with ``out`` (~200 KB per Donor episode); with
     ``keep="none"`` the memory the rollout allocates stays flat from 10 to 60 episodes."""

@@ -24,7 +24,11 @@ MAZE = "llm_marl_envs/MazeCollab-v0"
 CODING = "llm_marl_envs/CoopCoding-v0"
 DATA = {"data_source": "bundled"}
 
-pytestmark = [pytest.mark.slow, pytest.mark.usefixtures("ray_session")]
+pytestmark = [
+    pytest.mark.slow,
+    pytest.mark.usefixtures("ray_session"),
+    pytest.mark.xdist_group("ray_session"),  # one worker, one local Ray instance
+]
 
 
 @pytest.fixture(autouse=True, scope="module")
@@ -512,15 +516,20 @@ class LosingPolicy(KillingPolicy):
         self.calls.append(1)
         if len(self.calls) == self.at:
             ray = import_ray()
-            ray.kill(self.executor.workers[self.victim])
 
             @ray.remote(num_cpus=self.cpus)
             class Blocker:
                 def ping(self):
                     return True
 
-            blocker = Blocker.remote()
-            ray.get(blocker.ping.remote(), timeout=60)  # it holds the lost worker's CPUs
+            # The executor hears of the death (under its lock) only once the blocker holds the
+            # victim's CPUs: otherwise a step that saw the death first could find them free a
+            # moment and start a replacement, which then never starts (seen beside busy
+            # pytest-xdist workers: a second failure, and a blocker that waited for ever).
+            with self.executor._lock:
+                blocker = Blocker.remote()
+                ray.kill(self.executor.workers[self.victim])
+                ray.get(blocker.ping.remote(), timeout=60)  # it holds the lost worker's CPUs
             LosingPolicy.blockers.append(blocker)
         return self.inner(observation, info)
 

@@ -8,8 +8,18 @@ import pytest
 
 from llm_marl_envs.sandbox import SandboxPool
 
+import sandbox_helpers
+
 if not sys.platform.startswith("linux"):
     collect_ignore_glob = ["test_*.py"]  # the sandbox targets Linux
+
+
+@pytest.fixture(autouse=True)
+def _children_before_the_test():
+    """What :func:`sandbox_helpers.assert_no_leftovers` leaves aside: the processes this one
+    had already started before the test began."""
+    sandbox_helpers.BEFORE_TEST = sandbox_helpers.children_of_this_process()
+    yield
 
 
 @pytest.fixture(scope="session")

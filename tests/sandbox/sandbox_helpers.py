@@ -56,14 +56,34 @@ def _is_worker(pid: int) -> bool:
         return False
 
 
+#: Children of the test process that were there before the running test began (set by the
+#: autouse fixture in conftest.py): a server another test in this pytest-xdist worker shares
+#: for the whole run (a session fixture's), not this test's leftovers.
+BEFORE_TEST: set[int] = set()
+
+
+def children_of_this_process() -> set[int]:
+    return {pid for pid in all_pids() if _status(pid).get("PPid") == str(os.getpid())}
+
+
+def _cmdline(pid: int) -> str:
+    try:
+        return Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()[:120]
+    except OSError:
+        return "(ended)"
+
+
 def assert_no_leftovers(pool: SandboxPool | None = None) -> None:
     """Only idle fork servers (each with its one spawner) remain; no sandbox uid runs.
 
-    Children of the test process are the fork servers of every pool it started; each idle
-    fork server has exactly one descendant, its spawner.
+    Children of the test process are the fork servers of every pool it started (and whatever
+    was running before the test began); each idle fork server has exactly one descendant, its
+    spawner.
     """
-    children = {pid for pid in all_pids() if _status(pid).get("PPid") == str(os.getpid())}
-    assert all(_is_worker(pid) for pid in children), f"stray children: {children}"
+    children = children_of_this_process()
+    strays = {pid: _cmdline(pid) for pid in children - BEFORE_TEST if not _is_worker(pid)}
+    assert not strays, f"stray children: {strays}"
+    children = {pid for pid in children if _is_worker(pid)}
     for zygote in children:
         below = descendants(zygote)
         assert len(below) == 1, f"stray processes under fork server {zygote}: {below}"
