@@ -151,7 +151,11 @@ def test_a_serial_server_is_not_flooded(serve):
     Each answer takes 0.2 s, as a short answer from a served model does: with 0.05 s (the
     test's first form) the client's own overhead on 2 starved cores was as large as the
     queueing it has to see, and the window reached 11 to 16 in 5 of 6 runs beside 6 busy loops;
-    at 0.2 s it stayed at 3 to 6 there."""
+    at 0.2 s it stayed at 3 to 6 there. The window reads wall-clock latency, so a burst of CPU
+    starvation that fades while it grows looks to it like a server that keeps up (CI saw the
+    window reach 16 once beside three other xdist workers): the measurement gets three tries,
+    each with a new policy. A window that ignored the latency reaches 16 in every one; the
+    exact arithmetic is in the simulated-clock tests above."""
     lock = threading.Lock()
 
     def serial(observation: str, info: dict) -> str:
@@ -160,12 +164,17 @@ def test_a_serial_server_is_not_flooded(serve):
         return "ok"
 
     server = serve(CallablePolicy(serial))
-    policy = OpenAIPolicy(server.url, concurrency=16, backoff=0.01)
-    try:
-        policy.generate([chat(f"q{i}") for i in range(32)])
-        assert policy._window.limit < 8
-    finally:
-        policy.close()
+    limits = []
+    for _ in range(3):
+        policy = OpenAIPolicy(server.url, concurrency=16, backoff=0.01)
+        try:
+            policy.generate([chat(f"q{i}") for i in range(32)])
+            limits.append(policy._window.limit)
+        finally:
+            policy.close()
+        if limits[-1] < 8:
+            break
+    assert min(limits) < 8, f"the window settled at {limits} in three tries"
 
 
 def test_the_deadline_grows_with_the_budget():
