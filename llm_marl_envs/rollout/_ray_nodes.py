@@ -89,7 +89,7 @@ class LocalCluster:
     def _ports(self) -> list[str]:
         """Free ports for a node's components, none inside its workers' range (nor the head's
         port), so no two components of the cluster ask for the same one."""
-        low = free_port() // 100 * 100
+        low = self._worker_range()
         taken = set(range(low, low + 100)) | {self.port} | self._taken
 
         def port() -> int:
@@ -103,6 +103,16 @@ class LocalCluster:
         chosen = [f"--{name}-port={port()}" for name in names]
         self._taken |= taken
         return [*chosen, f"--min-worker-port={low}", f"--max-worker-port={low + 99}"]
+
+    def _worker_range(self) -> int:
+        """The first of 100 free ports for a node's workers: a range that holds neither the
+        head's port nor a port given to another component of the cluster (Ray refuses to start
+        a node whose worker range overlaps its GCS port, and a random range did once in CI)."""
+        given = self._taken | {self.port}
+        while True:
+            low = free_port() // 100 * 100
+            if not any(low <= port < low + 100 for port in given):
+                return low
 
     def start(self, name: str, python: str | None = None, cpus: int = 1) -> None:
         """Start a node (the head first) with ``cpus`` CPUs; ``python``: the interpreter its
