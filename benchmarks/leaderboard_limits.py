@@ -37,12 +37,11 @@ import sys
 import tempfile
 from pathlib import Path
 
-from llm_marl_envs.evaluation import submission
-from llm_marl_envs.evaluation.evaluate import Team, evaluate
-from llm_marl_envs.evaluation.replay import replay_episode
+from llm_marl_envs.evaluation.evaluate import Team, evaluate, load_runs
 from llm_marl_envs.evaluation.results import score
-from llm_marl_envs.evaluation.evaluate import load_runs
 from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard import entry as submission
+from llm_marl_envs.leaderboard.replay import replay_episode
 from llm_marl_envs.rollout.records import EpisodeRecord, TurnRecord
 
 REPO = Path(__file__).resolve().parents[1]
@@ -330,7 +329,7 @@ def markdown(report: dict) -> str:
     for row in report["cases"]:
         said = row["now"]["said"] or "(added)"
         lines.append(f"* {row['case']}: `{said}`")
-    lines += ["", "The limits (`llm_marl_envs.evaluation.submission`):", ""]
+    lines += ["", "The limits (`llm_marl_envs.leaderboard.entry`):", ""]
     lines += [f"* `{k}` = {v:,}" for k, v in report["limits"].items()]
     return "\n".join(lines) + "\n"
 

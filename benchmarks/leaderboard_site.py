@@ -3,7 +3,7 @@
 A synthetic board of ``--entries`` entries (default 100) on the 7 tasks of the ``lite`` suite
 (every metric of each task; ``--episodes`` two-turn episodes per entry and task for the
 transcript pages; tie ranks from the intervals, as the real board has them; a cross-play block
-of 5 models on two tasks) is built with ``llm_marl_envs.evaluation.site.build_site`` (timed, over
+of 5 models on two tasks) is built with ``llm_marl_envs.leaderboard.site.pages.build_site`` (timed, over
 ``--repeats`` builds into the same folder, so each one also replaces the previous site). Then
 ``index.html`` is opened from ``file://`` in headless chromium (Debian's, driven by
 Playwright), a fresh page per repeat, and the page reports:
@@ -38,9 +38,9 @@ import tempfile
 import time
 from pathlib import Path
 
-from llm_marl_envs.evaluation.site import build_site
 from llm_marl_envs.evaluation.stats import Interval, tie_ranks
 from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard.site.pages import build_site
 
 ROOT = Path(__file__).resolve().parents[1]
 CROSSPLAY_MODELS = 5

@@ -7,7 +7,7 @@ episodes by the best episode any shipped entry played for the same item (records
 as recorded, scored higher), choosing the set that is **missed most often** among those that
 raise the overall score by at least ``X`` (exact search over how many episodes to forge per
 task, each task's largest real gains first). Then it runs the real verification
-(:func:`llm_marl_envs.evaluation.verification.verify_entry_folder`: every episode replayed, a
+(:func:`llm_marl_envs.leaderboard.verify.verify_entry_folder`: every episode replayed, a
 fresh secret sample regenerated) ``--runs`` times and counts the catches, beside the exact
 catch probability of that forgery under the allocation, and the issue's own example (one
 forged arXiv episode, which the former 5%-of-episodes sample missed 60% of the time).
@@ -29,11 +29,11 @@ import tempfile
 import time
 from pathlib import Path
 
-from llm_marl_envs.evaluation import sampling, verification
-from llm_marl_envs.evaluation.board_rules import shipped_entries
 from llm_marl_envs.evaluation.stats import wilson
-from llm_marl_envs.evaluation.submission import open_entry
 from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard import sampling, verify as verification
+from llm_marl_envs.leaderboard.entry import open_entry
+from llm_marl_envs.leaderboard.rules import shipped_entries
 
 REPO = Path(__file__).resolve().parents[1]
 VICTIM = "random"

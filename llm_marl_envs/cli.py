@@ -56,31 +56,29 @@ import sys
 from pathlib import Path
 
 import llm_marl_envs
+from llm_marl_envs.commands import (
+    parse_assignments,
+    parse_env_args,
+    run_demo,
+    run_fetch_model,
+    run_play,
+    run_rollout,
+    summary_table,
+)
+from llm_marl_envs.core.optional import MissingDependencyError
+from llm_marl_envs.data.loading import DataSourceError
 from llm_marl_envs.evaluation.cli import (
     add_batch_size_option,
     add_eval_parser,
     add_executor_options,
-    add_leaderboard_parser,
     add_placement_options,
     add_server_options,
     executor_options,
     placement,
     run_eval,
-    run_leaderboard,
     server_options,
 )
-from llm_marl_envs.core.optional import MissingDependencyError
-from llm_marl_envs.data.loading import DataSourceError
-
-from llm_marl_envs.commands import (
-    parse_assignments,
-    parse_env_args,
-    run_fetch_model,
-    run_demo,
-    run_play,
-    run_rollout,
-    summary_table,
-)
+from llm_marl_envs.leaderboard.cli import add_leaderboard_parser, run_leaderboard
 from llm_marl_envs.policies import GenerationConfig, ModelCache
 from llm_marl_envs.policies.generation import resolve_batch_size
 from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES

@@ -1,8 +1,8 @@
-"""Make the confusables table that ``llm_marl_envs.evaluation.names`` reads (maintainers' script).
+"""Make the confusables table that ``llm_marl_envs.leaderboard.names`` reads (maintainers' script).
 
 Reads Unicode's ``confusables.txt`` (the data of Unicode Technical Standard #39, "Unicode
 Security Mechanisms", section 4 Confusable Detection: https://www.unicode.org/reports/tr39/)
-and writes ``llm_marl_envs/evaluation/confusables.txt``: one mapping a line, a source code point
+and writes ``llm_marl_envs/leaderboard/confusables.txt``: one mapping a line, a source code point
 and its prototype (one or more code points) in hex, separated by a tab, sorted by source
 (``0430<TAB>0061``: CYRILLIC SMALL LETTER A looks like LATIN SMALL LETTER A).
 
@@ -22,7 +22,7 @@ import re
 import sys
 from pathlib import Path
 
-DEFAULT_OUT = Path(__file__).resolve().parents[1] / "llm_marl_envs/evaluation/confusables.txt"
+DEFAULT_OUT = Path(__file__).resolve().parents[1] / "llm_marl_envs/leaderboard/confusables.txt"
 TERMS = "http://www.unicode.org/terms_of_use.html"
 
 #: A data line: ``SRC ; TARGET ; TYPE # comment``, TARGET one or more hex code points.

@@ -1,9 +1,9 @@
 """Make the leaderboard entries that ship with the package (maintainers' script).
 
 Evaluates the baselines and models on the ``lite`` suite, adds each result to the package's
-own board (``llm_marl_envs/evaluation/entries/``) with ``llm_marl_envs.evaluation.leaderboard.add_entry``
+own board (``llm_marl_envs/leaderboard/entries/``) with ``llm_marl_envs.leaderboard.board.add_entry``
 (the same checks as ``llm-marl leaderboard add``), verifies each one (its models loaded and
-checked, a secret sample regenerated: :mod:`llm_marl_envs.evaluation.verification`) into the
+checked, a secret sample regenerated: :mod:`llm_marl_envs.leaderboard.verify`) into the
 package's own record of it, ``verification.json`` (every add and verification kept, unsealed:
 the package's files are trusted as such; this script is the one place that writes them), and
 plays the cross-play of ``--pairings``
@@ -26,9 +26,9 @@ import shutil
 from pathlib import Path
 
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
-from llm_marl_envs.evaluation.leaderboard import add_entry, shipped_entries, verify_entry
 from llm_marl_envs.evaluation.pairings import run_pairings
 from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard.board import add_entry, shipped_entries, verify_entry
 from llm_marl_envs.policies import GenerationConfig
 
 #: id -> (the policy of every seat, or a {seat: spec} team; display name; kind)

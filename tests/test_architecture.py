@@ -32,8 +32,9 @@ LAYERS = {
     "integrations": 6,
     "commands": 6,
     "evaluation": 7,
-    "bench": 8,  # the deprecated alias of evaluation
-    "cli": 8,
+    "leaderboard": 8,
+    "bench": 9,  # the deprecated alias of evaluation
+    "cli": 9,
 }
 
 

@@ -14,7 +14,7 @@ from llm_marl_envs.cli import main
 from llm_marl_envs.policies import GenerationConfig
 
 evaluate = importlib.import_module("llm_marl_envs.evaluation.evaluate")
-leaderboard = importlib.import_module("llm_marl_envs.evaluation.leaderboard")
+leaderboard = importlib.import_module("llm_marl_envs.leaderboard.board")
 
 torch = pytest.importorskip("torch")
 

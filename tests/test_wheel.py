@@ -86,7 +86,7 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "evaluation" / "entries"
     for path in shipped.rglob("*"):
         if path.is_file():
-            assert f"llm_marl_envs/evaluation/entries/{path.relative_to(shipped)}" in names
+            assert f"llm_marl_envs/leaderboard/entries/{path.relative_to(shipped)}" in names
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"

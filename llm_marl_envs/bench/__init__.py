@@ -22,14 +22,18 @@ warnings.warn(
 for _name in (
     "cli",
     "evaluate",
-    "leaderboard",
     "metrics",
     "pairings",
     "results",
-    "site",
     "stats",
     "suite",
 ):
     _module = importlib.import_module(f"llm_marl_envs.evaluation.{_name}")
+    sys.modules[f"{__name__}.{_name}"] = _module
+    globals()[_name] = _module
+
+# The board moved to llm_marl_envs.leaderboard (issue 49): bench's old names point there.
+for _name, _new in (("leaderboard", "board"), ("site", "site.pages")):
+    _module = importlib.import_module(f"llm_marl_envs.leaderboard.{_new}")
     sys.modules[f"{__name__}.{_name}"] = _module
     globals()[_name] = _module

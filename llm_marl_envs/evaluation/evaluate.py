@@ -2,28 +2,10 @@
 
 :func:`evaluate` plays every task of a :class:`~llm_marl_envs.evaluation.suite.Suite` on the
 batched rollout engine with a :class:`Team` (a policy spec per seat), then scores it
-(:mod:`llm_marl_envs.evaluation.results`). The output folder holds:
-
-* ``run.json``: what is being run (suite hash, team, batch size), written first; a resume
-  with other settings is refused;
-* ``.eval.lock``: the folder's lock while an evaluation runs in it (an ``flock``, which the
-  kernel releases when the process ends, however it ends): a second ``llm-marl eval`` on the
-  same folder is refused with one line naming the process that holds it;
-* ``episodes/<task>.jsonl``: one line per episode once a task is complete: the task, item key,
-  sample, seed and reset options, and the full episode record (every turn's prompt, action,
-  reward components, format error, tokens generated). It is written (atomically) only with
-  every (item, sample) of the task's frozen plan, each once; its records are numbered
-  (``episode``, ``group``) by their place in the plan, as an uninterrupted run numbers them,
-  however many resumes it took. A rerun checks it against the plan: a line lost, cut short
-  or edited is left out (a status line names the file and line) and its episode is played
-  again;
-* ``progress/<task>.<n>.jsonl`` and ``.plan.json`` while a task is running: the engine writes
-  each finished episode as one complete line the moment it ends, and the plan maps its lines
-  to (item, sample). A run stopped in any way (Ctrl-C, a crash, ``kill -9``) keeps them; the
-  same command resumes and plays only the episodes no file holds, so nothing is played twice
-  and nothing finished is lost. A complete task's progress files are merged into its
-  ``episodes`` file and removed;
-* ``results.json``: the scores with their intervals, per-item values and the manifest.
+(:mod:`llm_marl_envs.evaluation.results`). The output folder's files (``run.json``,
+``.eval.lock``, ``episodes/``, ``progress/``, ``results.json``), the episode line and the
+readers that resume from them are :mod:`~llm_marl_envs.evaluation.run_folder`'s, the one home
+of the format.
 
 Model policies are loaded once per spec (a :class:`~llm_marl_envs.policies.ModelCache`) and
 shared by every seat and task that names them (the engine batches their turns together); each
@@ -35,16 +17,17 @@ derived from the suite seed and the task (:func:`task_policies`).
 from __future__ import annotations
 
 import json
-import re
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from llm_marl_envs.evaluation.files import folder_lock, write_atomic
+from llm_marl_envs.evaluation import run_folder
+from llm_marl_envs.evaluation.files import folder_lock
+from llm_marl_envs.evaluation.run_folder import EvalError, load_episodes
 from llm_marl_envs.evaluation.suite import Item, Suite, Task, data_hash
 from llm_marl_envs.policies import (
     GenerationConfig,
@@ -58,7 +41,7 @@ from llm_marl_envs.rollout.records import EpisodeRecord
 from llm_marl_envs.rollout.executors import EnvExecutor
 
 __all__ = [
-    "EvalError",
+    "EvalError",  # (from run_folder, where it is raised too)
     "Team",
     "TaskRun",
     "evaluate",
@@ -66,22 +49,6 @@ __all__ = [
     "load_runs",
     "task_policies",
 ]
-
-RESULTS_SCHEMA = "llm-marl-envs/results/1"
-
-
-class EvalError(ValueError):
-    """A user mistake in an evaluation (bad team, an output folder of another run, ...)."""
-
-
-def slug(text: str, fallback: str, sep: str = "-", max_chars: int = 80) -> str:
-    """``text`` as an entry id or a folder name: letters, digits and ``._+-`` kept, every other
-    run of characters replaced by ``sep``; ``fallback`` when nothing is left.
-
-    >>> slug("hf:Qwen/Qwen2.5 0.5B", "model", sep="_")
-    'hf_Qwen_Qwen2.5_0.5B'
-    """
-    return re.sub(r"[^A-Za-z0-9_.+-]+", sep, text).strip(sep)[:max_chars] or fallback
 
 
 @dataclass(frozen=True)
@@ -242,76 +209,7 @@ def _task_seed(suite_seed: int, task_index: int) -> int:
     return suite_seed * 1_000 + task_index
 
 
-# --------------------------------------------------------------------------- files
-def _write_json(path: Path, value: Any) -> None:
-    """``value`` as JSON at ``path``, atomically (a reader never sees half a file; a unique
-    temporary name, ``fsync``-ed, then renamed)."""
-    write_atomic(path, json.dumps(value, indent=1, ensure_ascii=False) + "\n")
-
-
-def _episode_line(task: Task, item: Item, sample: int, record_line: str) -> str:
-    """One line of ``episodes/<task>.jsonl``: where the episode sits in the suite, then its
-    record (spliced in as the engine wrote it, not encoded again)."""
-    head = json.dumps(
-        {
-            "task": task.name,
-            "key": item.key,
-            "item": item.index,
-            "sample": sample,
-            "seed": item.seed,
-            "options": item.options,
-        }
-    )
-    return f'{head[:-1]}, "record": {record_line}}}'
-
-
-def _episode_lines(path: str | Path) -> Iterator[tuple[int, str | None, dict | None, str]]:
-    """``(line number, text, parsed, problem)`` for each non-blank line of an episodes file
-    (``.jsonl`` or ``.jsonl.gz``): ``parsed`` None and ``problem`` set for a line that is not
-    JSON (``"cut short"`` when it is the last one and lacks its newline: a killed writer)."""
-    import gzip
-    import zlib
-
-    opener = gzip.open if str(path).endswith(".gz") else open
-    try:
-        with opener(path, "rb") as handle:
-            for number, raw in enumerate(handle, 1):
-                if not raw.strip():
-                    continue
-                try:
-                    data = json.loads(raw)
-                    if not isinstance(data, dict):
-                        raise ValueError("not a JSON object")
-                except ValueError as error:
-                    cut = not raw.endswith(b"\n")
-                    problem = "cut short (no newline)" if cut else f"not JSON ({error})"
-                    yield number, None, None, problem
-                    continue
-                yield number, raw.decode("utf-8"), data, ""
-    except (EOFError, zlib.error, gzip.BadGzipFile) as error:
-        raise EvalError(f"{path}: the file is cut short or damaged ({error})") from None
-
-
-def load_episodes(path: str | Path) -> list[dict]:
-    """The lines of an ``episodes/<task>.jsonl`` file, each with its record as an
-    :class:`~llm_marl_envs.rollout.records.EpisodeRecord`. A line that is not an episode
-    (a file cut short, edited by hand) is an :class:`EvalError` naming the file and line."""
-    lines = []
-    for number, _, data, problem in _episode_lines(path):
-        try:
-            if problem:
-                raise ValueError(problem)
-            data["record"] = EpisodeRecord.from_dict(data["record"])
-        except (ValueError, TypeError, KeyError, AttributeError) as error:
-            raise EvalError(
-                f"{path}:{number}: not an episode line ({type(error).__name__}: "
-                f"{str(error)[:100]}); restore the file, or delete that line and run the same "
-                "llm-marl eval again to play its episode again"
-            ) from None
-        lines.append(data)
-    return lines
-
-
+# --------------------------------------------------------------------------- the folder
 def load_runs(
     suite: Suite, folder: str | Path, assignments: Mapping[str, dict] | None = None
 ) -> list[TaskRun]:
@@ -326,91 +224,22 @@ def load_runs(
     return runs
 
 
-def _episodes_path(task: Task, folder: Path) -> Path | None:
-    path = folder / "episodes" / f"{task.name}.jsonl"
-    if not path.exists():
-        path = path.with_name(path.name + ".gz")
-    return path if path.exists() else None
-
-
-def _meta(task: Task, folder: Path) -> dict:
-    meta_file = folder / "episodes" / f"{task.name}.meta.json"
-    return json.loads(meta_file.read_text()) if meta_file.exists() else {}
-
-
 def _load_run(task: Task, folder: Path, assignment: dict[str, str]) -> TaskRun | None:
     """``task``'s finished run in ``folder``, or None when it has no episodes file. An
     episode of no item of the task is an :class:`EvalError` naming the file and line."""
-    path = _episodes_path(task, folder)
+    path = run_folder.find_episodes(folder, task.name)
     if path is None:
         return None
     items = {item.index: item for item in task.items}
     episodes = []
-    for number, line in enumerate(load_episodes(path), 1):
+    for number, line in enumerate(run_folder.load_episodes(path), 1):
         if line.get("item") not in items:
             raise EvalError(
                 f"{path}:{number}: item {line.get('item')!r} is not one of {task.name}'s"
             )
         episodes.append((items[line["item"]], line["sample"], line["record"]))
-    meta = _meta(task, folder)
+    meta = run_folder.read_meta(folder, task.name)
     return TaskRun(task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment)
-
-
-def _plan_index(task: Task) -> dict[tuple[int, int], int]:
-    """(item, sample) -> its place in the task's frozen episode plan: the ``episode`` (and,
-    one episode per group, ``group``) number it has in an uninterrupted run."""
-    return {(item.index, sample): k for k, (item, sample) in enumerate(task.episode_plan())}
-
-
-def _saved(task: Task, out: Path, write) -> tuple[dict[tuple[int, int], str], list[str]]:
-    """The episodes of ``task``'s ``episodes`` file by (item, sample), each as its record's
-    JSON, and what was wrong with the file (lines cut short or not JSON, episodes not in the
-    plan or played twice): those are left out and played again."""
-    path = _episodes_path(task, out)
-    if path is None:
-        return {}, []
-    plan = _plan_index(task)
-    kept: dict[tuple[int, int], str] = {}
-    problems = []
-    for number, _, data, problem in _episode_lines(path):
-        item, sample = (data.get("item"), data.get("sample")) if data else (None, None)
-        key = (item, sample) if type(item) is int and type(sample) is int else None
-        if problem:
-            problems.append(f"{path}:{number}: {problem}")
-        elif key not in plan or not isinstance(data.get("record"), dict):
-            problems.append(f"{path}:{number}: not an episode of the task's plan")
-        elif key in kept:
-            problems.append(f"{path}:{number}: item {item} sample {sample} appears twice")
-        else:
-            try:
-                EpisodeRecord.from_dict(data["record"])
-            except (ValueError, TypeError, AttributeError) as error:
-                problems.append(f"{path}:{number}: not an episode record ({str(error)[:80]})")
-                continue
-            kept[key] = json.dumps(data["record"], ensure_ascii=False)
-    for problem in problems[:3]:
-        write(f"  {task.name}: {problem}; left out (its episode is played again)")
-    return kept, problems
-
-
-def _finished(task: Task, progress: Path) -> dict[tuple[int, int], str]:
-    """Episodes of ``task`` finished so far (by this run or stopped ones), by (item, sample):
-    each its record's JSON line as the engine wrote it."""
-    done: dict[tuple[int, int], str] = {}
-    for plan_file in sorted(progress.glob(f"{task.name}.*.plan.json")):
-        plan = json.loads(plan_file.read_text(encoding="utf-8"))
-        shard = plan_file.with_name(plan_file.name.replace(".plan.json", ".jsonl"))
-        if not shard.exists():
-            continue
-        with open(shard, encoding="utf-8") as handle:
-            for line in handle:
-                try:
-                    episode = json.loads(line)["episode"]
-                    item, sample = plan["episodes"][episode]
-                except (ValueError, KeyError, IndexError, TypeError):  # cut short by a kill
-                    continue
-                done.setdefault((item, sample), line.rstrip("\n"))
-    return done
 
 
 def _play_task(
@@ -429,21 +258,14 @@ def _play_task(
     as record lines."""
     from llm_marl_envs.rollout import rollout
 
-    progress_dir = out / "progress"
-    progress_dir.mkdir(parents=True, exist_ok=True)
-    done = {**_finished(task, progress_dir), **(saved or {})}
+    done = {**run_folder.finished_episodes(task, out), **(saved or {})}
     plan = [
         (item, sample) for item, sample in task.episode_plan() if (item.index, sample) not in done
     ]
     if done and plan:
         write(f"  {task.name}: resuming, {len(done)} episodes kept, {len(plan)} to play")
     if plan:
-        shard_no = len(list(progress_dir.glob(f"{task.name}.*.plan.json")))
-        shard = progress_dir / f"{task.name}.{shard_no}.jsonl"
-        _write_json(
-            shard.with_name(f"{task.name}.{shard_no}.plan.json"),
-            {"episodes": [[item.index, sample] for item, sample in plan]},
-        )
+        shard = run_folder.new_shard(task, out, plan)
         rollout(
             task.env,
             policies,
@@ -457,18 +279,8 @@ def _play_task(
             executor=executor,
             num_workers=num_workers,
         )
-        done = {**_finished(task, progress_dir), **(saved or {})}
+        done = {**run_folder.finished_episodes(task, out), **(saved or {})}
     return done
-
-
-def _renumbered(line: str, number: int) -> str:
-    """A record line with ``episode`` and ``group`` set to ``number`` (its place in the plan),
-    as an uninterrupted run numbers it (a resumed shard's engine counted from 0)."""
-    data = json.loads(line)
-    if data.get("episode") == number and data.get("group") == number:
-        return line
-    data["episode"] = data["group"] = number
-    return json.dumps(data, ensure_ascii=False)
 
 
 def _save_task(
@@ -484,28 +296,13 @@ def _save_task(
             "same command again to play what is missing"
         )
     hashed = data_hash(task)
-    plan = _plan_index(task)
-    ordered = [(item, sample) for item, sample in task.episode_plan()]
-    records = [_renumbered(lines[(i.index, s)], plan[(i.index, s)]) for i, s in ordered]
-    text = "".join(
-        _episode_line(task, item, sample, line) + "\n"
-        for (item, sample), line in zip(ordered, records, strict=True)
+    written = run_folder.write_task(
+        task, lines, out, {"wall_seconds": seconds, "data_hash": hashed}
     )
     episodes = [
-        (item, sample, EpisodeRecord.from_dict(json.loads(line)))
-        for (item, sample), line in zip(ordered, records, strict=True)
+        (item, sample, EpisodeRecord.from_dict(json.loads(line))) for item, sample, line in written
     ]
-    _write_json(
-        out / "episodes" / f"{task.name}.meta.json", {"wall_seconds": seconds, "data_hash": hashed}
-    )
-    write_atomic(out / "episodes" / f"{task.name}.jsonl", text)
-    _clear_progress(task, out)
     return TaskRun(task, episodes, seconds, hashed, assignment)
-
-
-def _clear_progress(task: Task, out: Path) -> None:
-    for leftover in (out / "progress").glob(f"{task.name}.*"):
-        leftover.unlink()
 
 
 def evaluate(
@@ -557,7 +354,7 @@ def evaluate(
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(
         out,
-        LOCK_FILE,
+        run_folder.LOCK_FILE,
         "another llm-marl eval",
         "wait for it to finish (or stop it), or give another --out",
     ):
@@ -575,11 +372,6 @@ def evaluate(
             num_workers,
             server_options,
         )
-
-
-#: The lock file of an evaluation folder in use (:func:`~llm_marl_envs.evaluation.files.
-#: folder_lock`: released by the kernel when its process ends, however it ends).
-LOCK_FILE = ".eval.lock"
 
 
 def _evaluate(
@@ -611,7 +403,7 @@ def _evaluate(
         from llm_marl_envs.policies.openai_compat import served_identity
 
         run["served"] = {_bare(s): served_identity(s) for s in servers}
-    run_file = out / "run.json"
+    run_file = out / run_folder.RUN_FILE
     if run_file.exists():
         before = json.loads(run_file.read_text(encoding="utf-8"))
         changed = _plan_changes(before, run, team)
@@ -620,8 +412,8 @@ def _evaluate(
                 f"{out} holds another evaluation ({'; '.join(changed)}); "
                 "use a new --out folder, or the same settings to resume it"
             )
-    _write_json(run_file, run)  # the settings of the latest run (transport may change)
-    (out / "episodes").mkdir(exist_ok=True)
+    run_folder.write_json(run_file, run)  # the settings of the latest run (may change transport)
+    (out / run_folder.EPISODES_DIR).mkdir(exist_ok=True)
 
     write(
         f"{suite.label}: {len(chosen)} tasks, "
@@ -630,13 +422,13 @@ def _evaluate(
     )
     # what each task's episodes file holds: complete (every episode of the plan, nothing
     # else), or to be completed (a line lost, cut short or edited: played again)
-    saved = {task.name: _saved(task, out, write) for task in chosen}
+    saved = {task.name: run_folder.saved_episodes(task, out, write) for task in chosen}
     whole = {
         name
         for name, (lines, problems) in saved.items()
         if not problems and lines and not suite.task(name).plan_difference(lines)
     }
-    finished = out / "results.json"
+    finished = out / run_folder.RESULTS_FILE
     if finished.exists() and whole == {t.name for t in chosen}:
         try:
             done = json.loads(finished.read_text(encoding="utf-8"))
@@ -662,7 +454,7 @@ def _evaluate(
             if task.name in whole:
                 earlier = _saved_run(task, lines, out, assignment)
                 write(f"  {task.name}: done earlier ({len(earlier.episodes)} episodes)")
-                _clear_progress(task, out)  # left by a run stopped just after saving it
+                run_folder.clear_progress(task, out)  # left by a run stopped just after saving
                 runs.append(earlier)
                 continue
             if lines:
@@ -683,7 +475,7 @@ def _evaluate(
         results["manifest"] = scoring.manifest(suite, team, runs, models.describe(), run, started)
     finally:
         models.close()
-    _write_json(out / "results.json", results)
+    run_folder.write_json(out / run_folder.RESULTS_FILE, results)
     return results
 
 
@@ -693,5 +485,5 @@ def _saved_run(task: Task, lines: Mapping[tuple[int, int], str], out: Path, assi
         (item, sample, EpisodeRecord.from_dict(json.loads(lines[(item.index, sample)])))
         for item, sample in task.episode_plan()
     ]
-    meta = _meta(task, out)
+    meta = run_folder.read_meta(out, task.name)
     return TaskRun(task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment)

@@ -39,7 +39,8 @@ from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate, slug
+from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate
+from llm_marl_envs.evaluation.run_folder import slug
 from llm_marl_envs.evaluation.files import write_atomic
 from llm_marl_envs.evaluation.metrics import normalise
 from llm_marl_envs.evaluation.stats import (

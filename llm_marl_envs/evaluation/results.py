@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from llm_marl_envs.evaluation.metrics import item_value, metric_info, normalise
+from llm_marl_envs.evaluation.run_folder import RESULTS_SCHEMA
 from llm_marl_envs.evaluation.stats import Interval, score_interval, stable_seed, widen
 from llm_marl_envs.evaluation.suite import PlanError
 
@@ -40,7 +41,8 @@ __all__ = ["RESAMPLES", "item_values", "manifest", "overall_interval", "score", 
 
 #: Bootstrap resamples for every interval of a result.
 RESAMPLES = 2000
-SCHEMA = "llm-marl-envs/results/1"
+#: The schema id a result carries (:data:`~llm_marl_envs.evaluation.run_folder.RESULTS_SCHEMA`).
+SCHEMA = RESULTS_SCHEMA
 
 
 def _interval(values: list[float], seed: int, metric: str | None = None) -> dict[str, Any] | None:

@@ -24,6 +24,7 @@ from llm_marl_envs.evaluation.suite import PlanError, parse_suite
 
 # the module (the package's ``evaluate`` name is the function)
 evaluate_module = importlib.import_module("llm_marl_envs.evaluation.evaluate")
+run_folder = importlib.import_module("llm_marl_envs.evaluation.run_folder")
 
 SMALL = {
     "name": "small",
@@ -224,14 +225,14 @@ def test_a_full_disk_stops_eval_with_one_line_and_the_rerun_completes(
     suite_file = tmp_path / "small.yaml"
     suite_file.write_text(json.dumps(SMALL))
     out = tmp_path / "out"
-    real = evaluate_module.write_atomic
+    real = run_folder.write_atomic  # (the run folder's writes)
 
     def full(path, data):
         if str(path).endswith("maze.jsonl"):
             raise OSError(errno.ENOSPC, "No space left on device", str(path))
         return real(path, data)
 
-    monkeypatch.setattr(evaluate_module, "write_atomic", full, raising=False)
+    monkeypatch.setattr(run_folder, "write_atomic", full)
     argv = ["eval", str(suite_file), "--policy", "scripted", "--out", str(out), "--no-progress"]
     assert main(argv) == 1
     said = capsys.readouterr().out.strip()
@@ -240,7 +241,7 @@ def test_a_full_disk_stops_eval_with_one_line_and_the_rerun_completes(
         "(free some space or fix the folder's permissions); run the same command to resume"
     )
     assert episodes_file(out).read_bytes() == reference[1]["gsm8k"]  # kept
-    monkeypatch.setattr(evaluate_module, "write_atomic", real)
+    monkeypatch.setattr(run_folder, "write_atomic", real)
     assert main(argv) == 0
     assert episodes_file(out, "maze").read_bytes() == reference[1]["maze"]
 

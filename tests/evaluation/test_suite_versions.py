@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from llm_marl_envs.evaluation import board_rules, leaderboard
-from llm_marl_envs.evaluation.leaderboard import build_board, same_play
-from llm_marl_envs.evaluation.site import build_site
 from llm_marl_envs.evaluation.suite import load_suite, parse_suite
+from llm_marl_envs.leaderboard import board as leaderboard, rules as board_rules
+from llm_marl_envs.leaderboard.board import build_board, same_play
+from llm_marl_envs.leaderboard.site.pages import build_site
 
 
 def edited(label: str, task: str, **changes) -> object:

@@ -19,7 +19,7 @@ import json
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs.evaluation.leaderboard import shipped_entries
+from llm_marl_envs.leaderboard.board import shipped_entries
 from llm_marl_envs.models.tiny import CONTEXT, tiny_model, tiny_tokenizer
 from llm_marl_envs.policies.scripted import scripted_policy
 
@@ -126,7 +126,7 @@ def test_the_first_1024_positions_are_the_1024_position_models_weights():
 def test_the_shipped_tiny_entry_regenerates_in_full_here(tmp_path):
     """Every episode of the shipped tiny entry regenerates with this environment's
     transformers (make test runs this on the main line and on verl's, in .stacks/verl)."""
-    from llm_marl_envs.evaluation.leaderboard import verify_entry
+    from llm_marl_envs.leaderboard.board import verify_entry
     from llm_marl_envs.policies import GenerationConfig
 
     where = GenerationConfig(device="cpu", dtype="float32")  # as the entry was made

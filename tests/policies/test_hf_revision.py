@@ -10,8 +10,7 @@ import pytest
 
 from llm_marl_envs.models.loading import load_model
 from llm_marl_envs.models.tiny import tiny_model
-from llm_marl_envs.policies import GenerationConfig, ModelCache
-from llm_marl_envs.policies import hf as hf_module
+from llm_marl_envs.policies import GenerationConfig, ModelCache, hf as hf_module
 from llm_marl_envs.policies.specs import POLICY_SPECS, parse_hf_spec
 
 SHA = "0123456789abcdef0123456789abcdef01234567"
@@ -188,8 +187,8 @@ def test_two_revisions_of_one_id_are_two_cache_entries(hub):
 
 # --------------------------------------------------------------------------- manifest, verify
 def test_verification_loads_the_revision_the_seats_name(hub):
-    from llm_marl_envs.evaluation import verification
     from llm_marl_envs.evaluation.suite import load_suite
+    from llm_marl_envs.leaderboard import verify as verification
 
     spec = f"hf:org/tiny@{SHA}"
     seats = {"pioneer_0": spec, "observer_0": "scripted"}
@@ -216,8 +215,8 @@ def test_verification_loads_the_revision_the_seats_name(hub):
 @pytest.mark.slow
 def test_the_manifest_records_the_revision_and_verify_loads_it(hub, tmp_path):
     from llm_marl_envs.evaluation.evaluate import Team, evaluate
-    from llm_marl_envs.evaluation.leaderboard import add_entry, verify_entry
     from llm_marl_envs.evaluation.suite import load_suite
+    from llm_marl_envs.leaderboard.board import add_entry, verify_entry
 
     spec = f"hf:org/tiny@{SHA}"
     # random text observes: the stand-in Hub serves the tiny model, and a board refuses an
@@ -240,7 +239,7 @@ def test_the_manifest_records_the_revision_and_verify_loads_it(hub, tmp_path):
 
 
 def test_verify_flags_a_manifest_whose_revision_is_not_the_seats(hub, tmp_path):
-    from llm_marl_envs.evaluation import verification
+    from llm_marl_envs.leaderboard import verify as verification
 
     claimed = {"hf:org/tiny@v2": {"model_id": "org/tiny", "revision": "v1"}}
     loaded = {"hf:org/tiny@v2": {"model_id": "org/tiny", "revision": "v2"}}

@@ -23,7 +23,7 @@ pytest.importorskip("fastapi", reason="transformers serve needs fastapi (the dev
 pytest.importorskip("uvicorn", reason="transformers serve needs uvicorn (the dev extra)")
 
 from llm_marl_envs.cli import main
-from llm_marl_envs.evaluation.leaderboard import shipped_entries
+from llm_marl_envs.leaderboard.board import shipped_entries
 from llm_marl_envs.policies.base import PolicyError, Prompt
 from llm_marl_envs.policies.openai_compat import OpenAIPolicy
 

@@ -1,7 +1,7 @@
 """The HTML pieces of the leaderboard site's index: safe text, file names, interval bars,
 score and rank cells, the overall and task tables and the cross-play heatmaps.
 
-Separate from :mod:`llm_marl_envs.evaluation.site`, which re-exports these names and keeps the
+Separate from :mod:`llm_marl_envs.leaderboard.site.pages`, which re-exports these names and keeps the
 whole pages (index, entry, transcript) and the one-swap install: everything here is pure (board
 data in, an HTML string out), writes no file and escapes every piece of text from the data
 with :func:`_e`.

@@ -11,16 +11,16 @@ import shutil
 
 import pytest
 
-from llm_marl_envs.evaluation import board_records, sampling, verification
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
-from llm_marl_envs.evaluation.leaderboard import (
+from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard import records as board_records, sampling, verify as verification
+from llm_marl_envs.leaderboard.board import (
     LeaderboardError,
     add_entry,
     build_board,
     shipped_entries,
     verify_entry,
 )
-from llm_marl_envs.evaluation.suite import load_suite
 
 TASKS = ["gsm8k", "maze"]
 QUIET = {"write": lambda line: None}

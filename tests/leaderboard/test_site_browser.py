@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from llm_marl_envs.evaluation.leaderboard import build_board
-from llm_marl_envs.evaluation.site import ACTION_LIMIT, build_site, file_id
 from llm_marl_envs.cli import main as llm_marl
+from llm_marl_envs.leaderboard.board import build_board
+from llm_marl_envs.leaderboard.site.pages import ACTION_LIMIT, build_site, file_id
 
 pytestmark = pytest.mark.slow  # a headless chromium
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_marl_envs.evaluation.site import (
+from llm_marl_envs.leaderboard.site.pages import (
     ACTION_LIMIT,
     PAGE_LIMIT,
     build_site,
@@ -294,7 +294,7 @@ def test_a_build_killed_at_any_step_leaves_a_whole_site(tmp_path, monkeypatch, s
     board = make_board()
     board["entries"].pop(0)
     board["title"] = "second build"
-    import llm_marl_envs.evaluation.site as site_module
+    import llm_marl_envs.leaderboard.site.pages as site_module
 
     real_rename, real_write = os.rename, site_module.write_atomic
 
@@ -545,7 +545,7 @@ def test_long_transcripts_are_cut_and_huge_pages_leave_episodes_out(tmp_path, mo
     board = make_board()
     maze = board["entries"][1]["tasks"]["maze"]
     maze["episodes"][0]["turns"][0]["action"] = "A" * 50_000
-    monkeypatch.setattr("llm_marl_envs.evaluation.site.PAGE_LIMIT", 10_000)
+    monkeypatch.setattr("llm_marl_envs.leaderboard.site.pages.PAGE_LIMIT", 10_000)
     maze["episodes"] += [episode(f"seed-{k}", 0, "y" * 3_000) for k in range(2, 12)]
     root = pages(build_site(board, tmp_path / "site"))
     page = (root / "transcripts" / file_id("scripted") / "maze.html").read_text()
@@ -568,8 +568,8 @@ def test_build_scores_from_the_records_and_leaves_out_cut_tasks(tmp_path):
     import warnings
 
     from llm_marl_envs.evaluation.evaluate import Team, evaluate
-    from llm_marl_envs.evaluation.leaderboard import build_board
     from llm_marl_envs.evaluation.suite import load_suite
+    from llm_marl_envs.leaderboard.board import build_board
 
     run = tmp_path / "run"
     team = Team.parse(None, {"0": "scripted", "pioneer_0": "random"})
@@ -599,7 +599,7 @@ def test_build_scores_from_the_records_and_leaves_out_cut_tasks(tmp_path):
 
 @pytest.mark.slow  # scores the five shipped entries from their records
 def test_the_shipped_board_ties_what_it_cannot_separate_and_names_its_models():
-    from llm_marl_envs.evaluation.leaderboard import build_board
+    from llm_marl_envs.leaderboard.board import build_board
 
     data = build_board("lite", None)
     by_id = {e["id"]: e for e in data["entries"]}

@@ -17,17 +17,17 @@ import time
 import pytest
 
 import llm_marl_envs.envs.gsm8k as gsm8k_env
-from llm_marl_envs.evaluation import leaderboard, submission
 from llm_marl_envs.evaluation.evaluate import Team, evaluate, load_runs
-from llm_marl_envs.evaluation.leaderboard import (
+from llm_marl_envs.evaluation.results import score
+from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard import board as leaderboard, entry as submission
+from llm_marl_envs.leaderboard.board import (
     LeaderboardError,
     add_entry,
     build_board,
     entries,
     shipped_entries,
 )
-from llm_marl_envs.evaluation.results import score
-from llm_marl_envs.evaluation.suite import load_suite
 
 TASKS = ["gsm8k", "maze", "donor"]
 

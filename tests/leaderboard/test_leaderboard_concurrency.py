@@ -17,16 +17,16 @@ import warnings
 import pytest
 
 from llm_marl_envs.cli import main
-from llm_marl_envs.evaluation import leaderboard
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
-from llm_marl_envs.evaluation.leaderboard import (
+from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard import board as leaderboard
+from llm_marl_envs.leaderboard.board import (
     LeaderboardError,
     add_entry,
     build_board,
     entries,
     shipped_entries,
 )
-from llm_marl_envs.evaluation.suite import load_suite
 
 TASKS = ["gsm8k", "maze"]
 
@@ -87,7 +87,7 @@ def test_an_add_killed_before_its_final_rename_publishes_nothing(evaluated, tmp_
     board = tmp_path / "board"
     code = (
         "import os, signal\n"
-        "from llm_marl_envs.evaluation.leaderboard import add_entry\n"
+        "from llm_marl_envs.leaderboard.board import add_entry\n"
         "real = os.rename\n"
         "def rename(src, dst, *a, **k):\n"
         "    if os.path.basename(str(dst)) == 'x':\n"
@@ -214,7 +214,7 @@ def test_the_losing_concurrent_add_is_one_line(evaluated, tmp_path, capsys):
 
 
 def test_shipped_entries_meet_the_rules_and_the_plan():
-    from llm_marl_envs.evaluation.submission import open_entry
+    from llm_marl_envs.leaderboard.entry import open_entry
 
     for entry_id, folder in entries(None).items():
         assert folder.parent == shipped_entries()
@@ -226,7 +226,7 @@ def test_shipped_entries_meet_the_rules_and_the_plan():
 
 
 def test_a_key_left_empty_by_a_killed_verify_is_made_again(tmp_path):
-    from llm_marl_envs.evaluation.board_records import KEY_FILE, board_key
+    from llm_marl_envs.leaderboard.records import KEY_FILE, board_key
 
     (tmp_path / KEY_FILE).write_text("")  # touched, then killed before the key was written
     assert board_key(tmp_path) is None  # no seal is checked against an empty key

@@ -8,15 +8,15 @@ import shutil
 
 import pytest
 
+from llm_marl_envs.cli import main
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
-from llm_marl_envs.evaluation.leaderboard import (
+from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard.board import (
     LeaderboardError,
     add_entry,
     build_board,
     verify_entry,
 )
-from llm_marl_envs.evaluation.suite import load_suite
-from llm_marl_envs.cli import main
 
 TASKS = ["gsm8k", "maze"]
 #: Teams no shipped entry plays (a board refuses a copy of another entry's episodes): the

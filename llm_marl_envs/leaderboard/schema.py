@@ -18,6 +18,8 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from llm_marl_envs.evaluation.run_folder import RESULTS_SCHEMA
+
 __all__ = ["KINDS", "MAX_TEXT", "check"]
 
 #: What an entry may be: a model (or a team of models), a baseline or a trained model.
@@ -191,7 +193,7 @@ MANIFEST = fields(
 BOARD = fields({"id": text(200), "name": text(), "kind": one_of(*KINDS)})
 RESULTS = fields(
     {
-        "schema": one_of("llm-marl-envs/results/1"),
+        "schema": one_of(RESULTS_SCHEMA),
         "suite": SUITE,
         "manifest": MANIFEST,
         "tasks": mapping(mapping(json_value)),

@@ -24,7 +24,7 @@ from fractions import Fraction
 
 import pytest
 
-from llm_marl_envs.evaluation.sampling import (
+from llm_marl_envs.leaderboard.sampling import (
     allocate,
     catch_power,
     draw,

@@ -20,9 +20,15 @@ import warnings
 import pytest
 
 from llm_marl_envs.cli import main
-from llm_marl_envs.evaluation import board_records, sampling, submission, verification
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
-from llm_marl_envs.evaluation.leaderboard import (
+from llm_marl_envs.evaluation.suite import load_suite
+from llm_marl_envs.leaderboard import (
+    entry as submission,
+    records as board_records,
+    sampling,
+    verify as verification,
+)
+from llm_marl_envs.leaderboard.board import (
     LeaderboardError,
     add_entry,
     build,
@@ -31,7 +37,6 @@ from llm_marl_envs.evaluation.leaderboard import (
     shipped_entries,
     verify_entry,
 )
-from llm_marl_envs.evaluation.suite import load_suite
 
 TASKS = ["gsm8k", "maze"]
 MIXED = {"0": "scripted", "1": "random"}

@@ -1,4 +1,4 @@
-"""Tests of leaderboard entry names a visitor can tell apart (llm_marl_envs.evaluation.names)."""
+"""Tests of leaderboard entry names a visitor can tell apart (llm_marl_envs.leaderboard.names)."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_marl_envs.evaluation.names import (
+from llm_marl_envs.leaderboard.names import (
     BLANK_LOOKING,
     DEFAULT_IGNORABLE,
     REMOVED_CATEGORIES,
@@ -288,8 +288,7 @@ def test_the_generator_refuses_a_bad_source_in_one_line(tmp_path, capsys, body, 
 
 # --------------------------------------------------------------------------- properties
 try:
-    from hypothesis import given, settings
-    from hypothesis import strategies as st
+    from hypothesis import given, settings, strategies as st
 except ImportError:  # hypothesis comes with the dev extra; without it the properties do not run
     st = None
 

@@ -1,6 +1,6 @@
 """The checks of the leaderboard site's board data: :func:`validate_board` and its helpers.
 
-Separate from :mod:`llm_marl_envs.evaluation.site` (which re-exports :func:`validate_board`)
+Separate from :mod:`llm_marl_envs.leaderboard.site.pages` (which re-exports :func:`validate_board`)
 because they only read the board's shape (the keys and types its docstring lists) and build no
 HTML: a ValueError names the first bad key path, before any page is written.
 """

@@ -1,0 +1,504 @@
+"""The leaderboard: entries checked on the way in, verified by replay, built into a site.
+
+A **board** is a folder (default ``./leaderboard``):
+
+* ``entries/<id>/``: one folder per entry, ``results.json`` and ``episodes/<task>.jsonl.gz``
+  (an ``llm-marl eval`` result as ``add`` re-wrote it, or a folder a maintainer placed there
+  from a pull request);
+* ``records/<id>.json``: what the board found when it checked each entry (``add``, every
+  ``verify``, every ``override``), sealed with the board's key
+  (:mod:`~llm_marl_envs.leaderboard.records`);
+* ``verification.key`` and ``.board.lock``, listed in the ``.gitignore`` the board writes.
+
+The package ships entries of its own (``llm_marl_envs/leaderboard/entries/``: random, scripted,
+the tiny model, the embedded SmolLM2 and a CORY-trained pair on the ``lite`` suite).
+
+**One reader, one set of rules.** Every command reads an entry folder through
+:func:`~llm_marl_envs.leaderboard.entry.open_entry` (the files, their limits, the plan)
+and applies the same rules (:func:`entry_problems`): the suite and its hash, each task's env
+spec hash, data hash and generation settings, seats for every agent, the entry's id, name
+and kind. ``add`` applies them to a submission; ``verify`` and ``build`` apply them again to
+whatever is in the board's folder, so a folder placed there by hand meets the same rules.
+
+* :func:`add_entry` replays every episode's recorded actions through this package's
+  environments and scores the entry from the replay alone (a record or a score that differs
+  refuses it, naming the task, item and field); refuses a name a visitor could not tell from
+  another entry's (:mod:`~llm_marl_envs.leaderboard.names`) and episodes equal to another
+  entry's; writes the entry and records the add.
+* :func:`verify_entry` replays it again, checks its models and regenerates a secret sample
+  sized in score terms (:mod:`~llm_marl_envs.leaderboard.verify`); every verification is
+  kept in the entry's record and a failure sticks until :func:`override_entry`.
+* :func:`~llm_marl_envs.leaderboard.standings.build_board` assembles the site's data and
+  :func:`build` writes the static site.
+
+The rules and the listing live in :mod:`~llm_marl_envs.leaderboard.rules`, the board's
+memory in :mod:`~llm_marl_envs.leaderboard.records`; their public names are importable
+from here too.
+
+**Ranks.** An entry's rank is 1 + the number of entries whose 95% interval lies wholly above
+its own (lower bound above its upper bound), the rule LMArena uses.
+"""
+
+from __future__ import annotations
+
+import gzip
+import json
+import os
+import secrets
+from collections.abc import Callable
+from contextlib import ExitStack, contextmanager
+from pathlib import Path
+from typing import Any
+
+from llm_marl_envs.evaluation import run_folder
+from llm_marl_envs.evaluation.run_folder import episode_line, slug
+from llm_marl_envs.evaluation.files import (
+    folder_flock,
+    folder_lock,
+    fsync_folder,
+    remove_stale,
+    staging_folder,
+)
+from llm_marl_envs.evaluation.results import item_values, score_items
+from llm_marl_envs.evaluation.suite import Suite, data_hash
+from llm_marl_envs.leaderboard import records as board_records, verify as verification
+from llm_marl_envs.leaderboard.entry import (
+    EntryFolder,
+    LeaderboardError,
+    display_name,
+    open_entry,
+)
+from llm_marl_envs.leaderboard.replay import first_difference, replay_stream
+from llm_marl_envs.leaderboard.rules import (  # re-exported: the board's public names
+    COPY_SHARE,
+    DEFAULT_BOARD as DEFAULT_BOARD,
+    _before,
+    _entry_folders,
+    _is_shipped as _is_shipped,
+    _others,
+    _plays_a_model,
+    _shipped_crossplay as _shipped_crossplay,
+    board_meta as board_meta,
+    check_result as check_result,
+    copy_of,
+    entries,
+    entry_problems,
+    fingerprints,
+    kind_problem,
+    name_taken,
+    played_by as played_by,
+    precedence,
+    same_play as same_play,
+    seats,
+    shipped_entries,
+)
+from llm_marl_envs.leaderboard.standings import (  # re-exported: the site's rule texts
+    TRANSCRIPT_EPISODES as TRANSCRIPT_EPISODES,
+    VERIFICATION_RULE as VERIFICATION_RULE,
+    build_board,
+)
+from llm_marl_envs.policies import GenerationConfig
+from llm_marl_envs.policies.specs import not_replayable
+
+__all__ = [
+    "DEFAULT_BOARD",
+    "LeaderboardError",
+    "add_entry",
+    "build",
+    "build_board",
+    "check_result",
+    "entries",
+    "entry_problems",
+    "override_entry",
+    "replay_entry",
+    "same_play",
+    "shipped_entries",
+    "verify_entry",
+]
+
+#: Seconds an ``add``, ``verify`` or ``override`` waits for another one writing to the board.
+BOARD_WAIT = 120.0
+
+
+# --------------------------------------------------------------------------- add
+def add_entry(
+    result_dir: str | Path,
+    board: str | Path = DEFAULT_BOARD,
+    *,
+    entry_id: str | None = None,
+    name: str | None = None,
+    kind: str | None = None,
+) -> Path:
+    """Check the evaluation in ``result_dir``, replay every episode's actions, and copy it into
+    ``board`` as an entry scored from the replay; returns the entry's folder. ``kind``:
+    ``model``, ``baseline`` or ``trained`` (default: ``model`` when a seat plays a model, else
+    ``baseline``). Raises :class:`LeaderboardError` naming each mismatch (task, item and
+    field)."""
+    folder, board = Path(result_dir), Path(board)
+    refused = f"{folder} cannot join the board: "
+    # the folder the user named, through any link in its path; nothing inside it is followed
+    with open_entry(folder.resolve()) as entry:
+        problems = entry_problems(entry)
+        name = display_name(name or entry.results.get("entry") or "")
+        kind = kind or ("model" if _plays_a_model(entry.results) else "baseline")
+        problems += [p for p in [kind_problem(kind, entry.results)] if p]
+        if problems:
+            raise LeaderboardError(refused + "; ".join(problems))
+        requested = entry_id or name
+        entry_id = _new_id(requested, name, board)  # refused early, before the replay
+        with ExitStack() as stack:
+            tmp = stack.enter_context(_staging(board, requested))
+            rescored, replay, differ = replay_entry(entry, tmp)
+            if differ:
+                shown = differ[:3] + ([f"and {len(differ) - 3} more"] if len(differ) > 3 else [])
+                raise LeaderboardError(
+                    f"{refused}{len(differ)} episode(s) do not replay: " + "; ".join(shown)
+                )
+            problems = _score_problems(entry.results, rescored)
+            if problems:
+                raise LeaderboardError(refused + "; ".join(problems))
+            others = {i: fingerprints(f) for i, f in _others(board).items()}
+            copied = copy_of(entry.suite.label, entry.fingerprints, others.items())
+            if copied:
+                raise LeaderboardError(_copy_message(folder, copied))
+            stored = {key: entry.results.get(key) for key in ("schema", "entry", "team", "suite")}
+            stored["manifest"] = entry.results["manifest"]
+            stored.update({key: rescored[key] for key in ("complete", "overall", "tasks")})
+            stored["board"] = {"id": entry_id, "name": name, "kind": kind}
+            _write_synced(tmp / run_folder.RESULTS_FILE, json.dumps(stored, indent=1) + "\n")
+            fsync_folder(tmp / run_folder.EPISODES_DIR)
+            fsync_folder(tmp)
+            with _board_lock(board):
+                _new_id(requested, name, board)  # again: another add may have taken it
+                late = {i: fingerprints(f) for i, f in _others(board).items() if i not in others}
+                copied = copy_of(entry.suite.label, entry.fingerprints, late.items())
+                if copied:
+                    raise LeaderboardError(_copy_message(folder, copied))
+                target = board / "entries" / entry_id
+                os.rename(tmp, target)  # the board is locked and the id free
+                fsync_folder(target.parent)
+                event = board_records.new_event("added", replay=replay, **_written(target))
+                _append(board, entry_id, target, event)
+    return target
+
+
+@contextmanager
+def _staging(board: Path, requested: str):
+    """The hidden folder an ``add`` fills (:func:`~llm_marl_envs.evaluation.files.
+    staging_folder`), made and locked under the board's lock, after the folders killed adds
+    left are removed: no other add can take a folder being filled for a stale one."""
+    if not _package_board(board):
+        board_records.ensure_board(board)
+    (board / "entries").mkdir(parents=True, exist_ok=True)
+    with ExitStack() as stack:
+        with _board_lock(board):
+            remove_stale(board / "entries", ".tmp-*")
+            prefix = f".tmp-{slug(requested, 'entry')[:40]}-"
+            tmp = stack.enter_context(staging_folder(board / "entries", prefix))
+        yield tmp
+
+
+def _package_board(board: Path) -> bool:
+    """Whether ``board`` is the package's own (scripts/ship_leaderboard_entries.py)."""
+    return board.resolve() == shipped_entries().parent.resolve()
+
+
+def _append(board: Path, entry_id: str, folder: Path, event: dict) -> None:
+    """Append ``event`` to the entry's record (the board's lock held): the board's, sealed;
+    for the package's own board, the entry's ``verification.json``, unsealed."""
+    if _package_board(board):
+        path = folder / "verification.json"
+        try:
+            events = board_records.load(path, entry_id, None, trusted=True)
+        except board_records.RecordError:  # an older format: the record starts again
+            events = []
+        board_records.write(path, entry_id, [*events, event], None)
+        return
+    events = _record_events(board, entry_id, folder)
+    key = board_records.board_key(board, create=True)
+    board_records.write(board_records.record_path(board, entry_id), entry_id, [*events, event], key)
+
+
+def _copy_message(folder: Path, other: str) -> str:
+    return (
+        f"{folder} cannot join the board: its episodes are entry {other!r}'s (the same actions "
+        f"for at least {COPY_SHARE:.0%} of its items); one evaluation is one entry"
+    )
+
+
+def _written(target: Path) -> dict[str, Any]:
+    """The file hashes and fingerprints of an entry just written (read back by the reader)."""
+    with open_entry(target) as written:
+        for task in written.tasks():
+            for _ in written.episodes(task):
+                pass
+        return {"files": dict(written.hashes), "fingerprints": dict(written.fingerprints)}
+
+
+def replay_entry(entry: EntryFolder, out: Path | None = None) -> tuple[dict, dict, list[str]]:
+    """Replay every episode of the open ``entry`` (streamed: a chunk at a time) and score it
+    from the replay alone: the scores, the replay's count and where episodes differ from their
+    replay (task, item, sample, field). With ``out``, the checked records are written, gzipped,
+    into ``out/episodes`` as they are replayed (what ``add`` publishes)."""
+    if out is not None:
+        (out / run_folder.EPISODES_DIR).mkdir()
+    per_task, differ, total = {}, [], 0
+    for task in entry.tasks():
+        per_item: dict[str, dict] = {}
+        with _episodes_writer(out, task.name) as write:
+            group: list = []
+            for (item, sample, record), again, found in replay_stream(task, entry.episodes(task)):
+                total += 1
+                if found:
+                    differ.append(f"task {task.name}, item {item.key} sample {sample}: {found}")
+                line = json.dumps(record.to_dict(shallow=True), ensure_ascii=False)
+                write((episode_line(task, item, sample, line) + "\n").encode("utf-8"))
+                group.append(again)
+                if sample == task.samples - 1:  # the item's last sample (plan order)
+                    per_item[item.key] = item_values(task, group)
+                    group = []
+        if out is not None:
+            meta = {
+                "wall_seconds": entry.meta.get(task.name, {}).get("wall_seconds"),
+                "data_hash": data_hash(task),
+            }
+            _write_synced(run_folder.meta_file(out, task.name), json.dumps(meta) + "\n")
+        per_task[task.name] = (per_item, seats(entry.results)[task.name])
+    rescored = score_items(entry.suite, per_task, entry=str(entry.results.get("entry")), team=None)
+    return rescored, {"replayed": total - len(differ), "episodes": total}, differ
+
+
+@contextmanager
+def _episodes_writer(out: Path | None, task: str):
+    """A function that appends bytes to ``out/episodes/<task>.jsonl.gz`` (fsync-ed at the
+    end), or discards them when ``out`` is None."""
+    if out is None:
+        yield lambda data: None
+        return
+    with open(run_folder.episodes_file(out, task, gz=True), "wb") as raw:
+        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
+            yield packed.write
+        raw.flush()
+        os.fsync(raw.fileno())
+
+
+def _score_problems(results: dict, rescored: dict) -> list[str]:
+    """Where the scores ``results`` claims differ from the ones its replay gives."""
+    problems = []
+    for name in sorted(set(results["tasks"]) | set(rescored["tasks"])):
+        found = first_difference(
+            results["tasks"].get(name), rescored["tasks"].get(name), f"tasks.{name}"
+        )
+        if found:
+            problems.append(f"task {name}: the scores do not follow from its episodes ({found})")
+    for key in ("overall", "complete"):
+        found = first_difference(results.get(key), rescored[key], key)
+        if found:
+            problems.append(f"{key}: the score does not follow from the episodes ({found})")
+    return problems
+
+
+def _board_lock(board: Path):
+    """The board's lock: one process at a time publishes an entry or writes a record (or makes
+    the board's key). The lock file holds nothing (the board may be published)."""
+    board.mkdir(parents=True, exist_ok=True)
+    if _package_board(board):
+        return folder_flock(board)  # the package's own board: no lock file in the package
+    board_records.ensure_board(board)
+    return folder_lock(
+        board,
+        ".board.lock",
+        "another llm-marl leaderboard add, verify or override",
+        "try again when it is done",
+        wait=BOARD_WAIT,
+        note=False,
+    )
+
+
+def _new_id(requested: str, name: str, board: Path) -> str:
+    """A free entry id from ``requested``, after checking that ``name`` is free too (no entry,
+    shipped or on the board, shows a name a visitor could not tell from it)."""
+    entry_id = slug(requested, "entry")
+    if entry_id.startswith("."):
+        raise LeaderboardError(f"an entry id cannot start with '.' ({entry_id!r}); choose --id")
+    if entry_id.endswith(".tmp"):
+        raise LeaderboardError(f"an entry id cannot end with '.tmp' ({entry_id!r}); choose --id")
+    if entry_id.casefold() in {e.casefold() for e in entries(None)}:
+        raise LeaderboardError(
+            f"{entry_id!r} is the id of an entry shipped with the package; choose another --id"
+        )
+    taken = {e.casefold() for e in _entry_folders(board / "entries")}
+    if entry_id.casefold() in taken or (board / "entries" / entry_id).exists():
+        raise LeaderboardError(f"the board already has an entry {entry_id!r}; choose --id")
+    other = name_taken(name, entries(board))
+    if other is not None:
+        raise LeaderboardError(
+            f"the name {name!r} cannot be told apart from entry {other!r}'s; give the entry "
+            "another --name"
+        )
+    return entry_id
+
+
+def _write_synced(path: Path, data: bytes | str) -> None:
+    with open(path, "wb") as handle:
+        handle.write(data.encode("utf-8") if isinstance(data, str) else data)
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+# --------------------------------------------------------------------------- verify
+def _deterministic(suite: Suite, results: dict) -> str | None:
+    """Why an entry cannot be replayed exactly (None: it can)."""
+    for name, task_seats in seats(results).items():
+        if suite.task(name).generation_settings().get("do_sample"):
+            return f"task {name} samples its answers"
+        for spec in task_seats.values():
+            why = not_replayable(spec)
+            if why:
+                return f"task {name} has {why}"
+    return None
+
+
+def _record_events(board: Path, entry_id: str, folder: Path) -> list[dict]:
+    """The board's record of an entry (its events), or a one-line refusal saying why the
+    record is not the board's and how a maintainer starts a new one."""
+    try:
+        return board_records.load(
+            board_records.record_path(board, entry_id), entry_id, board_records.board_key(board)
+        )
+    except board_records.RecordError as error:
+        raise LeaderboardError(
+            f"{entry_id}: the board's record of it cannot be trusted ({error}); a maintainer who "
+            f"knows why can start a new one: llm-marl leaderboard override {entry_id} --reason "
+            "TEXT"
+        ) from None
+
+
+def check_entry(board: Path | None, entry_id: str, folder: Path) -> tuple[str, str]:
+    """Open the entry in ``folder`` and apply every rule ``add`` applies (the reader's limits,
+    :func:`entry_problems`, its id, name and kind, a name no other entry shows, episodes no
+    other entry has); its name and kind, or a :class:`LeaderboardError` naming the first rule
+    it breaks."""
+    with open_entry(folder) as entry:
+        problems = entry_problems(entry)
+        if problems:
+            raise LeaderboardError(f"{entry_id}: " + "; ".join(problems))
+        name, kind = board_meta(entry, entry_id)
+    return name, kind
+
+
+def verify_entry(
+    entry: str,
+    board: str | Path = DEFAULT_BOARD,
+    *,
+    sample: int | None = None,
+    secret: int | None = None,
+    write: Callable[[str], None] = print,
+    generation: GenerationConfig | None = None,
+    gain: float = verification.GAIN,
+    server_options: dict | None = None,
+) -> dict:
+    """Verify an entry of a deterministic team (:func:`~llm_marl_envs.leaderboard.verify.
+    verify_entry_folder`: every episode replayed, its models loaded and checked against the
+    manifest, a secret stratified sample regenerated, sized to catch a forgery worth ``gain``
+    of the overall score with probability 0.95, or ``sample`` episodes; the models where
+    ``generation`` says) and append the verification to the entry's board record (sealed; a
+    shipped entry's record goes to the board too: the installed package is never written).
+    Returns the verification; ``verified`` is true when it passed (the badge also needs every
+    earlier verification since the latest override to have passed)."""
+    if board is None:
+        raise LeaderboardError("verify writes into a board folder: give one (--board)")
+    board = Path(board)
+    found = entries(board)
+    if entry not in found:
+        raise LeaderboardError(f"no entry {entry!r}; entries: {', '.join(found) or 'none'}")
+    folder = found[entry]
+    name, _ = check_entry(board, entry, folder)
+    _unique(board, entry, folder, name)
+    _record_events(board, entry, folder)  # refused now, before any work, if not the board's
+    with open_entry(folder) as opened:
+        why = _deterministic(opened.suite, opened.results)
+        if why:
+            raise LeaderboardError(f"{entry} cannot be verified by replay: {why}")
+        secret = secrets.randbits(64) if secret is None else secret
+        event = verification.verify_entry_folder(
+            opened,
+            sample=sample,
+            secret=secret,
+            write=write,
+            generation=generation,
+            gain=gain,
+            server_options=server_options,
+        )
+    event = board_records.new_event(
+        "verification", **{k: v for k, v in event.items() if k != "event"}
+    )
+    with _board_lock(board):
+        _append(board, entry, folder, event)
+    return event
+
+
+def _unique(board: Path, entry_id: str, folder: Path, name: str) -> None:
+    """Refuse to verify an entry whose name, or episodes, an entry before it already has."""
+    order = precedence(board, entries(board))
+    before = {i: order[i] for i in order if i != entry_id and _before(order, i, entry_id)}
+    other = name_taken(name, before)
+    if other is not None:
+        raise LeaderboardError(
+            f"{entry_id}: its name {name!r} cannot be told apart from entry {other!r}'s"
+        )
+    label, mine = fingerprints(folder) or ("", {})
+    copied = copy_of(label, mine, ((i, fingerprints(f)) for i, f in before.items()))
+    if copied:
+        raise LeaderboardError(f"{entry_id}: its episodes are entry {copied!r}'s")
+
+
+def override_entry(entry: str, board: str | Path = DEFAULT_BOARD, *, reason: str) -> dict:
+    """Record a maintainer's override of an entry's failed verifications (or of a record that
+    cannot be trusted, which is then started anew, saying why): the failures stay in the
+    record and on the site, and the badge follows the verifications after it."""
+    board = Path(board)
+    found = entries(board)
+    if entry not in found:
+        raise LeaderboardError(f"no entry {entry!r}; entries: {', '.join(found) or 'none'}")
+    reason = " ".join(str(reason).split())
+    if not reason or len(reason) > 500:
+        raise LeaderboardError("--reason must say why, in 1 to 500 characters")
+    with _board_lock(board):
+        path = board_records.record_path(board, entry)
+        try:
+            events = board_records.load(path, entry, board_records.board_key(board))
+        except board_records.RecordError as error:
+            events, reason = [], f"{reason} (the previous record was discarded: {error})"
+        event = board_records.new_event("override", reason=reason)
+        key = board_records.board_key(board, create=True)
+        board_records.write(path, entry, [*events, event], key)
+    return event
+
+
+# --------------------------------------------------------------------------- build
+def build(
+    out: str | Path = "leaderboard-site",
+    *,
+    suite_name: str = "lite",
+    board: str | Path | None = DEFAULT_BOARD,
+    shipped: bool = True,
+    write: Callable[[str], None] | None = None,
+) -> Path:
+    """Write the static site of ``suite_name``'s entries to ``out``; returns its index.html.
+    ``write`` gets a line naming the entries left for other versions' boards, if any."""
+    from llm_marl_envs.leaderboard.site.pages import build_site
+
+    data = build_board(suite_name, board, shipped=shipped)
+    others = data.get("other_versions") or {}
+    where = ", ".join(f"{n} of {label} (--suite {label})" for label, n in others.items())
+    if not data["entries"]:
+        label = f"{data['suite']['name']}-v{data['suite']['version']}"
+        raise LeaderboardError(
+            f"no entries for suite {label}: add one with llm-marl leaderboard add DIR"
+            + (f"; entries of other versions are on their own boards: {where}" if where else "")
+        )
+    index = build_site(data, out)
+    if where and write is not None:
+        write(f"entries of other versions of the suite are on their own boards: {where}")
+    return index

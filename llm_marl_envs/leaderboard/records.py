@@ -1,0 +1,324 @@
+"""What a board remembers of each entry: a sealed, append-only record kept outside the entry.
+
+An entry folder is the submitter's (it arrives as a pull request, or through ``leaderboard
+add``); what the board found when it checked that folder is the board's own, so it lives apart,
+in ``<board>/records/<id>.json``, written only by ``add``, ``verify`` and ``override`` (under
+the board's lock), and sealed with an HMAC-SHA256 under the board's key:
+
+    {"format": "llm-marl-envs/board-record/1", "entry": "<id>",
+     "events": [{"event": "added", "at", "files", "fingerprints", "replay"},
+                {"event": "verification", "at", "verified", "problems", "files", ...},
+                {"event": "override", "at", "reason"}, ...],
+     "seal": "hmac-sha256:..."}
+
+* **Every verification is kept.** ``verify`` appends; nothing deletes. A failed verification
+  **sticks**: the entry shows unverified, "k of n verifications failed", however many later
+  verifications pass, until a maintainer records an ``override`` with a stated reason
+  (``llm-marl leaderboard override ID --reason TEXT``); the failures stay in the record and on
+  the site after it.
+* **Bound to the entry's id and files.** The seal covers the id, so a byte copy of a verified
+  folder under a new id has no record (and a record copied to another id's name is refused);
+  each event holds the sha256 of every file it read, so a file changed afterwards makes the
+  badge "changed since it was verified".
+* **Nothing removed or rolled back.** ``records/index.json``, sealed too, holds each
+  record's event count and sha256 as the board last wrote it: a record deleted (to drop a
+  failure), replaced by an older sealed copy, or added by hand is not the board's, and
+  ``verify`` refuses to add to it until a maintainer's override starts a new one. (A board
+  rolled back whole, index and records together, to an older sealed state is beyond what
+  files alone can tell: keep ``records/`` in the maintainer's hands; a pull request that
+  touches it is not an entry submission.)
+* **The key stays out of reach.** The key, ``<board>/verification.key`` (mode 0600, made at the
+  board's first ``add`` or ``verify``), and the lock ``.board.lock`` (which holds nothing: no
+  host, no process) are listed in the ``.gitignore`` the board writes for itself when it is
+  made, so a ``git add`` of the board does not publish them. Whoever holds the key can seal
+  anything: keep it with the maintainer.
+
+The entries that ship with the package carry their record in their own folder
+(``verification.json``, same format, unsealed: the package's files are trusted as such; only
+``scripts/ship_leaderboard_entries.py`` writes them). A board that verifies a shipped entry
+keeps its own record of it in ``records/``, which then takes precedence.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import hashlib
+import hmac
+import json
+import os
+import secrets
+import tempfile
+from collections.abc import Mapping
+from pathlib import Path
+from typing import Any
+
+from llm_marl_envs.evaluation.files import write_atomic
+from llm_marl_envs.leaderboard.bounded_json import BoundsError, loads
+
+__all__ = [
+    "FORMAT",
+    "GITIGNORE",
+    "KEY_FILE",
+    "RecordError",
+    "badge",
+    "board_key",
+    "ensure_board",
+    "load",
+    "new_event",
+    "record_path",
+    "seal",
+    "sealed",
+    "write",
+]
+
+FORMAT = "llm-marl-envs/board-record/1"
+INDEX_FORMAT = "llm-marl-envs/board-record-index/1"
+INDEX_FILE = "index.json"
+KEY_FILE = "verification.key"
+#: What a board keeps out of version control: its key, its lock and half-written entries.
+GITIGNORE = ("verification.key", ".board.lock", "entries/.tmp-*")
+#: The largest record file read (about 2,000 verifications of a lite entry).
+MAX_RECORD_FILE_BYTES = 64 * 2**20
+
+
+class RecordError(ValueError):
+    """A record that is not the board's (unsealed, edited, another entry's, not JSON)."""
+
+
+def now() -> str:
+    """The time of an event, as every event records it (UTC, to the second)."""
+    return _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")
+
+
+def new_event(kind: str, **fields: Any) -> dict[str, Any]:
+    return {"event": kind, "at": now(), **fields}
+
+
+# --------------------------------------------------------------------------- the board
+def ensure_board(board: Path) -> None:
+    """Make ``board`` (if need be) with its ``.gitignore`` listing :data:`GITIGNORE`; a
+    ``.gitignore`` that exists gets the lines it lacks appended."""
+    board.mkdir(parents=True, exist_ok=True)
+    path = board / ".gitignore"
+    have = path.read_text(encoding="utf-8").splitlines() if path.is_file() else []
+    missing = [line for line in GITIGNORE if line not in have]
+    if missing:
+        head = (
+            []
+            if have
+            else ["# written by llm-marl leaderboard: the board's key and lock stay private"]
+        )
+        text = "\n".join(have + head + missing) + "\n"
+        write_atomic(path, text)
+
+
+def board_key(board: Path, create: bool = False) -> bytes | None:
+    """The board's sealing key (``<board>/verification.key``); made when ``create`` and absent
+    (0600, whole or not at all)."""
+    path = Path(board) / KEY_FILE
+    key = path.read_text(encoding="utf-8").strip().encode() if path.is_file() else b""
+    if not key and create:  # absent, or left empty by an older version killed making it
+        ensure_board(path.parent)
+        fd, tmp = tempfile.mkstemp(prefix=f".{KEY_FILE}.", dir=path.parent)  # mode 0600
+        try:
+            with os.fdopen(fd, "w", encoding="utf-8") as handle:
+                handle.write(secrets.token_hex(32) + "\n")
+                handle.flush()
+                os.fsync(handle.fileno())
+            os.replace(tmp, path)
+        except BaseException:
+            Path(tmp).unlink(missing_ok=True)
+            raise
+        key = path.read_text(encoding="utf-8").strip().encode()
+    return key or None
+
+
+def _mac(document: Mapping[str, Any], key: bytes) -> str:
+    body = {k: v for k, v in document.items() if k != "seal"}
+    text = json.dumps(body, sort_keys=True, separators=(",", ":"))
+    return "hmac-sha256:" + hmac.new(key, text.encode(), hashlib.sha256).hexdigest()
+
+
+def seal(document: dict, key: bytes) -> dict:
+    """``document`` with its seal (an HMAC of everything else under the board's key)."""
+    return {**document, "seal": _mac(document, key)}
+
+
+def sealed(document: Mapping[str, Any], key: bytes | None) -> bool:
+    return key is not None and hmac.compare_digest(str(document.get("seal")), _mac(document, key))
+
+
+# --------------------------------------------------------------------------- records
+def record_path(board: Path, entry_id: str) -> Path:
+    return Path(board) / "records" / f"{entry_id}.json"
+
+
+def _read_json(path: Path) -> tuple[bytes, Any]:
+    try:
+        if path.stat().st_size > MAX_RECORD_FILE_BYTES:
+            raise RecordError(f"{path.name} is over {MAX_RECORD_FILE_BYTES:,} bytes")
+        data = path.read_bytes()
+        return data, loads(data, path.name, max_values=10_000_000, max_depth=32)
+    except (OSError, BoundsError) as error:
+        raise RecordError(str(error)) from None
+
+
+def _index(records: Path, key: bytes | None) -> dict[str, dict] | None:
+    """The sealed index of the board's records (entry id -> its record's event count and
+    sha256); None when the board has none yet."""
+    path = records / INDEX_FILE
+    if not path.is_file():
+        return None
+    _, document = _read_json(path)
+    if not isinstance(document, dict) or document.get("format") != INDEX_FORMAT:
+        raise RecordError(f"{INDEX_FILE} is not a record index of this package")
+    if not sealed(document, key):
+        raise RecordError(f"the board's {INDEX_FILE} is not sealed by this board's key")
+    entries = document.get("entries")
+    return entries if isinstance(entries, dict) else {}
+
+
+def _indexed(path: Path, entry_id: str, data: bytes | None, key: bytes | None) -> None:
+    """Refuse a record the board's index does not list as it is (or a listed one that is
+    gone): a removed, rolled back or hand-made record."""
+    index = _index(path.parent, key)
+    if index is None:
+        if data is not None:
+            raise RecordError(f"the board's {INDEX_FILE} is missing: {path.name} cannot be checked")
+        return
+    listed = index.get(entry_id)
+    if data is None:
+        if listed:
+            raise RecordError(
+                f"the board's index lists a record of {listed.get('events')} event(s) for it, but "
+                f"{path.name} is gone (removed?)"
+            )
+        return
+    if not isinstance(listed, dict) or listed.get("sha256") != _sha256(data):
+        raise RecordError(
+            f"{path.name} is not the record the board last wrote (its index says otherwise: "
+            "removed, rolled back, or put there by hand)"
+        )
+
+
+def _sha256(data: bytes) -> str:
+    return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def load(path: Path, entry_id: str, key: bytes | None, *, trusted: bool = False) -> list[dict]:
+    """The events of the record at ``path`` (empty when there is none), or a
+    :class:`RecordError` saying why it is not the board's record of ``entry_id``: not JSON,
+    another format, another entry's, or (unless ``trusted``: the package's own files) not
+    sealed by ``key``, or not the one the board's index lists (removed, rolled back, made by
+    hand)."""
+    if not path.is_file():
+        if not trusted:
+            _indexed(path, entry_id, None, key)
+        return []
+    data, document = _read_json(path)
+    if not isinstance(document, dict) or document.get("format") != FORMAT:
+        raise RecordError(f"{path.name} is not a board record of this package ({FORMAT})")
+    if document.get("entry") != entry_id:
+        raise RecordError(f"{path.name} is the record of entry {str(document.get('entry'))[:80]!r}")
+    if not trusted and not sealed(document, key):
+        raise RecordError(f"{path.name} is not sealed by this board's key")
+    if not trusted:
+        _indexed(path, entry_id, data, key)
+    events = document.get("events")
+    if not isinstance(events, list) or not all(isinstance(e, dict) for e in events):
+        raise RecordError(f"{path.name} holds no list of events")
+    return events
+
+
+def write(path: Path, entry_id: str, events: list[dict], key: bytes | None) -> dict:
+    """Write the record of ``entry_id`` (sealed with ``key``, and listed in the board's sealed
+    index; unsealed when None: the package's own files), atomically; returns the document.
+    Called with the board's lock held."""
+    document = {"format": FORMAT, "entry": entry_id, "events": events}
+    if key is not None:
+        document = seal(document, key)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    data = (json.dumps(document, indent=1, ensure_ascii=False) + "\n").encode("utf-8")
+    if key is not None:
+        try:
+            index = _index(path.parent, key) or {}
+        except RecordError:  # an index that is not the board's: made again from what is written
+            index = {}
+        index[entry_id] = {"events": len(events), "sha256": _sha256(data)}
+        listing = seal({"format": INDEX_FORMAT, "entries": dict(sorted(index.items()))}, key)
+        write_atomic(path, data)
+        write_atomic(path.parent / INDEX_FILE, json.dumps(listing, indent=1) + "\n")
+    else:
+        write_atomic(path, data)
+    return document
+
+
+# --------------------------------------------------------------------------- the badge
+def badge(events: list[dict], hashes: Mapping[str, str], power: float = 0.0) -> dict[str, Any]:
+    """What the site shows of an entry whose files hash to ``hashes``, from its record's
+    events: ``verified`` (True, False, or None when never verified), ``problems``, the latest
+    verification's numbers, ``replay`` (from the latest event that replayed these very files:
+    an ``add`` or a verification), and the history: ``verifications``, ``failed`` (k of n),
+    ``overrides``.
+
+    The rule: verified when the latest verification passed, binds these files and had a
+    sample of at least ``power`` (a smaller sample, ``verify --sample N``, leaves the entry
+    unbadged: ``verified`` None, ``weak`` True), and no verification since the latest override
+    failed; a failure sticks until an override."""
+    verifications = [e for e in events if e.get("event") == "verification"]
+    overrides = [e for e in events if e.get("event") == "override"]
+    last_override = max(
+        (i for i, e in enumerate(events) if e.get("event") == "override"), default=-1
+    )
+    failed = [e for e in verifications if e.get("verified") is not True]
+    sticking = [
+        e
+        for i, e in enumerate(events)
+        if i > last_override and e.get("event") == "verification" and e.get("verified") is not True
+    ]
+    replayed = [
+        e
+        for e in events
+        if e.get("event") in ("added", "verification")
+        and e.get("files") == dict(hashes)
+        and isinstance(e.get("replay"), dict)
+    ]
+    shown: dict[str, Any] = {
+        "verified": None,
+        "problems": [],
+        "replay": replayed[-1]["replay"] if replayed else None,
+        "verifications": len(verifications),
+        "failed": len(failed),
+        "overrides": [{"at": o.get("at"), "reason": o.get("reason")} for o in overrides],
+    }
+    if not verifications:
+        return shown
+    latest = verifications[-1]
+    for key in ("regenerated", "sample", "models", "secret_seed", "at"):
+        shown[key] = latest.get(key)
+    changed = _changed(latest.get("files"), hashes)
+    if sticking:
+        first = sticking[0]
+        why = (first.get("problems") or ["it did not reproduce"])[0]
+        since = " since the latest override" if overrides else ""
+        shown.update(
+            verified=False,
+            problems=[
+                f"a verification{since} failed ({first.get('at')}: {why}); a failure stands "
+                "until a maintainer overrides it with a reason",
+                *[p for e in sticking for p in e.get("problems", [])][1:],
+            ],
+        )
+    elif changed:
+        shown.update(verified=False, problems=["changed since it was verified: " + changed])
+    elif float((latest.get("sample") or {}).get("power") or 0.0) < power:
+        shown["weak"] = True  # passed, on a sample too small for the board's guarantee
+    else:
+        shown["verified"] = True
+    return shown
+
+
+def _changed(recorded: Any, now: Mapping[str, str]) -> str:
+    recorded = recorded if isinstance(recorded, dict) else {}
+    names = (set(recorded) ^ set(now)) | {f for f in now if recorded.get(f) != now[f]}
+    return ", ".join(sorted(names))

@@ -1,0 +1,413 @@
+"""The data of a leaderboard site: every entry read, checked and scored again, facts apart from claims.
+
+:func:`build_board` reads each entry of one suite (shipped and on the board) through the
+board's one reader (:func:`~llm_marl_envs.leaderboard.entry.open_entry`), applies the
+rules ``add`` applies (:func:`~llm_marl_envs.leaderboard.rules.entry_problems`, the
+entry's id, name and kind) and scores it again from its episode records, streamed; a folder
+that breaks a rule or cannot be read is left out with a warning naming it, and never stops the
+board. When two entries clash (names a visitor could not tell apart, or the same episodes),
+the later one in :func:`~llm_marl_envs.leaderboard.rules.precedence` is left out.
+
+**Only checked facts are shown as facts.** An entry's ``team`` is the seats its manifest
+lists: what the replay used and a verification regenerated with; ``played_by`` names those
+policies, with the model ids the verification loaded. ``manifest`` holds only what was
+checked (the suite, each task's env spec hash, data hash, generation settings and seats, and
+the models as a verification loaded them); everything else a result says about itself
+(package version and commit, libraries, hardware, batch size, wall time, tokens, dates, and
+an unverified entry's models) is kept apart under ``claimed``. The board's date
+(``generated``) is the latest time the board itself (or the package) recorded an add or a
+verification, never a date a submission wrote.
+"""
+
+from __future__ import annotations
+
+import re
+import warnings
+from pathlib import Path
+from typing import Any
+
+from llm_marl_envs.evaluation.metrics import item_value, metric_info
+from llm_marl_envs.evaluation.results import item_values, score_items
+from llm_marl_envs.evaluation.stats import Interval, tie_ranks
+from llm_marl_envs.evaluation.suite import Suite, load_suite, packaged_version
+from llm_marl_envs.leaderboard import (
+    records as board_records,
+    rules as board_rules,
+    verify as verification,
+)
+from llm_marl_envs.leaderboard.entry import EntryFolder, LeaderboardError, open_entry
+from llm_marl_envs.registry import make
+
+__all__ = ["TRANSCRIPT_EPISODES", "VERIFICATION_RULE", "build_board", "summary"]
+
+#: Episodes per task shown in an entry's transcript pages (the first ones, in item order).
+TRANSCRIPT_EPISODES = 20
+#: Characters of transcript text kept per task (a transcript page stops near 4 MB anyway).
+TRANSCRIPT_CHARS = 4_000_000
+
+#: What a "verified" badge means, as the site states it.
+VERIFICATION_RULE = (
+    "verified: every episode's actions were replayed through this package's environments; the "
+    "entry's models were loaded and their weights hash to what its manifest claims; and a "
+    "secret sample of its episodes, drawn from every task, was regenerated with the same "
+    "actions and scores. The sample is sized in score terms: any forgery that raises the "
+    f"overall score by at least {verification.GAIN:.2f} is caught with probability at least "
+    f"{verification.POWER} (each episode weighs its share of the overall score; the forger "
+    "places the forged episodes where the sample misses them most often). A failed "
+    "verification stays on the record until a maintainer overrides it with a reason; a file "
+    "changed after verification loses the badge"
+)
+#: Display names of the policy specs that load no model (a model's name is its model id).
+BASELINE_NAMES = {"scripted": "scripted players", "random": "random text"}
+#: Manifest fields shown as claims (what a result says about itself and nobody checked).
+CLAIMED = (
+    "package",
+    "libraries",
+    "hardware",
+    "batch_size",
+    "wall_seconds",
+    "tokens_generated",
+    "started",
+    "finished",
+)
+_TIME = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\+00:00")
+
+
+# --------------------------------------------------------------------------- the badge
+def summary(trust: dict[str, Any]) -> str:
+    """What the badge says: what was replayed and regenerated, in score terms; or why the
+    entry is not verified; and the record's history (k of n verifications failed, overrides)."""
+    replay = trust.get("replay")
+    said = [f"{replay['replayed']}/{replay['episodes']} replayed" if replay else "not replayed"]
+    if trust.get("weak"):
+        sample = trust.get("sample") or {}
+        said.append(
+            f"{trust.get('regenerated')} regenerated, a sample too small for the badge (it "
+            f"catches a forgery worth {sample.get('gain', verification.GAIN):.2f} with "
+            f"probability {float(sample.get('power', 0)):.2f}, under {verification.POWER}): "
+            "verify again without --sample"
+        )
+    elif trust["verified"] is None:
+        said.append("not regenerated" + (f" ({trust['problems'][0]})" if trust["problems"] else ""))
+    elif not trust["verified"]:
+        problems = trust["problems"]
+        more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+        said.append(f"unverified: {problems[0]}{more}")
+    else:
+        sample = trust.get("sample") or {}
+        said.append(
+            f"{trust.get('regenerated')} regenerated (a secret sample that catches any forgery "
+            f"raising the overall score by {sample.get('gain', verification.GAIN):.2f} or more "
+            f"with probability {float(sample.get('power', 0)):.2f})"
+        )
+    if trust.get("failed") or trust.get("verifications", 0) > 1:
+        said.append(f"{trust['failed']} of {trust['verifications']} verifications failed")
+    for override in trust.get("overrides") or []:
+        said.append(f"overridden {override.get('at')}: {override.get('reason')}")
+    return ", ".join(said)
+
+
+def _trust(board: Path | None, entry_id: str, folder: Path, hashes: dict) -> tuple[dict, list]:
+    """The entry's badge (:func:`board_records.badge`) from the board's sealed record of it,
+    or, for a shipped entry the board never verified, the package's own record; and the
+    record's events (for the board's date)."""
+    path = board_records.record_path(Path(board), entry_id) if board else None
+    shipped = board_rules._is_shipped(folder)
+    try:
+        # the board's record (a missing one the board's index lists is refused, not ignored)
+        events = (
+            board_records.load(path, entry_id, board_records.board_key(Path(board)))
+            if path is not None
+            else []
+        )
+        if not events and shipped:
+            events = board_records.load(folder / "verification.json", entry_id, None, trusted=True)
+    except board_records.RecordError as error:
+        trust = {"verified": False, "problems": [f"its record cannot be trusted: {error}"]}
+        trust["summary"] = summary(trust)
+        return trust, []
+    trust = board_records.badge(events, hashes, verification.POWER)
+    if not events and not shipped and (folder / "verification.json").is_file():
+        trust["problems"] = [
+            "verified by an older version of the board (its verification.json is no longer "
+            f"read): run llm-marl leaderboard verify {entry_id} again"
+        ]
+    trust["summary"] = summary(trust)
+    return trust, events
+
+
+# --------------------------------------------------------------------------- one entry
+def _transcript(item, sample: int, record, task) -> dict:
+    value = item_value(task.primary, [record], task)
+    return {
+        "key": f"{item.key}" + (f" sample {sample}" if task.samples > 1 else ""),
+        "score": value,
+        "turns": [
+            {
+                "agent": t.agent,
+                "observation": t.observation,
+                "action": t.action,
+                "reward": t.reward,
+                "format_error": t.format_error,
+            }
+            for t in record.turns
+        ],
+    }
+
+
+def _chars(transcript: dict) -> int:
+    return sum(len(t["observation"]) + len(t["action"]) for t in transcript["turns"])
+
+
+def _scored(entry: EntryFolder, transcripts: int) -> dict:
+    """The entry's scores recomputed from its episode records (streamed, in plan order; the
+    scores in ``results.json`` are not read), and its first ``transcripts`` episodes per
+    task (within :data:`TRANSCRIPT_CHARS`)."""
+    per_task, kept = {}, {}
+    team = board_rules.seats(entry.results)
+    for task in entry.tasks():
+        per_item: dict[str, dict] = {}
+        shown, chars, group = [], 0, []
+        for item, sample, record in entry.episodes(task):
+            if len(shown) < transcripts and chars < TRANSCRIPT_CHARS:
+                shown.append(_transcript(item, sample, record, task))
+                chars += _chars(shown[-1])
+            group.append(record)
+            if sample == task.samples - 1:
+                per_item[item.key] = item_values(task, group)
+                group = []
+        per_task[task.name] = (per_item, team[task.name])
+        kept[task.name] = shown
+    rescored = score_items(entry.suite, per_task, entry=str(entry.results.get("entry")), team=None)
+    tasks = {
+        name: {
+            "team": block["team"],
+            "metrics": block["metrics"],
+            "score": block["score"],
+            "played": block["items"] * block["samples"],
+            "complete": True,
+            "episodes": kept[name],
+        }
+        for name, block in rescored["tasks"].items()
+    }
+    played = sum(block["played"] for block in tasks.values())
+    expected = sum(len(task.items) * task.samples for task in entry.suite.tasks)
+    return {
+        "overall": rescored["overall"],
+        "complete": rescored["complete"],
+        "items": {"played": played, "expected": expected},
+        "tasks": tasks,
+    }
+
+
+def _played_by(results: dict, trust: dict) -> list[dict]:
+    """Each policy of the entry's seats, with the model id a verification loaded for it."""
+    models = (trust.get("models") or {}) if trust.get("verified") else {}
+    shown = []
+    for spec in board_rules.played_by(results):
+        model = models.get(spec) or {}
+        described = str(model.get("model_id") or "").split(" (")[0]
+        shown.append({"spec": spec, **({"model_id": described} if described else {})})
+    return shown
+
+
+def _checked_manifest(entry: EntryFolder, trust: dict) -> tuple[dict, dict]:
+    """The manifest split into what was checked and what is only claimed (module docstring)."""
+    manifest = entry.results["manifest"]
+    tasks = {
+        task.name: {
+            "env": task.env,
+            "env_spec_hash": task.spec_hash(),
+            "data_hash": manifest["tasks"][task.name].get("data_hash"),
+            "samples": task.samples,
+            "generation": task.generation_settings(),
+            "seats": dict(manifest["tasks"][task.name]["seats"]),
+        }
+        for task in entry.tasks()
+    }
+    suite = entry.suite
+    checked = {
+        "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
+        "tasks": tasks,
+        "policies": (trust.get("models") or {}) if trust.get("verified") else {},
+    }
+    claimed = {key: manifest[key] for key in CLAIMED if key in manifest}
+    if not trust.get("verified"):
+        claimed["policies"] = manifest.get("policies", {})
+    return checked, claimed
+
+
+def _row(
+    suite: Suite, board: Path | None, entry_id: str, folder: Path, transcripts: int
+) -> dict | str | None:
+    """The board row of one entry; None when it belongs to another suite, ``"v<N>"`` when to
+    another kept version of this one. Raises :class:`LeaderboardError` (or an ``OSError``)
+    when the folder breaks a rule."""
+    with open_entry(folder) as entry:
+        claimed = entry.results["suite"]
+        if claimed["name"] != suite.name:
+            return None
+        if claimed["version"] != suite.version and packaged_version(suite.name, claimed["version"]):
+            return f"{suite.name}-v{claimed['version']}"
+        problems = board_rules.entry_problems(entry)
+        if problems:
+            raise LeaderboardError("; ".join(problems))
+        name, kind = board_rules.board_meta(entry, entry_id)
+        scored = _scored(entry, transcripts)
+        trust, events = _trust(board, entry_id, folder, dict(entry.hashes))
+        checked, claims = _checked_manifest(entry, trust)
+        return {
+            "id": entry_id,
+            "name": name,
+            "kind": kind,
+            "team": board_rules.seats(entry.results),
+            "played_by": _played_by(entry.results, trust),
+            "verified": trust["verified"],
+            "verification": {k: v for k, v in trust.items() if k != "models"},
+            **scored,
+            "manifest": checked,
+            "claimed": claims,
+            "_fingerprints": dict(entry.fingerprints),
+            "_times": [str(e.get("at")) for e in events if _TIME.fullmatch(str(e.get("at")))],
+        }
+
+
+# --------------------------------------------------------------------------- the board
+def _task_display(task) -> dict:
+    """What the site shows of a task: its metrics, their directions, ranges (the interval
+    bars' scales) and caveats (secondary metrics that do not measure quality)."""
+    infos = {m: metric_info(m)[0] for m in task.metrics}
+    return {
+        "name": task.name,
+        "env": task.env,
+        "primary": task.primary,
+        "metrics": list(task.metrics),
+        "higher_is_better": {m: info.higher_is_better for m, info in infos.items()},
+        "bounds": {m: [info.low, info.high] for m, info in infos.items()},
+        "caveats": {m: info.caveat for m, info in infos.items() if info.caveat},
+        "expected": len(task.items) * task.samples,
+        "description": task.description,
+    }
+
+
+def _clash(row: dict, built: list[dict]) -> str | None:
+    """Why ``row`` cannot stand beside the rows already on the board (None: it can)."""
+    from llm_marl_envs.leaderboard.names import same_name
+
+    for other in built:
+        if same_name(other["name"], row["name"]):
+            return f"its name cannot be told apart from entry {other['id']!r}'s"
+    copied = board_rules.copy_of(
+        "", row["_fingerprints"], ((o["id"], ("", o["_fingerprints"])) for o in built)
+    )
+    return f"its episodes are entry {copied!r}'s" if copied else None
+
+
+def build_board(
+    suite_name: str = "lite",
+    board: str | Path | None = board_rules.DEFAULT_BOARD,
+    *,
+    shipped: bool = True,
+    transcripts: int = TRANSCRIPT_EPISODES,
+) -> dict[str, Any]:
+    """The site's data (see :func:`llm_marl_envs.leaderboard.site.pages.build_site`) for the entries of
+    one suite: shipped and added ones that meet the rules, scored again from their records."""
+    from llm_marl_envs.leaderboard.site.pages import rank_order
+
+    suite = load_suite(suite_name)
+    built, elsewhere = [], {}
+    found = board_rules.entries(board, shipped)
+    for entry_id, folder in board_rules.precedence(board, found).items():
+        try:
+            row = _row(suite, Path(board) if board else None, entry_id, folder, transcripts)
+        except (LeaderboardError, OSError, ValueError) as error:
+            warnings.warn(f"entry {entry_id} ({folder}) left out: {error}", stacklevel=2)
+            continue
+        if isinstance(row, str):
+            elsewhere[row] = elsewhere.get(row, 0) + 1
+            continue
+        if row is None:
+            continue
+        clash = _clash(row, built)
+        if clash:
+            warnings.warn(f"entry {entry_id} ({folder}) left out: {clash}", stacklevel=2)
+            continue
+        built.append(row)
+    times = [t for row in built for t in row.pop("_times")]
+    for row in built:
+        row.pop("_fingerprints")
+    tasks = [_task_display(t) for t in suite.tasks]
+    _rank(built, tasks)
+    crossplay = board_rules._shipped_crossplay(suite) if shipped else {}
+    return {
+        "title": f"llm_marl_envs leaderboard: suite {suite.label}",
+        "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
+        "generated": max(times, default=""),
+        "rank_rule": (
+            "rank = 1 + the number of entries whose 95% interval lies wholly above "
+            "this entry's (lower bound above its upper bound), LMArena's rule: an entry never "
+            "ranks below one it cannot be told apart from; entries that did not play every "
+            "item of the suite are not ranked"
+        ),
+        "verification_rule": VERIFICATION_RULE,
+        "tasks": tasks,
+        "entries": rank_order(built, lambda e: e["overall"]),
+        "crossplay": _crossplay_display(suite, crossplay, built),
+        # entries measured on another kept version of the suite: label -> how many
+        "other_versions": dict(sorted(elsewhere.items())),
+    }
+
+
+def _rank(built: list[dict], tasks: list[dict]) -> None:
+    """Tie ranks overall and per task (primary metric), in place, among the entries that
+    played every item (overall: of every task); the others stay unranked."""
+    scored = [e for e in built if e["overall"] and e["complete"]]
+    ranks = tie_ranks([Interval.from_dict(e["overall"]) for e in scored])
+    for entry, rank in zip(scored, ranks, strict=True):
+        entry["overall"]["rank"] = rank
+    for task in tasks:
+        name, primary = task["name"], task["primary"]
+        have = [
+            e
+            for e in built
+            if (e["tasks"].get(name) or {}).get("complete")
+            and e["tasks"][name]["metrics"].get(primary)
+        ]
+        ranks = tie_ranks(
+            [Interval.from_dict(e["tasks"][name]["metrics"][primary]) for e in have],
+            higher_is_better=task["higher_is_better"][primary],
+        )
+        for entry, rank in zip(have, ranks, strict=True):
+            entry["tasks"][name]["rank"] = rank
+
+
+def _model_names(built: list[dict]) -> dict[str, str]:
+    """Policy spec -> display name: a model's id as a verification loaded it (without the
+    parenthesised details), or the baselines' names."""
+    names = dict(BASELINE_NAMES)
+    for entry in built:
+        for spec, described in (entry["manifest"].get("policies") or {}).items():
+            model_id = (described or {}).get("model_id")
+            if model_id:
+                names.setdefault(spec, model_id.split(" (")[0])
+    return names
+
+
+def _crossplay_display(suite: Suite, crossplay: dict, built: list[dict]) -> dict:
+    """The cross-play blocks with the models' display names and each side's seats: seats
+    cycle (:class:`~llm_marl_envs.evaluation.evaluate.Team`), so the row model holds the
+    even-numbered seats and the column model the odd ones (a 4-player Donor game: 0 and 2,
+    1 and 3)."""
+    from contextlib import closing
+
+    names = _model_names(built)
+    shown = {}
+    for name, block in crossplay.items():
+        task = suite.task(name) if name in {t.name for t in suite.tasks} else None
+        extra = {"names": {m: names.get(m, m) for m in block["models"]}}
+        if task is not None:
+            with closing(make(task.env, **task.kwargs)) as env:
+                agents = list(env.possible_agents)
+            extra["seat_groups"] = [agents[0::2], agents[1::2]]
+        shown[name] = {**block, **extra}
+    return shown
