@@ -74,19 +74,21 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
         "suites/lite.yaml",
         "suites/lite-v1.yaml",
         "suites/full.yaml",
-        "site_assets/sort.js",
     ):
         assert f"llm_marl_envs/evaluation/{data}" in names
+    for data in ("site/assets/sort.js", "site/assets/style.css", "confusables.txt"):
+        assert f"llm_marl_envs/leaderboard/{data}" in names
     assert "llm_marl_envs/integrations/verl_agent_loop.yaml" in names  # verl's workers read it
     import llm_marl_envs
     from llm_marl_envs.integrations._verifiers_names import taskset_id
 
     for env_id in llm_marl_envs.list_envs():  # verifiers imports these by name
         assert f"{taskset_id(env_id)}.py" in names
-    shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "evaluation" / "entries"
-    for path in shipped.rglob("*"):
-        if path.is_file():
-            assert f"llm_marl_envs/leaderboard/entries/{path.relative_to(shipped)}" in names
+    shipped = Path(__file__).resolve().parents[1] / "llm_marl_envs" / "leaderboard" / "entries"
+    files = [path for path in shipped.rglob("*") if path.is_file()]
+    assert len(files) > 50  # (the shipped entries' results, episodes and records)
+    for path in files:
+        assert f"llm_marl_envs/leaderboard/entries/{path.relative_to(shipped)}" in names
     env_dir = tmp_path / "venv"
     venv.create(env_dir, with_pip=True)
     python = env_dir / "bin" / "python"

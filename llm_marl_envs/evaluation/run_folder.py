@@ -307,6 +307,7 @@ def write_task(
         for item, sample in task.episode_plan()
     ]
     text = "".join(episode_line(task, item, sample, line) + "\n" for item, sample, line in ordered)
+    (Path(folder) / EPISODES_DIR).mkdir(parents=True, exist_ok=True)
     write_json(meta_file(folder, task.name), meta)
     write_atomic(episodes_file(folder, task.name), text)
     clear_progress(task, folder)

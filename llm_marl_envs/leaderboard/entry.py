@@ -334,11 +334,7 @@ class EntryFolder:
         tasks = {task.name for task in self.suite.tasks}
         for name, kind in _kinds(fd, where).items():
             task, _, form = name.partition(".")
-            if (
-                kind != "file"
-                or task not in tasks
-                or form not in TASK_FILE_FORMS
-            ):
+            if kind != "file" or task not in tasks or form not in TASK_FILE_FORMS:
                 known = f"{self.suite.label} has tasks {', '.join(sorted(tasks))}"
                 raise LeaderboardError(
                     f"{where / name} is not a file of an llm-marl eval result ({known}; each "

@@ -209,7 +209,7 @@ def test_the_shipped_table_loads():
     assert len(table) > 6000
     assert table[0x0430] == "a" and table[0x006D] == "rn" and table[0x0031] == "l"
     assert prototypes() is table  # read once
-    path = REPO / "llm_marl_envs" / "evaluation" / "confusables.txt"
+    path = REPO / "llm_marl_envs" / "leaderboard" / "confusables.txt"
     header = [line for line in path.read_text(encoding="utf-8").splitlines() if line[:1] == "#"]
     text = "\n".join(header)
     assert "Version: " in text and "Date: " in text and "terms_of_use" in text
