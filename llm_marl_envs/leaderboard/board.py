@@ -68,7 +68,7 @@ from llm_marl_envs.leaderboard.entry import (
     display_name,
     open_entry,
 )
-from llm_marl_envs.leaderboard.replay import first_difference, replay_stream
+from llm_marl_envs.leaderboard.replay import first_difference, published, replay_stream
 from llm_marl_envs.leaderboard.rules import (  # re-exported: the board's public names
     COPY_SHARE,
     DEFAULT_BOARD as DEFAULT_BOARD,
@@ -239,7 +239,8 @@ def replay_entry(entry: EntryFolder, out: Path | None = None) -> tuple[dict, dic
     """Replay every episode of the open ``entry`` (streamed: a chunk at a time) and score it
     from the replay alone: the scores, the replay's count and where episodes differ from their
     replay (task, item, sample, field). With ``out``, the checked records are written, gzipped,
-    into ``out/episodes`` as they are replayed (what ``add`` publishes)."""
+    into ``out/episodes`` as they are replayed (what ``add`` publishes): each with the replay's
+    values of what was played and paid (:func:`~llm_marl_envs.leaderboard.replay.published`)."""
     if out is not None:
         (out / run_folder.EPISODES_DIR).mkdir()
     per_task, differ, total = {}, [], 0
@@ -251,8 +252,10 @@ def replay_entry(entry: EntryFolder, out: Path | None = None) -> tuple[dict, dic
                 total += 1
                 if found:
                     differ.append(f"task {task.name}, item {item.key} sample {sample}: {found}")
-                line = json.dumps(record.to_dict(shallow=True), ensure_ascii=False)
-                write((episode_line(task, item, sample, line) + "\n").encode("utf-8"))
+                if out is not None:  # the replay's values, kept (an entry that differs is refused)
+                    kept = record.to_dict(shallow=True) if found else published(record, again)
+                    line = json.dumps(kept, ensure_ascii=False)
+                    write((episode_line(task, item, sample, line) + "\n").encode("utf-8"))
                 group.append(again)
                 if sample == task.samples - 1:  # the item's last sample (plan order)
                     per_item[item.key] = item_values(task, group)

@@ -10,6 +10,13 @@ observation, reward, reward component, format error, return and final info. What
 by whom (policy names, tokens generated, package version, where the data was read from) is
 not part of the game and is not compared.
 
+**Equal means equal.** Two values are one when they are of the same JSON type and equal:
+integers, booleans, strings and null exactly, floats exactly where either is a whole number
+(an outcome: a ``correct`` is 0.0 or 1.0, never ``5e-324``) and otherwise within
+:data:`FLOAT_REL_TOL` of each other (the last bits another machine's maths library may round
+differently), never by an absolute tolerance. What a board keeps of an episode that replayed
+is the replay's values (:func:`published`), so no submitted float is ever scored.
+
 Each episode is replayed on its own environment; environments whose steps do real work
 (``heavy_step``: CoopCoding runs 16 sandboxed programs per episode) are replayed on threads,
 as the rollout engine steps them.
@@ -17,6 +24,7 @@ as the rollout engine steps them.
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
@@ -33,6 +41,7 @@ __all__ = [
     "RecordedActions",
     "episode_difference",
     "first_difference",
+    "published",
     "replay_episode",
     "replay_stream",
     "replay_task",
@@ -153,12 +162,65 @@ def first_difference(submitted: Any, replayed: Any, path: str = "") -> str | Non
     return f"{path.lstrip('.')}: {_short(submitted)} submitted, {_short(replayed)} on replay"
 
 
+#: How far apart two floats of a record may be and still be one value: the last bits that
+#: another machine's maths library may round differently, relative to the replay's value.
+FLOAT_REL_TOL = 1e-9
+
+
 def _same(a: Any, b: Any) -> bool:
-    """Equal; numbers up to the last bits a float may lose on another machine's libraries."""
-    numbers = all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in (a, b))
-    if numbers:
-        return math.isclose(a, b, rel_tol=1e-9, abs_tol=1e-12)
-    return type(a) is type(b) and a == b
+    """One value: the same JSON type (a boolean is not 1, an integer is not a float) and equal;
+    integers, booleans, strings and null exactly. Floats exactly where either is a whole number
+    (0.0 and 1.0 are outcomes: a ``correct``, a ``success``), else within
+    :data:`FLOAT_REL_TOL` of each other with the same sign; never by an absolute tolerance
+    (``5e-324`` is not ``0.0``). What a board keeps is the replay's value anyway
+    (:func:`published`), so the tolerance only decides whether an entry joins."""
+    if _kind(a) is not _kind(b):
+        return False
+    if _kind(a) is float:
+        a, b = float(a), float(b)
+        if a == b:
+            return True
+        if a.is_integer() or b.is_integer() or (a < 0) != (b < 0):
+            return False
+        return math.isclose(a, b, rel_tol=FLOAT_REL_TOL, abs_tol=0.0)
+    return a == b
+
+
+def _kind(value: Any) -> type:
+    """The JSON type of ``value`` (numpy's scalars as the Python ones they write as)."""
+    if isinstance(value, (bool, str, type(None))):
+        return type(value)
+    name = type(value).__name__
+    if name == "bool_":
+        return bool
+    if isinstance(value, int) or name.startswith(("int", "uint")):
+        return int
+    if isinstance(value, float) or name.startswith("float"):
+        return float
+    return type(value)
+
+
+def published(submitted: EpisodeRecord, replayed: EpisodeRecord) -> dict[str, Any]:
+    """The record a board keeps of an episode whose replay matched (:func:`episode_difference`
+    None): every field that was played and paid from the replay, so what the board scores is
+    this package's own arithmetic, never a float the submission rounded its own way; who played
+    it (policies, tokens generated, package version, where the data was read) from the
+    submission. Keys keep the submission's order."""
+    kept = submitted.to_dict(shallow=True)
+    again = json.loads(json.dumps(_played(replayed), ensure_ascii=False))
+    out = {}
+    for key, value in kept.items():
+        if key == "env_kwargs":
+            source = {k: v for k, v in value.items() if k == "data_source"}
+            out[key] = {k: source[k] if k in source else again[key][k] for k in value}
+        elif key == "turns":
+            out[key] = [
+                {k: turn[k] if k == "completion_tokens" else played[k] for k in turn}
+                for turn, played in zip(value, again["turns"], strict=True)
+            ]
+        else:
+            out[key] = again[key] if key in again else value
+    return out
 
 
 def _short(value: Any, chars: int = 60) -> str:
