@@ -285,3 +285,65 @@ def test_verify_refuses_seats_whose_answers_cannot_be_replayed(evaluated, tmp_pa
         LeaderboardError, match=f"cannot be verified by replay: task gsm8k has {why}"
     ):
         verify_entry("served", tmp_path)
+
+
+# --------------------------------------------------------------------------- who is ranked
+@pytest.mark.parametrize(
+    ("seat", "why"),
+    [("openai:http://127.0.0.1:9/v1#m", "an openai seat"), ("human", "a human seat")],
+)
+def test_a_seat_no_replay_can_regenerate_is_shown_but_never_ranked(
+    evaluated, board, tmp_path, seat, why
+):
+    """An entry whose GSM8K observer was a person or a remote server (put on the board by
+    hand, its scores the oracles' own) is shown with its scores, unranked on that task with
+    the reason, below the ranked entries; its other task keeps its rank."""
+    shutil.rmtree(board / "entries" / "oracles")  # (the served copy's episodes are theirs)
+    folder = board / "entries" / "served"
+    shutil.copytree(evaluated / "scripted", folder)
+    results = json.loads((folder / "results.json").read_text())
+    results["manifest"]["tasks"]["gsm8k"]["seats"]["observer_0"] = seat
+    (folder / "results.json").write_text(json.dumps(results))
+    data = build_board("lite", board, shipped=False)
+    by_id = {e["id"]: e for e in data["entries"]}
+    served, other = by_id["served"]["tasks"], by_id["random-text"]["tasks"]
+    assert "rank" not in served["gsm8k"] and f"task gsm8k has {why}" in served["gsm8k"]["unranked"]
+    assert other["gsm8k"]["rank"] == 1  # alone among the entries that can be checked
+    assert served["maze"]["rank"] == 1 and "unranked" not in served["maze"]
+    assert (
+        served["gsm8k"]["metrics"]["pass@1"]["mean"] >= other["gsm8k"]["metrics"]["pass@1"]["mean"]
+    )
+    from llm_marl_envs.leaderboard.site.pages import build_site
+
+    index = build_site(data, tmp_path / "site")
+    page = index.read_text(encoding="utf-8")
+    gsm8k = page[page.index('id="task-gsm8k"') :] if 'id="task-gsm8k"' in page else page
+    assert f"task gsm8k has {why}" in gsm8k
+    assert gsm8k.index("random text") < gsm8k.index("scripted (pioneer_0=random)")
+
+
+def test_a_failed_verification_removes_the_rank():
+    """Board rows (as build_board makes them): a complete entry whose verification failed
+    keeps its scores and loses its rank, overall and per task, with the reason; one never
+    verified (None) and one verified stay ranked."""
+    from llm_marl_envs.leaderboard.standings import _rank
+
+    def row(entry_id, mean, verified):
+        interval = {"mean": mean, "lo": mean - 0.01, "hi": mean + 0.01, "n": 10}
+        return {
+            "id": entry_id,
+            "complete": True,
+            "verified": verified,
+            "team": {"maze": {"0": "scripted"}},
+            "overall": dict(interval),
+            "tasks": {"maze": {"complete": True, "metrics": {"success": dict(interval)}}},
+        }
+
+    rows = [row("failed", 0.9, False), row("verified", 0.5, True), row("unchecked", 0.3, None)]
+    tasks = [{"name": "maze", "primary": "success", "higher_is_better": {"success": True}}]
+    _rank(rows, tasks)
+    failed, verified, unchecked = rows
+    assert "rank" not in failed["overall"] and "verification failed" in failed["unranked"]
+    assert "rank" not in failed["tasks"]["maze"] and failed["tasks"]["maze"]["unranked"]
+    assert (verified["overall"]["rank"], unchecked["overall"]["rank"]) == (1, 2)
+    assert verified["tasks"]["maze"]["rank"] == 1 and "unranked" not in verified

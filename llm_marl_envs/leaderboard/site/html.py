@@ -163,19 +163,23 @@ def _rank_text(rank: int | None, shared: int) -> str:
     return "—" if rank is None else (f"{rank}=" if shared > 1 else str(rank))
 
 
-def _rank_rows(ranks: list[int | None]) -> list[tuple[str, str]]:
+def _rank_rows(
+    ranks: list[int | None], reasons: list[str | None] | None = None
+) -> list[tuple[str, str]]:
     """Per row (in rank order): its band class, alternating from one tie group to the next,
-    and its rank cell (``2=`` when the rank is shared, a dash when unranked)."""
+    and its rank cell (``2=`` when the rank is shared, a dash when unranked, with the
+    row's reason from ``reasons`` as its tooltip)."""
     counts = Counter(r for r in ranks if r is not None)
     rows, band, previous = [], 1, object()
-    for rank in ranks:
+    reasons = reasons or [None] * len(ranks)
+    for rank, reason in zip(ranks, reasons, strict=True):
         if rank != previous:
             band, previous = 1 - band, rank
         shared = counts[rank] if rank is not None else 0
         tip = (
             f' title="{shared} entries share rank {rank}"'
             if shared > 1
-            else ' title="not ranked: it did not play every item"'
+            else f' title="{_e(reason or "not ranked: it did not play every item")}"'
             if rank is None
             else ""
         )
@@ -196,13 +200,17 @@ def _verification(entry: dict) -> tuple[str, str]:
 
 
 def _badges(entry: dict) -> str:
-    """The entry's verification badge, and an incomplete mark for a partial run."""
+    """The entry's verification badge, an incomplete mark for a partial run, and why a complete
+    entry is not ranked (a seat no replay can regenerate, a failed verification)."""
     css, text = _verification(entry)
     badges = f'<span class="badge {css}">{_e(text)}</span>'
     if entry.get("complete") is False:
         items = entry.get("items") or {}
         played = f": {items['played']} of {items['expected']} episodes" if items else ""
         badges += f' <span class="badge incomplete">incomplete{_e(played)}</span>'
+    why = entry.get("unranked")
+    if why and entry.get("complete") is not False:  # (an incomplete one says so above)
+        badges += f' <span class="badge incomplete">{_e(why)}</span>'
     return badges
 
 
@@ -271,8 +279,9 @@ def _overall_table(board: dict) -> str:
         for t in tasks
     ]
     ranks = [(e.get("overall") or {}).get("rank") for e in entries]
+    reasons = [e.get("unranked") for e in entries]
     rows = []
-    for entry, (band, rank_cell) in zip(entries, _rank_rows(ranks), strict=True):
+    for entry, (band, rank_cell) in zip(entries, _rank_rows(ranks, reasons), strict=True):
         cells = [rank_cell, _entry_cell(entry), _score_cell(entry.get("overall"), SHARE)]
         for task in tasks:
             ran = task["name"] in entry["tasks"]
@@ -313,8 +322,9 @@ def _task_section(board: dict, task: dict) -> str:
         [e["tasks"][name]["metrics"].get(primary) for e in ran],
     )
     ranks = [e["tasks"][name].get("rank") for e in ran]
+    reasons = [e["tasks"][name].get("unranked") for e in ran]
     rows = []
-    for entry, (band, rank_cell) in zip(ran, _rank_rows(ranks), strict=True):
+    for entry, (band, rank_cell) in zip(ran, _rank_rows(ranks, reasons), strict=True):
         block = entry["tasks"][name]
         link = _transcript_link(entry, name)
         cells = [rank_cell, _entry_cell(entry)]
