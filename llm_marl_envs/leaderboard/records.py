@@ -254,7 +254,9 @@ def write(path: Path, entry_id: str, events: list[dict], key: bytes | None) -> d
 
 
 # --------------------------------------------------------------------------- the badge
-def badge(events: list[dict], hashes: Mapping[str, str], power: float = 0.0) -> dict[str, Any]:
+def badge(
+    events: list[dict], hashes: Mapping[str, str], power: float = 0.0, gain: float = 1.0
+) -> dict[str, Any]:
     """What the site shows of an entry whose files hash to ``hashes``, from its record's
     events: ``verified`` (True, False, or None when never verified), ``problems``, the latest
     verification's numbers, ``replay`` (from the latest event that replayed these very files:
@@ -262,9 +264,10 @@ def badge(events: list[dict], hashes: Mapping[str, str], power: float = 0.0) -> 
     ``overrides``.
 
     The rule: verified when the latest verification passed, binds these files and had a
-    sample of at least ``power`` (a smaller sample, ``verify --sample N``, leaves the entry
-    unbadged: ``verified`` None, ``weak`` True), and no verification since the latest override
-    failed; a failure sticks until an override."""
+    sample of at least ``power`` against a forgery worth at most ``gain`` (a smaller sample,
+    ``verify --sample N``, or one sized for a larger forgery, ``verify --gain 0.5``, leaves
+    the entry unbadged: ``verified`` None, ``weak`` True), and no verification since the latest
+    override failed; a failure sticks until an override."""
     verifications = [e for e in events if e.get("event") == "verification"]
     overrides = [e for e in events if e.get("event") == "override"]
     last_override = max(
@@ -311,11 +314,24 @@ def badge(events: list[dict], hashes: Mapping[str, str], power: float = 0.0) -> 
         )
     elif changed:
         shown.update(verified=False, problems=["changed since it was verified: " + changed])
-    elif float((latest.get("sample") or {}).get("power") or 0.0) < power:
+    elif not _strong(latest.get("sample"), power, gain):
         shown["weak"] = True  # passed, on a sample too small for the board's guarantee
     else:
         shown["verified"] = True
     return shown
+
+
+def _strong(sample: Any, power: float, gain: float) -> bool:
+    """Whether a verification's sample meets the board's guarantee: a forgery worth ``gain``
+    (or more) caught with probability ``power`` (or more). Its power was computed at its own
+    gain; a larger forgery is easier to catch, so one sized for a gain above ``gain`` says
+    nothing of the guarantee."""
+    sample = sample if isinstance(sample, dict) else {}
+    try:
+        its_power, its_gain = float(sample.get("power") or 0.0), float(sample.get("gain") or 1.0)
+    except (TypeError, ValueError):
+        return False
+    return its_power >= power and its_gain <= gain
 
 
 def _changed(recorded: Any, now: Mapping[str, str]) -> str:

@@ -84,9 +84,10 @@ def summary(trust: dict[str, Any]) -> str:
         sample = trust.get("sample") or {}
         said.append(
             f"{trust.get('regenerated')} regenerated, a sample too small for the badge (it "
-            f"catches a forgery worth {sample.get('gain', verification.GAIN):.2f} with "
-            f"probability {float(sample.get('power', 0)):.2f}, under {verification.POWER}): "
-            "verify again without --sample"
+            f"catches a forgery worth {_number(sample.get('gain'), 1.0):.2f} with probability "
+            f"{_number(sample.get('power'), 0.0):.2f}; the badge needs one worth "
+            f"{verification.GAIN:.2f} caught with probability {verification.POWER}): verify "
+            "again without --sample or --gain"
         )
     elif trust["verified"] is None:
         said.append("not regenerated" + (f" ({trust['problems'][0]})" if trust["problems"] else ""))
@@ -108,6 +109,13 @@ def summary(trust: dict[str, Any]) -> str:
     return ", ".join(said)
 
 
+def _number(value: Any, default: float) -> float:
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return default
+
+
 def _trust(board: Path | None, entry_id: str, folder: Path, hashes: dict) -> tuple[dict, list]:
     """The entry's badge (:func:`board_records.badge`) from the board's sealed record of it,
     or, for a shipped entry the board never verified, the package's own record; and the
@@ -127,7 +135,7 @@ def _trust(board: Path | None, entry_id: str, folder: Path, hashes: dict) -> tup
         trust = {"verified": False, "problems": [f"its record cannot be trusted: {error}"]}
         trust["summary"] = summary(trust)
         return trust, []
-    trust = board_records.badge(events, hashes, verification.POWER)
+    trust = board_records.badge(events, hashes, verification.POWER, verification.GAIN)
     if not events and not shipped and (folder / "verification.json").is_file():
         trust["problems"] = [
             "verified by an older version of the board (its verification.json is no longer "

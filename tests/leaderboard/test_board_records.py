@@ -114,3 +114,27 @@ def test_json_within_the_bounds_is_returned_as_parsed():
     text = json.dumps({"seed": 2**64 - 1, "x": [1.5, None, True, "é"]}).encode()
     assert loads(text, "f", max_values=10, max_depth=3) == json.loads(text)
     assert count({"a": [1, 2], "b": {"c": None}}, "f", max_values=10, max_depth=3) == 9
+
+
+@pytest.mark.parametrize(
+    ("sample", "badged"),
+    [
+        ({"power": 0.9512, "gain": 0.02}, True),  # the documented guarantee
+        ({"power": 0.99, "gain": 0.01}, True),  # a stronger one
+        ({"power": 0.999, "gain": 0.5}, False),  # verify --gain 0.5: a tiny sample
+        ({"power": 0.9, "gain": 0.02}, False),  # verify --sample N: too few draws
+        ({"power": 0.99}, False),  # no gain recorded: no guarantee known
+        ({"power": 0.99, "gain": "0.01x"}, False),
+        (None, False),
+    ],
+)
+def test_the_badge_needs_the_documented_power_whatever_the_flags(sample, badged):
+    """``verify --gain 0.5`` earned the badge: its sample was sized to catch a forgery worth
+    half the score. The badge needs the board's own guarantee (a forgery worth GAIN caught with
+    probability POWER), whatever gain or sample size the verification was asked for."""
+    from llm_marl_envs.leaderboard.verify import GAIN, POWER
+
+    event = {**verification(True, "01"), "sample": sample}
+    shown = board_records.badge([event], FILES, POWER, GAIN)
+    assert shown["verified"] is (True if badged else None)
+    assert shown.get("weak", False) is (not badged)

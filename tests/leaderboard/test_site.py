@@ -605,10 +605,17 @@ def test_the_shipped_board_ties_what_it_cannot_separate_and_names_its_models():
     by_id = {e["id"]: e for e in data["entries"]}
     donor = by_id["scripted"]["tasks"]["donor"]
     assert donor["metrics"]["donation_fraction"]["mean"] == 0.5
-    assert donor["rank"] == by_id["cory-imdb"]["tasks"]["donor"]["rank"]  # 0.500 vs 0.465
+    assert (donor["rank"], by_id["default"]["tasks"]["donor"]["rank"]) == (2, 1)  # 0.500, 0.615
+    assert by_id["tiny"]["overall"]["rank"] == by_id["random"]["overall"]["rank"]  # .137, .071
+    # the trained pair's verification failed (its checkpoint does not ship): shown, unranked
+    cory = by_id["cory-imdb"]
+    assert "rank" not in cory["overall"] and "verification failed" in cory["unranked"]
+    assert "rank" not in cory["tasks"]["donor"] and data["entries"][-1]["id"] == "cory-imdb"
     assert all(e["complete"] for e in data["entries"])
-    overall = [e["overall"]["mean"] for e in data["entries"]]
-    ranks = [e["overall"]["rank"] for e in data["entries"]]
+    ranked = [e for e in data["entries"] if "unranked" not in e]
+    assert {e["id"] for e in ranked} == {"scripted", "default", "tiny", "random"}
+    overall = [e["overall"]["mean"] for e in ranked]
+    ranks = [e["overall"]["rank"] for e in ranked]
     assert ranks == sorted(ranks)
     for rank in set(ranks):  # by score within a tie group
         group = [m for m, r in zip(overall, ranks, strict=True) if r == rank]
@@ -620,3 +627,27 @@ def test_the_shipped_board_ties_what_it_cannot_separate_and_names_its_models():
     maze = next(t for t in data["tasks"] if t["name"] == "maze")
     assert maze["bounds"]["success"] == [0.0, 1.0] and maze["bounds"]["steps_ratio"] == [1.0, None]
     assert "format_failure/gnome_0" in maze["caveats"] and "success" not in maze["caveats"]
+
+
+def test_every_seat_is_listed_in_full(tmp_path):
+    """A team of long specs (each a Hub id pinned to a commit) is listed whole on the index and
+    on the entry page: an earlier index cut the line at 200 characters and hid seats."""
+    board = make_board()
+    specs = [f"hf:org-{k}/" + "m" * 60 + "@" + f"{k:040x}" for k in range(5)]
+    board["entries"][1]["played_by"] = [{"spec": spec} for spec in specs]
+    index = build_site(board, tmp_path / "site")
+    page = (pages(index) / "entries" / f"{file_id('scripted')}.html").read_text()
+    for spec in specs:
+        assert spec in index.read_text() and spec in page
+    assert "…" not in index.read_text().split('id="overall"')[1].split("</table>")[0]
+
+
+def test_an_unranked_entry_says_why_on_its_badge_and_rank_cell(tmp_path):
+    board = make_board()
+    best = board["entries"][1]
+    best["overall"].pop("rank")
+    best["unranked"] = "not ranked: task maze has a human seat (a person's answers)"
+    index = build_site(board, tmp_path / "site").read_text()
+    last = rows(index)[-1]
+    assert ">scripted players</a>" in last and ">—</td>" in last
+    assert last.count("not ranked: task maze has a human seat (a person&#x27;s answers)") == 2

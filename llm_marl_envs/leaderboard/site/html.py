@@ -21,9 +21,6 @@ _SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # as HTML text in UTF-8: they show as U+FFFD.
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 VERIFIED = {True: "verified", False: "not reproduced", None: "not checked"}
-#: Characters of an entry's "played by" line (its seats' policy specs) shown on the index.
-PLAYED_BY_CHARS = 200
-
 
 # --------------------------------------------------------------------------- text
 def file_id(entry_id: str) -> str:
@@ -215,14 +212,16 @@ def _badges(entry: dict) -> str:
 
 
 def played_by(entry: dict) -> str:
-    """Who played an entry, as one line: each policy spec of its seats, with the model id a
-    verification loaded for it (the board data's ``played_by``)."""
+    """Who played an entry, as one line: every policy spec of its seats, never cut (a seat
+    hidden past a cut would show a team as less than it was), with the model id a
+    verification loaded for it (the board data's ``played_by``). Its length is bounded by the
+    seats the suite's environments have and the checked length of a spec."""
     shown = []
     for policy in entry.get("played_by") or []:
         model = policy.get("model_id")
         shown.append(f"{policy['spec']} ({model})" if model else str(policy["spec"]))
     text = ", ".join(shown) or "—"
-    return text if len(text) <= PLAYED_BY_CHARS else text[: PLAYED_BY_CHARS - 1] + "…"
+    return text
 
 
 def _entry_cell(entry: dict) -> str:
