@@ -44,6 +44,16 @@ if threads_per_worker() is not None:
     for _var in ("OMP_NUM_THREADS", "MKL_NUM_THREADS"):
         os.environ.setdefault(_var, str(threads_per_worker()))
 
+# Boards made by tests keep their sealing keys in a folder of this run, not the user's
+# ~/.config (llm_marl_envs.leaderboard.records.keys_folder).
+if "LLM_MARL_BOARD_KEYS" not in os.environ:
+    import atexit
+    import shutil
+    import tempfile
+
+    os.environ["LLM_MARL_BOARD_KEYS"] = tempfile.mkdtemp(prefix="llm-marl-board-keys-")
+    atexit.register(shutil.rmtree, os.environ["LLM_MARL_BOARD_KEYS"], True)
+
 REPO = Path(__file__).resolve().parents[1]
 SHARED_DATA = REPO.parent / "shared" / "data"
 REQUIRE_SHARED_DATA = "LLM_MARL_REQUIRE_SHARED_DATA"

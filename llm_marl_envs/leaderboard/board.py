@@ -8,7 +8,9 @@ A **board** is a folder (default ``./leaderboard``):
 * ``records/<id>.json``: what the board found when it checked each entry (``add``, every
   ``verify``, every ``override``), sealed with the board's key
   (:mod:`~llm_marl_envs.leaderboard.records`);
-* ``verification.key`` and ``.board.lock``, listed in the ``.gitignore`` the board writes.
+* ``board.id``: the board's public id, which names its sealing key, kept outside the board
+  (:func:`~llm_marl_envs.leaderboard.records.keys_folder`);
+* ``.board.lock``, listed in the ``.gitignore`` the board writes.
 
 The package ships entries of its own (``llm_marl_envs/leaderboard/entries/``: random, scripted,
 the tiny model, the embedded SmolLM2 and a CORY-trained pair on the ``lite`` suite).

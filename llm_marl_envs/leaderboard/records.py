@@ -27,10 +27,14 @@ the board's lock), and sealed with an HMAC-SHA256 under the board's key:
   rolled back whole, index and records together, to an older sealed state is beyond what
   files alone can tell: keep ``records/`` in the maintainer's hands; a pull request that
   touches it is not an entry submission.)
-* **The key stays out of reach.** The key, ``<board>/verification.key`` (mode 0600, made at the
-  board's first ``add`` or ``verify``), and the lock ``.board.lock`` (which holds nothing: no
-  host, no process) are listed in the ``.gitignore`` the board writes for itself when it is
-  made, so a ``git add`` of the board does not publish them. Whoever holds the key can seal
+* **The key never lives in the board.** The key (mode 0600, made at the board's first ``add``
+  or ``verify``) is kept outside every board, in :func:`keys_folder` (``LLM_MARL_BOARD_KEYS``,
+  else ``~/.config/llm_marl_envs/board-keys/``), as ``<board id>.key``; the board holds only
+  its public id (``board.id``). No ``.gitignore`` line, negated or forgotten, can publish it,
+  and a keys folder inside a git work tree is refused. A board made by an older version, its
+  key in ``<board>/verification.key``, has the key moved out the first time it is read. The
+  lock ``.board.lock`` (which holds nothing: no host, no process) and half-written entries are
+  listed in the ``.gitignore`` the board writes for itself. Whoever holds the key can seal
   anything: keep it with the maintainer.
 
 The entries that ship with the package carry their record in their own folder
@@ -58,11 +62,13 @@ from llm_marl_envs.leaderboard.bounded_json import BoundsError, loads
 __all__ = [
     "FORMAT",
     "GITIGNORE",
+    "BOARD_ID_FILE",
     "KEY_FILE",
     "RecordError",
     "badge",
     "board_key",
     "ensure_board",
+    "keys_folder",
     "load",
     "new_event",
     "record_path",
@@ -74,9 +80,15 @@ __all__ = [
 FORMAT = "llm-marl-envs/board-record/1"
 INDEX_FORMAT = "llm-marl-envs/board-record-index/1"
 INDEX_FILE = "index.json"
+#: Where an older version kept a board's key, inside the board (moved out when read).
 KEY_FILE = "verification.key"
-#: What a board keeps out of version control: its key, its lock and half-written entries.
+#: The board's public id, which names its key in :func:`keys_folder`.
+BOARD_ID_FILE = "board.id"
+#: What a board keeps out of version control: its lock, half-written entries (and an older
+#: version's key, until it is moved out).
 GITIGNORE = ("verification.key", ".board.lock", "entries/.tmp-*")
+#: The environment variable naming the folder of boards' keys.
+KEYS_ENV = "LLM_MARL_BOARD_KEYS"
 #: The largest record file read (about 2,000 verifications of a lite entry).
 MAX_RECORD_FILE_BYTES = 64 * 2**20
 
@@ -112,24 +124,84 @@ def ensure_board(board: Path) -> None:
         write_atomic(path, text)
 
 
-def board_key(board: Path, create: bool = False) -> bytes | None:
-    """The board's sealing key (``<board>/verification.key``); made when ``create`` and absent
-    (0600, whole or not at all)."""
-    path = Path(board) / KEY_FILE
-    key = path.read_text(encoding="utf-8").strip().encode() if path.is_file() else b""
-    if not key and create:  # absent, or left empty by an older version killed making it
-        ensure_board(path.parent)
-        fd, tmp = tempfile.mkstemp(prefix=f".{KEY_FILE}.", dir=path.parent)  # mode 0600
+def keys_folder() -> Path:
+    """Where boards' keys are kept: ``$LLM_MARL_BOARD_KEYS``, else
+    ``$XDG_CONFIG_HOME/llm_marl_envs/board-keys`` (``~/.config/...``). Refused, in one line,
+    inside a git work tree (a ``git add`` there could publish a key)."""
+    named = os.environ.get(KEYS_ENV)
+    if named:
+        folder = Path(named).expanduser()
+    else:
+        config = os.environ.get("XDG_CONFIG_HOME") or Path.home() / ".config"
+        folder = Path(config) / "llm_marl_envs" / "board-keys"
+    folder = folder.absolute()
+    for parent in (folder, *folder.parents):
+        if (parent / ".git").exists():
+            raise RecordError(
+                f"the boards' keys folder {folder} is inside the git work tree {parent}, where a "
+                f"commit could publish a key: set {KEYS_ENV} to a folder outside any repository"
+            )
+    return folder
+
+
+def _board_id(board: Path, create: bool) -> str | None:
+    """The board's public id (``board.id``: 32 hex digits); made when ``create`` and absent."""
+    path = Path(board) / BOARD_ID_FILE
+    text = path.read_text(encoding="utf-8").strip() if path.is_file() else ""
+    if len(text) == 32 and all(c in "0123456789abcdef" for c in text):
+        return text
+    if not create:
+        return None
+    ensure_board(Path(board))
+    text = secrets.token_hex(16)
+    write_atomic(path, text + "\n")
+    return text
+
+
+def _write_key(path: Path, key: str) -> None:
+    """``key`` at ``path``, mode 0600, whole or not at all (never over an existing one)."""
+    path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)  # mode 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(key + "\n")
+            handle.flush()
+            os.fsync(handle.fileno())
         try:
-            with os.fdopen(fd, "w", encoding="utf-8") as handle:
-                handle.write(secrets.token_hex(32) + "\n")
-                handle.flush()
-                os.fsync(handle.fileno())
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
-        key = path.read_text(encoding="utf-8").strip().encode()
+            os.link(tmp, path)  # fails if another process made it first: theirs is kept
+        except FileExistsError:
+            pass
+        except OSError:  # a file system without hard links
+            if not path.exists():
+                os.replace(tmp, path)
+    finally:
+        Path(tmp).unlink(missing_ok=True)
+
+
+def _read_key(path: Path) -> bytes:
+    return path.read_text(encoding="utf-8").strip().encode() if path.is_file() else b""
+
+
+def board_key(board: Path, create: bool = False) -> bytes | None:
+    """The board's sealing key, kept in :func:`keys_folder` under the board's id; made when
+    ``create`` and absent (0600, whole or not at all). An older board's
+    ``<board>/verification.key`` is moved there first."""
+    board = Path(board)
+    legacy = board / KEY_FILE
+    old = _read_key(legacy)
+    board_id = _board_id(board, create or bool(old))
+    if board_id is None:
+        return None
+    path = keys_folder() / f"{board_id}.key"
+    if old:
+        _write_key(path, old.decode())
+        legacy.unlink(missing_ok=True)
+    elif legacy.exists():  # left empty by an older version killed making it
+        legacy.unlink(missing_ok=True)
+    key = _read_key(path)
+    if not key and create:
+        _write_key(path, secrets.token_hex(32))
+        key = _read_key(path)
     return key or None
 
 

@@ -138,3 +138,49 @@ def test_the_badge_needs_the_documented_power_whatever_the_flags(sample, badged)
     shown = board_records.badge([event], FILES, POWER, GAIN)
     assert shown["verified"] is (True if badged else None)
     assert shown.get("weak", False) is (not badged)
+
+
+# --------------------------------------------------------------------------- the key
+def test_the_key_never_lives_in_the_board_and_a_git_add_cannot_publish_it(tmp_path):
+    """A board in a git repository whose .gitignore negates every ignore line (the attack that
+    committed verification.key): after a board's first key, ``git add -A`` tracks no file that
+    holds it, because no file in the board does."""
+    import shutil
+    import subprocess
+
+    if shutil.which("git") is None:
+        pytest.skip("git is not installed")
+    repo = tmp_path / "repo"
+    board = repo / "leaderboard"
+    board.mkdir(parents=True)
+    subprocess.run(["git", "init", "-q", str(repo)], check=True)
+    (board / ".gitignore").write_text("!verification.key\n!*.key\n!.board.lock\n")
+    key = board_records.board_key(board, create=True)
+    board_records.write(board_records.record_path(board, "e"), "e", [verification(True, "01")], key)
+    subprocess.run(["git", "-C", str(repo), "add", "-A"], check=True)
+    tracked = subprocess.run(
+        ["git", "-C", str(repo), "ls-files"], capture_output=True, text=True, check=True
+    ).stdout.split()
+    assert "leaderboard/board.id" in tracked and "leaderboard/records/e.json" in tracked
+    for name in tracked:
+        assert key not in (repo / name).read_bytes(), name
+    board_id = (board / board_records.BOARD_ID_FILE).read_text().strip()
+    assert (board_records.keys_folder() / f"{board_id}.key").read_bytes().strip() == key
+
+
+def test_an_older_boards_key_is_moved_out_and_its_records_still_verify(tmp_path):
+    key = b"ab" * 32
+    (tmp_path / board_records.KEY_FILE).write_bytes(key + b"\n")  # an older version's layout
+    path = board_records.record_path(tmp_path, "e")
+    board_records.write(path, "e", [verification(True, "01")], key)
+    assert board_records.board_key(tmp_path) == key  # read, and moved out on the way
+    assert not (tmp_path / board_records.KEY_FILE).exists()
+    assert board_records.load(path, "e", board_records.board_key(tmp_path))[0]["verified"]
+
+
+def test_a_keys_folder_inside_a_git_work_tree_is_refused(tmp_path, monkeypatch):
+    (tmp_path / ".git").mkdir()
+    monkeypatch.setenv("LLM_MARL_BOARD_KEYS", str(tmp_path / "keys"))
+    with pytest.raises(board_records.RecordError, match="inside the git work tree") as caught:
+        board_records.board_key(tmp_path / "board", create=True)
+    assert "LLM_MARL_BOARD_KEYS" in str(caught.value) and "\n" not in str(caught.value)

@@ -226,11 +226,14 @@ def test_shipped_entries_meet_the_rules_and_the_plan():
 
 
 def test_a_key_left_empty_by_a_killed_verify_is_made_again(tmp_path):
-    from llm_marl_envs.leaderboard.records import KEY_FILE, board_key
+    from llm_marl_envs.leaderboard.records import BOARD_ID_FILE, KEY_FILE, board_key, keys_folder
 
-    (tmp_path / KEY_FILE).write_text("")  # touched, then killed before the key was written
+    (tmp_path / KEY_FILE).write_text("")  # an older version, killed before it wrote the key
     assert board_key(tmp_path) is None  # no seal is checked against an empty key
     key = board_key(tmp_path, create=True)
-    assert len(key) == 64 and (tmp_path / KEY_FILE).stat().st_mode & 0o777 == 0o600
+    board_id = (tmp_path / BOARD_ID_FILE).read_text().strip()
+    kept = keys_folder() / f"{board_id}.key"
+    assert len(key) == 64 and kept.stat().st_mode & 0o777 == 0o600
     assert board_key(tmp_path, create=True) == key  # kept once made
-    assert sorted(p.name for p in tmp_path.iterdir()) == [".gitignore", KEY_FILE]  # no temporary
+    assert sorted(p.name for p in tmp_path.iterdir()) == [".gitignore", BOARD_ID_FILE]
+    assert [p.name for p in keys_folder().glob(f"*{board_id}*")] == [kept.name]  # no temporary
