@@ -302,10 +302,13 @@ def _task_display(task) -> dict:
 def _clash(row: dict, built: list[dict]) -> str | None:
     """Why ``row`` cannot stand beside the rows already on the board (None: it can)."""
     from llm_marl_envs.leaderboard.names import same_name
+    from llm_marl_envs.leaderboard.site.html import file_id
 
     for other in built:
         if same_name(other["name"], row["name"]):
             return f"its name cannot be told apart from entry {other['id']!r}'s"
+        if file_id(other["id"]).casefold() == file_id(row["id"]).casefold():
+            return f"its site pages would be named as entry {other['id']!r}'s"
     copied = board_rules.copy_of(
         "", row["_fingerprints"], ((o["id"], ("", o["_fingerprints"])) for o in built)
     )

@@ -347,3 +347,26 @@ def test_a_failed_verification_removes_the_rank():
     assert "rank" not in failed["tasks"]["maze"] and failed["tasks"]["maze"]["unranked"]
     assert (verified["overall"]["rank"], unchecked["overall"]["rank"]) == (1, 2)
     assert verified["tasks"]["maze"]["rank"] == 1 and "unranked" not in verified
+
+
+def test_entries_whose_pages_would_share_a_name_leave_the_later_out_not_the_build(
+    board, tmp_path, monkeypatch
+):
+    """Two ids whose site file names meet (forced here: 64 bits of sha256 cannot be matched by
+    trying ids) used to break the whole build with a misleading 'free some space' error: the
+    later entry is left out with its reason, the rest of the board builds."""
+    import warnings
+
+    from llm_marl_envs.leaderboard import board as leaderboard
+    from llm_marl_envs.leaderboard.site import html
+
+    monkeypatch.setattr(html, "file_id", lambda entry_id: "Same-name")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = build_board("lite", board, shipped=False)
+    assert [e["id"] for e in data["entries"]] == ["oracles"]
+    said = " ".join(str(w.message) for w in caught)
+    assert "entry random-text" in said and "site pages would be named as entry 'oracles'" in said
+    monkeypatch.undo()
+    index = leaderboard.build(tmp_path / "site", board=board, shipped=False)
+    assert index.is_file()

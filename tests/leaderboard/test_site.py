@@ -370,7 +370,7 @@ def test_ids_with_slashes_and_colons_get_distinct_safe_files():
     names = [file_id(i) for i in ids]
     assert len(set(names)) == len(ids)
     for name in names:
-        assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name) and len(name) <= 69, name
+        assert re.fullmatch(r"[A-Za-z0-9_][A-Za-z0-9_.-]*", name) and len(name) <= 77, name
         assert ".." not in name
     assert file_id("hf:Qwen/Qwen2.5-0.5B").startswith("hf-Qwen-Qwen2.5-0.5B-")
 

@@ -24,9 +24,12 @@ VERIFIED = {True: "verified", False: "not reproduced", None: "not checked"}
 
 # --------------------------------------------------------------------------- text
 def file_id(entry_id: str) -> str:
-    """A file name for an entry id (ids may hold ``/`` or ``:``): a slug plus a short hash."""
+    """A file name for an entry id (ids may hold ``/`` or ``:``): a slug plus 64 bits of the
+    id's sha256 (32 bits could be matched by trying ids; two ids whose names still meet, or
+    differ only in case, leave the later one out of the board: :func:`~llm_marl_envs.
+    leaderboard.standings.build_board`)."""
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", entry_id).strip("-.")[:60] or "entry"
-    return f"{slug}-{hashlib.sha256(entry_id.encode('utf-8', 'replace')).hexdigest()[:8]}"
+    return f"{slug}-{hashlib.sha256(entry_id.encode('utf-8', 'replace')).hexdigest()[:16]}"
 
 
 def task_file(name: str) -> str:
