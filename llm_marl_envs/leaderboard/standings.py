@@ -209,13 +209,34 @@ def _scored(entry: EntryFolder, transcripts: int) -> dict:
     }
 
 
+def model_name(described: Any) -> str:
+    """What the site calls a loaded model (a policy's ``describe()``): its id without the
+    parenthesised details, and where its weights came from unless that was the package or the
+    Hub: a local folder is shown as one, whatever its name looks like (a folder named
+    ``Qwen2.5-72B@<sha>`` is not that Hub model), and a model whose source was not recorded
+    says so ("" when there is no id)."""
+    described = described if isinstance(described, dict) else {}
+    model_id = str(described.get("model_id") or "")
+    name = model_id.split(" (")[0]
+    if not name:
+        return ""
+    source = described.get("source")
+    if source == "local folder":
+        return f"local folder {name}"
+    if source in ("hub", "package", "checkpoint") or "revision" in described:
+        return name
+    if " (" in model_id or name.startswith("ckpt:"):  # the package's own, a trained checkpoint
+        return name
+    return f"{name} (where it was loaded from is not recorded)"
+
+
 def _played_by(results: dict, trust: dict) -> list[dict]:
-    """Each policy of the entry's seats, with the model id a verification loaded for it."""
+    """Each policy of the entry's seats, with the model a verification loaded for it
+    (:func:`model_name`)."""
     models = (trust.get("models") or {}) if trust.get("verified") else {}
     shown = []
     for spec in board_rules.played_by(results):
-        model = models.get(spec) or {}
-        described = str(model.get("model_id") or "").split(" (")[0]
+        described = model_name(models.get(spec))
         shown.append({"spec": spec, **({"model_id": described} if described else {})})
     return shown
 
@@ -443,9 +464,9 @@ def _model_names(built: list[dict]) -> dict[str, str]:
     names = dict(BASELINE_NAMES)
     for entry in built:
         for spec, described in (entry["manifest"].get("policies") or {}).items():
-            model_id = (described or {}).get("model_id")
-            if model_id:
-                names.setdefault(spec, model_id.split(" (")[0])
+            name = model_name(described)
+            if name:
+                names.setdefault(spec, name)
     return names
 
 

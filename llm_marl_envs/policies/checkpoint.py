@@ -110,4 +110,5 @@ def checkpoint_policy(spec: str, generation: GenerationConfig | None = None):
     policy.model.eval()
     policy.checkpoint = {"folder": str(folder), "learner": learner, "args": args}
     policy.model_id = f"ckpt:{spec} (trained from {base})"
+    policy.source = "checkpoint"  # (a trainer's run folder: the ckpt: name says so)
     return policy

@@ -160,6 +160,9 @@ class HFPolicy(Policy):
         self.model_id = model_id or model_name
         #: The Hub revision (branch, tag or commit sha) the model was loaded at, or None.
         self.revision: str | None = None
+        #: Where the weights came from: "package" (default, tiny), "local folder" or "hub" (set
+        #: by :meth:`from_spec`), "checkpoint" (a ``ckpt:`` policy); None for a model handed in.
+        self.source: str | None = None
         #: The trainer's checkpoint this policy was loaded from (``ckpt:`` specs), or None.
         self.checkpoint: dict[str, Any] | None = None
         self._warned_truncation = False
@@ -185,6 +188,7 @@ class HFPolicy(Policy):
         kwargs.setdefault("model_id", _model_id(os.fspath(spec)))
         policy = cls(model, tokenizer, **kwargs)
         policy.revision = revision
+        policy.source = _source(os.fspath(spec))
         return policy
 
     @classmethod
@@ -222,6 +226,7 @@ class HFPolicy(Policy):
             "name": self.name,
             "model_id": self.model_id,
             **({"revision": self.revision} if self.revision is not None else {}),
+            **({"source": self.source} if self.source is not None else {}),
             **({"checkpoint": self.checkpoint["folder"]} if self.checkpoint else {}),
             "architecture": type(self.model).__name__,
             "parameters": sum(p.numel() for p in params),
@@ -499,6 +504,15 @@ def fitting_batch_size(
     """Sequences per ``generate`` call that fit: ``safety x free_bytes // per_sequence``
     (:func:`sequence_bytes`), at least 1 and at most ``cap``."""
     return max(1, min(cap, int(free_bytes * safety) // per_sequence))
+
+
+def _source(spec: str) -> str:
+    """Where :func:`~llm_marl_envs.models.load_model` takes ``spec``'s weights from: the package
+    (``default``, ``tiny``), a local folder (a path that exists, whatever its name looks like:
+    ``./Qwen/Qwen2.5-72B@<sha>`` is a folder), or the Hugging Face Hub."""
+    if spec in ("default", "tiny"):
+        return "package"
+    return "local folder" if os.path.exists(spec) else "hub"
 
 
 def _model_id(spec: str) -> str:

