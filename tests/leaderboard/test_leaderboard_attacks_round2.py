@@ -475,16 +475,22 @@ def test_a_record_removed_or_rolled_back_is_not_the_boards(board):
 
 @pytest.mark.slow
 def test_the_key_and_the_lock_stay_out_of_version_control(board):
+    from llm_marl_envs.leaderboard.records import BOARD_ID_FILE, keys_folder
+
     verify_entry("mixed", board, sample=1, **QUIET)
-    assert (board / "verification.key").stat().st_mode & 0o077 == 0
+    assert not (board / "verification.key").exists()  # the key is kept outside the board
+    key = keys_folder() / f"{(board / BOARD_ID_FILE).read_text().strip()}.key"
+    assert key.stat().st_mode & 0o077 == 0
     assert (board / ".board.lock").read_bytes() == b""  # nothing about the host
     subprocess.run(["git", "init", "-q", str(board)], check=True)
     subprocess.run(["git", "-C", str(board), "add", "-A"], check=True)
     staged = subprocess.run(
         ["git", "-C", str(board), "ls-files"], check=True, capture_output=True, text=True
     ).stdout.split()
-    assert "verification.key" not in staged and ".board.lock" not in staged
+    assert ".board.lock" not in staged and BOARD_ID_FILE in staged
     assert "records/mixed.json" in staged and "entries/mixed/results.json" in staged
+    secret = key.read_bytes().strip()
+    assert not any(secret in (board / name).read_bytes() for name in staged)
 
 
 # --------------------------------------------------------------------------- 7. hand-placed
