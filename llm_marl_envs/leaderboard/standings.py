@@ -11,10 +11,12 @@ the later one in :func:`~llm_marl_envs.leaderboard.rules.precedence` is left out
 **Only checked facts are shown as facts.** An entry's ``team`` is the seats its manifest
 lists: what the replay used and a verification regenerated with; ``played_by`` names those
 policies, with the model ids the verification loaded. ``manifest`` holds only what was
-checked (the suite, each task's env spec hash, data hash, generation settings and seats, and
-the models as a verification loaded them); everything else a result says about itself
-(package version and commit, libraries, hardware, batch size, wall time, tokens, dates, and
-an unverified entry's models) is kept apart under ``claimed``. The board's date
+checked (the suite, each task's env spec hash, data hash and generation settings, and, once a
+verification regenerated a secret sample with them, the seats and the models as it loaded
+them); everything else a result says about itself (package version and commit, libraries,
+hardware, batch size, wall time, tokens, dates, and an unverified entry's seats and models:
+a replay checks what the actions score, not who wrote them) is kept apart under
+``claimed``. The board's date
 (``generated``) is the latest time the board itself (or the package) recorded an add or a
 verification, never a date a submission wrote.
 """
@@ -251,18 +253,23 @@ def _checked_manifest(entry: EntryFolder, trust: dict) -> tuple[dict, dict]:
             "data_hash": manifest["tasks"][task.name].get("data_hash"),
             "samples": task.samples,
             "generation": task.generation_settings(),
-            "seats": dict(manifest["tasks"][task.name]["seats"]),
         }
         for task in entry.tasks()
     }
+    seats = {task.name: dict(manifest["tasks"][task.name]["seats"]) for task in entry.tasks()}
+    verified = bool(trust.get("verified"))
+    if verified:  # a regeneration with these seats reproduced a secret sample of the episodes
+        for name, block in tasks.items():
+            block["seats"] = seats[name]
     suite = entry.suite
     checked = {
         "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
         "tasks": tasks,
-        "policies": (trust.get("models") or {}) if trust.get("verified") else {},
+        "policies": (trust.get("models") or {}) if verified else {},
     }
     claimed = {key: manifest[key] for key in CLAIMED if key in manifest}
-    if not trust.get("verified"):
+    if not verified:  # a replay checks what the actions score, not who wrote them
+        claimed["seats"] = seats
         claimed["policies"] = manifest.get("policies", {})
     return checked, claimed
 

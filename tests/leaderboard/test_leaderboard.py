@@ -370,3 +370,22 @@ def test_entries_whose_pages_would_share_a_name_leave_the_later_out_not_the_buil
     monkeypatch.undo()
     index = leaderboard.build(tmp_path / "site", board=board, shipped=False)
     assert index.is_file()
+
+
+def test_the_checked_block_holds_checks_only(board):
+    """An entry no verification regenerated: its seats are what it claims (the replay checks
+    what the actions score, not who wrote them), so they sit under ``claimed``, not in the
+    checked manifest; the suite, env specs, data and generation settings stay checked."""
+    data = build_board("lite", board, shipped=False)
+    entry = {e["id"]: e for e in data["entries"]}["oracles"]
+    assert entry["verified"] is None
+    assert all("seats" not in block for block in entry["manifest"]["tasks"].values())
+    assert entry["claimed"]["seats"] == entry["team"]
+    assert set(entry["manifest"]["tasks"]["maze"]) == {
+        "env",
+        "env_spec_hash",
+        "data_hash",
+        "samples",
+        "generation",
+    }
+    assert entry["manifest"]["policies"] == {}

@@ -301,6 +301,8 @@ def test_claims_are_shown_apart_from_what_was_checked(copy, tmp_path):
     assert entry["claimed"]["package"]["version"] == "9.9.9"
     assert entry["claimed"]["hardware"]["gpu"] == "8x H100"
     assert "package" not in entry["manifest"] and "hardware" not in entry["manifest"]
+    assert entry["manifest"]["tasks"]["maze"]["seats"] == entry["team"]["maze"]  # regenerated
+    assert "seats" not in entry["claimed"]
     index = build(tmp_path / "site", board=board, shipped=False).read_text()
     assert "played by scripted, random" in index and "Qwen" not in index
     page = next((tmp_path / "site").glob("site-*/entries/claims-*.html")).read_text()

@@ -260,6 +260,8 @@ def test_a_claimed_model_identity_with_a_made_up_weights_hash_is_unverified(tiny
     entry = shown(board, "qwen-72b")
     assert entry["verified"] is False
     assert entry["manifest"]["policies"] == {}  # claims are not shown as the models
+    assert "seats" not in entry["manifest"]["tasks"]["imdb"]  # nor as the seats
+    assert entry["claimed"]["seats"]["imdb"] == entry["team"]["imdb"]
     assert entry["claimed"]["policies"]["tiny"]["model_id"].startswith("Qwen")
     assert entry["played_by"] == [{"spec": "tiny"}, {"spec": "random"}]  # no model id shown
 

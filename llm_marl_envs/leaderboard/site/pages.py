@@ -235,12 +235,13 @@ def _entry_page(board: dict, entry: dict) -> str:
         '(links to the transcripts)</th><th scope="col">episodes kept</th></tr></thead>'
         f"<tbody>{''.join(rows)}</tbody></table></div>"
         "<h2>Checked</h2><p>What the board checked: the suite and its hash, each task's "
-        "environment spec, data rows and generation settings, the seats whose actions were "
-        "replayed, and the models a verification loaded (their weights hashed).</p>"
+        "environment spec, data rows and generation settings, and, for a verified entry, the "
+        "seats whose answers a regeneration reproduced and the models it loaded (their "
+        "weights hashed).</p>"
         f'<pre class="manifest">{_e(manifest)}</pre>'
         "<h2>Claimed</h2><p>What the result says about itself that nobody checked (package "
-        "version, libraries, hardware, times, and the models of an entry that is not "
-        "verified).</p>"
+        "version, libraries, hardware, times, and the seats and models of an entry that is "
+        "not verified: a replay checks what the actions score, not who wrote them).</p>"
         f'<pre class="claims">{_e(claimed)}</pre>'
     )
     return _page(f"{entry['name']}: {board['title']}", body, depth=1)
