@@ -20,9 +20,10 @@ the board's lock), and sealed with an HMAC-SHA256 under the board's key:
   folder under a new id has no record (and a record copied to another id's name is refused);
   each event holds the sha256 of every file it read, so a file changed afterwards makes the
   badge "changed since it was verified".
-* **Nothing removed or rolled back.** ``records/index.json``, sealed too, holds each
-  record's event count and sha256 as the board last wrote it: a record deleted (to drop a
-  failure), replaced by an older sealed copy, or added by hand is not the board's, and
+* **Nothing removed or rolled back.** ``records/.index.json`` (a name no entry id can take),
+  sealed too, holds each record's event count and sha256 as the board last wrote it: a record
+  deleted (to drop a failure), replaced by an older sealed copy, or added by hand is not the
+  board's, and
   ``verify`` refuses to add to it until a maintainer's override starts a new one. (A board
   rolled back whole, index and records together, to an older sealed state is beyond what
   files alone can tell: keep ``records/`` in the maintainer's hands; a pull request that
@@ -79,7 +80,11 @@ __all__ = [
 
 FORMAT = "llm-marl-envs/board-record/1"
 INDEX_FORMAT = "llm-marl-envs/board-record-index/1"
-INDEX_FILE = "index.json"
+#: The records' index: a name no entry id can take (an id never starts with a dot), so an entry
+#: called ``index`` has a record of its own (it overwrote the index when the index was
+#: ``index.json``, which an older board still has until its next write).
+INDEX_FILE = ".index.json"
+LEGACY_INDEX_FILE = "index.json"
 #: Where an older version kept a board's key, inside the board (moved out when read).
 KEY_FILE = "verification.key"
 #: The board's public id, which names its key in :func:`keys_folder`.
@@ -240,8 +245,15 @@ def _index(records: Path, key: bytes | None) -> dict[str, dict] | None:
     sha256); None when the board has none yet."""
     path = records / INDEX_FILE
     if not path.is_file():
-        return None
-    _, document = _read_json(path)
+        legacy = records / LEGACY_INDEX_FILE
+        if not legacy.is_file():
+            return None
+        _, document = _read_json(legacy)
+        if not isinstance(document, dict) or document.get("format") != INDEX_FORMAT:
+            return None  # an entry called "index"'s record, not an older board's index
+        path = legacy
+    else:
+        _, document = _read_json(path)
     if not isinstance(document, dict) or document.get("format") != INDEX_FORMAT:
         raise RecordError(f"{INDEX_FILE} is not a record index of this package")
     if not sealed(document, key):
@@ -275,6 +287,20 @@ def _indexed(path: Path, entry_id: str, data: bytes | None, key: bytes | None) -
 
 def _sha256(data: bytes) -> str:
     return "sha256:" + hashlib.sha256(data).hexdigest()
+
+
+def _drop_legacy_index(records: Path) -> None:
+    """Remove an older board's ``index.json`` once :data:`INDEX_FILE` holds the index (never
+    the record of an entry called ``index``)."""
+    legacy = records / LEGACY_INDEX_FILE
+    if not legacy.is_file():
+        return
+    try:
+        _, document = _read_json(legacy)
+    except RecordError:
+        return
+    if isinstance(document, dict) and document.get("format") == INDEX_FORMAT:
+        legacy.unlink()
 
 
 def load(path: Path, entry_id: str, key: bytes | None, *, trusted: bool = False) -> list[dict]:
@@ -320,6 +346,7 @@ def write(path: Path, entry_id: str, events: list[dict], key: bytes | None) -> d
         listing = seal({"format": INDEX_FORMAT, "entries": dict(sorted(index.items()))}, key)
         write_atomic(path, data)
         write_atomic(path.parent / INDEX_FILE, json.dumps(listing, indent=1) + "\n")
+        _drop_legacy_index(path.parent)
     else:
         write_atomic(path, data)
     return document

@@ -184,3 +184,35 @@ def test_a_keys_folder_inside_a_git_work_tree_is_refused(tmp_path, monkeypatch):
     with pytest.raises(board_records.RecordError, match="inside the git work tree") as caught:
         board_records.board_key(tmp_path / "board", create=True)
     assert "LLM_MARL_BOARD_KEYS" in str(caught.value) and "\n" not in str(caught.value)
+
+
+# --------------------------------------------------------------------------- ids and files
+def test_an_entry_called_index_has_a_record_of_its_own(tmp_path):
+    """The records' index was ``records/index.json``: an entry called ``index`` overwrote it
+    (and its own record was then the index). Ids are labels that never meet the board's own
+    files: the index is ``records/.index.json``, a name no id can take."""
+    key = board_records.board_key(tmp_path, create=True)
+    for entry_id in ("index", "e", "INDEX"):
+        board_records.write(
+            board_records.record_path(tmp_path, entry_id), entry_id, [verification(True, "01")], key
+        )
+    for entry_id in ("index", "e", "INDEX"):
+        path = board_records.record_path(tmp_path, entry_id)
+        assert board_records.load(path, entry_id, key)[0]["verified"] is True
+    listing = json.loads((tmp_path / "records" / board_records.INDEX_FILE).read_text())
+    assert sorted(listing["entries"]) == ["INDEX", "e", "index"]
+
+
+def test_an_older_boards_index_is_read_then_moved(tmp_path):
+    key = board_records.board_key(tmp_path, create=True)
+    path = board_records.record_path(tmp_path, "e")
+    board_records.write(path, "e", [verification(True, "01")], key)
+    records = tmp_path / "records"
+    (records / board_records.INDEX_FILE).rename(records / board_records.LEGACY_INDEX_FILE)
+    assert board_records.load(path, "e", key)[0]["verified"] is True  # the older index holds
+    path.write_text(path.read_text().replace('"01"', '"02"'))  # ... and still guards
+    with pytest.raises(board_records.RecordError):
+        board_records.load(path, "e", key)
+    board_records.write(path, "e", [verification(True, "03")], key)
+    assert not (records / board_records.LEGACY_INDEX_FILE).exists()
+    assert board_records.load(path, "e", key)[0]["at"] == "03"
