@@ -5,9 +5,10 @@ A **board** is a folder (default ``./leaderboard``):
 * ``entries/<id>/``: one folder per entry, ``results.json`` and ``episodes/<task>.jsonl.gz``
   (an ``llm-marl eval`` result as ``add`` re-wrote it, or a folder a maintainer placed there
   from a pull request);
-* ``records/<id>.json``: what the board found when it checked each entry (``add``, every
-  ``verify``, every ``override``), sealed with the board's key
-  (:mod:`~llm_marl_envs.leaderboard.records`);
+* ``ledger.jsonl`` and ``ledger.head.json``: what the board found when it checked each
+  entry (``add``, every ``verify``, every ``override``), known by the digest of its content,
+  in one append-only, hash-chained ledger sealed with the board's key
+  (:mod:`~llm_marl_envs.leaderboard.ledger`);
 * ``board.id``: the board's public id, which names its sealing key, kept outside the board
   (:func:`~llm_marl_envs.leaderboard.records.keys_folder`);
 * ``.board.lock``, listed in the ``.gitignore`` the board writes.
@@ -34,7 +35,8 @@ whatever is in the board's folder, so a folder placed there by hand meets the sa
   :func:`build` writes the static site.
 
 The rules and the listing live in :mod:`~llm_marl_envs.leaderboard.rules`, the board's
-memory in :mod:`~llm_marl_envs.leaderboard.records`; their public names are importable
+memory in :mod:`~llm_marl_envs.leaderboard.ledger` (its key and badge rule in
+:mod:`~llm_marl_envs.leaderboard.records`); their public names are importable
 from here too.
 
 **Ranks.** An entry's rank is 1 + the number of entries whose 95% interval lies wholly above
@@ -50,7 +52,6 @@ import secrets
 from collections.abc import Callable
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
-from typing import Any
 
 from llm_marl_envs.evaluation import run_folder
 from llm_marl_envs.evaluation.run_folder import episode_line, slug
@@ -63,7 +64,11 @@ from llm_marl_envs.evaluation.files import (
 )
 from llm_marl_envs.evaluation.results import item_values, score_items
 from llm_marl_envs.evaluation.suite import Suite, data_hash
-from llm_marl_envs.leaderboard import records as board_records, verify as verification
+from llm_marl_envs.leaderboard import (
+    ledger as board_ledger,
+    records as board_records,
+    verify as verification,
+)
 from llm_marl_envs.leaderboard.entry import (
     EntryFolder,
     LeaderboardError,
@@ -72,9 +77,9 @@ from llm_marl_envs.leaderboard.entry import (
 )
 from llm_marl_envs.leaderboard.replay import first_difference, published, replay_stream
 from llm_marl_envs.leaderboard.rules import (  # re-exported: the board's public names
-    COPY_SHARE,
+    COPY_SHARE as COPY_SHARE,
     DEFAULT_BOARD as DEFAULT_BOARD,
-    _before,
+    _copy_message,
     _entry_folders,
     _is_shipped as _is_shipped,
     _others,
@@ -85,11 +90,14 @@ from llm_marl_envs.leaderboard.rules import (  # re-exported: the board's public
     copy_of,
     entries,
     entry_problems,
-    fingerprints,
+    identity,
     kind_problem,
     name_taken,
     played_by as played_by,
-    precedence,
+    clash,
+    prints,
+    read_ledger,
+    standing,
     same_play as same_play,
     seats,
     shipped_entries,
@@ -159,8 +167,8 @@ def add_entry(
             problems = _score_problems(entry.results, rescored)
             if problems:
                 raise LeaderboardError(refused + "; ".join(problems))
-            others = {i: fingerprints(f) for i, f in _others(board).items()}
-            copied = copy_of(entry.suite.label, entry.fingerprints, others.items())
+            others = {i: identity(f) for i, f in _others(board).items()}
+            copied = copy_of(entry.suite.label, entry.fingerprints, prints(others))
             if copied:
                 raise LeaderboardError(_copy_message(folder, copied))
             stored = {key: entry.results.get(key) for key in ("schema", "entry", "team", "suite")}
@@ -170,17 +178,27 @@ def add_entry(
             _write_synced(tmp / run_folder.RESULTS_FILE, json.dumps(stored, indent=1) + "\n")
             fsync_folder(tmp / run_folder.EPISODES_DIR)
             fsync_folder(tmp)
+            written = identity(tmp)
+            if written is None:
+                raise LeaderboardError(f"{refused}the entry written for it cannot be read back")
             with _board_lock(board):
                 _new_id(requested, name, board)  # again: another add may have taken it
-                late = {i: fingerprints(f) for i, f in _others(board).items() if i not in others}
-                copied = copy_of(entry.suite.label, entry.fingerprints, late.items())
-                if copied:
-                    raise LeaderboardError(_copy_message(folder, copied))
+                ledger = _ledger(board, entry_id)
+                late = {i: identity(f) for i, f in _others(board).items() if i not in others}
+                problem = clash(ledger, written, {**others, **late})
+                if problem:
+                    raise LeaderboardError(f"{folder} cannot join the board: {problem}")
                 target = board / "entries" / entry_id
                 os.rename(tmp, target)  # the board is locked and the id free
                 fsync_folder(target.parent)
-                event = board_records.new_event("added", replay=replay, **_written(target))
-                _append(board, entry_id, target, event)
+                event = board_records.new_event(
+                    "added",
+                    replay=replay,
+                    files=written.hashes,
+                    fingerprints=written.fingerprints,
+                    suite=written.suite,
+                )
+                _append(board, entry_id, target, event, written.digest)
     return target
 
 
@@ -205,9 +223,10 @@ def _package_board(board: Path) -> bool:
     return board.resolve() == shipped_entries().parent.resolve()
 
 
-def _append(board: Path, entry_id: str, folder: Path, event: dict) -> None:
-    """Append ``event`` to the entry's record (the board's lock held): the board's, sealed;
-    for the package's own board, the entry's ``verification.json``, unsealed."""
+def _append(board: Path, entry_id: str, folder: Path, event: dict, digest: str) -> None:
+    """Append ``event`` of the entry with content ``digest`` (the board's lock held): to the
+    board's ledger, sealed; for the package's own board, to the entry's
+    ``verification.json``, unsealed."""
     if _package_board(board):
         path = folder / "verification.json"
         try:
@@ -216,25 +235,28 @@ def _append(board: Path, entry_id: str, folder: Path, event: dict) -> None:
             events = []
         board_records.write(path, entry_id, [*events, event], None)
         return
-    events = _record_events(board, entry_id, folder)
     key = board_records.board_key(board, create=True)
-    board_records.write(board_records.record_path(board, entry_id), entry_id, [*events, event], key)
+    try:
+        board_ledger.append(board, key, [{**event, "digest": digest, "entry": entry_id}])
+    except board_ledger.LedgerError as error:
+        raise LeaderboardError(_untrusted(entry_id, error)) from None
 
 
-def _copy_message(folder: Path, other: str) -> str:
+def _untrusted(entry_id: str, error: Exception) -> str:
     return (
-        f"{folder} cannot join the board: its episodes are entry {other!r}'s (the same actions "
-        f"for at least {COPY_SHARE:.0%} of its items); one evaluation is one entry"
+        f"{entry_id}: the board's ledger cannot be trusted ({error}); a maintainer who knows why "
+        f"can set it aside and start a new one: llm-marl leaderboard override {entry_id} "
+        "--reason TEXT"
     )
 
 
-def _written(target: Path) -> dict[str, Any]:
-    """The file hashes and fingerprints of an entry just written (read back by the reader)."""
-    with open_entry(target) as written:
-        for task in written.tasks():
-            for _ in written.episodes(task):
-                pass
-        return {"files": dict(written.hashes), "fingerprints": dict(written.fingerprints)}
+def _ledger(board: Path, entry_id: str) -> board_ledger.Ledger:
+    """The board's ledger, or a one-line refusal saying why it is not the board's and how a
+    maintainer starts a new one."""
+    try:
+        return read_ledger(board)
+    except board_ledger.LedgerError as error:
+        raise LeaderboardError(_untrusted(entry_id, error)) from None
 
 
 def replay_entry(entry: EntryFolder, out: Path | None = None) -> tuple[dict, dict, list[str]]:
@@ -364,21 +386,6 @@ def _deterministic(suite: Suite, results: dict) -> str | None:
     return None
 
 
-def _record_events(board: Path, entry_id: str, folder: Path) -> list[dict]:
-    """The board's record of an entry (its events), or a one-line refusal saying why the
-    record is not the board's and how a maintainer starts a new one."""
-    try:
-        return board_records.load(
-            board_records.record_path(board, entry_id), entry_id, board_records.board_key(board)
-        )
-    except board_records.RecordError as error:
-        raise LeaderboardError(
-            f"{entry_id}: the board's record of it cannot be trusted ({error}); a maintainer who "
-            f"knows why can start a new one: llm-marl leaderboard override {entry_id} --reason "
-            "TEXT"
-        ) from None
-
-
 def check_entry(board: Path | None, entry_id: str, folder: Path) -> tuple[str, str]:
     """Open the entry in ``folder`` and apply every rule ``add`` applies (the reader's limits,
     :func:`entry_problems`, its id, name and kind, a name no other entry shows, episodes no
@@ -420,7 +427,6 @@ def verify_entry(
     folder = found[entry]
     name, _ = check_entry(board, entry, folder)
     _unique(board, entry, folder, name)
-    _record_events(board, entry, folder)  # refused now, before any work, if not the board's
     with open_entry(folder) as opened:
         why = _deterministic(opened.suite, opened.results)
         if why:
@@ -435,33 +441,47 @@ def verify_entry(
             gain=gain,
             server_options=server_options,
         )
+        digest = board_ledger.digest(opened)  # of the very bytes the verification read
     event = board_records.new_event(
-        "verification", **{k: v for k, v in event.items() if k != "event"}
+        "verification", suite=opened.suite.label, **{k: v for k, v in event.items() if k != "event"}
     )
     with _board_lock(board):
-        _append(board, entry, folder, event)
+        _append(board, entry, folder, event, digest)
     return event
 
 
 def _unique(board: Path, entry_id: str, folder: Path, name: str) -> None:
-    """Refuse to verify an entry whose name, or episodes, an entry before it already has."""
-    order = precedence(board, entries(board))
-    before = {i: order[i] for i in order if i != entry_id and _before(order, i, entry_id)}
-    other = name_taken(name, before)
+    """Refuse to verify an entry whose ledger cannot be trusted, or whose name, content or
+    episodes an entry before it already has (or an entry the ledger recorded that is no
+    longer on the board: :func:`_clash`)."""
+    ledger = _ledger(board, entry_id)  # refused now, before any work, if not the board's
+    found = {i: (f, identity(f)) for i, f in entries(board).items() if i != entry_id}
+    mine = identity(folder, strict=True)
+    found[entry_id] = (folder, mine)
+
+    def standing_of(entry: str) -> tuple:
+        folder, known = found[entry]
+        return standing(ledger, entry, folder, known.digest if known else None)
+
+    before = {
+        i: f for i, f in found.items() if i != entry_id and standing_of(i) < standing_of(entry_id)
+    }
+    other = name_taken(name, {i: f for i, (f, _) in before.items()})
     if other is not None:
         raise LeaderboardError(
             f"{entry_id}: its name {name!r} cannot be told apart from entry {other!r}'s"
         )
-    label, mine = fingerprints(folder) or ("", {})
-    copied = copy_of(label, mine, ((i, fingerprints(f)) for i, f in before.items()))
-    if copied:
-        raise LeaderboardError(f"{entry_id}: its episodes are entry {copied!r}'s")
+    on_board = {known.digest for _, known in found.values() if known is not None}
+    problem = clash(ledger, mine, {i: k for i, (_, k) in before.items()}, on_board, entry_id)
+    if problem:
+        raise LeaderboardError(f"{entry_id}: {problem}")
 
 
 def override_entry(entry: str, board: str | Path = DEFAULT_BOARD, *, reason: str) -> dict:
-    """Record a maintainer's override of an entry's failed verifications (or of a record that
-    cannot be trusted, which is then started anew, saying why): the failures stay in the
-    record and on the site, and the badge follows the verifications after it."""
+    """Record a maintainer's override of the failed verifications of an entry's content (its
+    digest): the failures stay on the ledger and on the site, and the badge follows the
+    verifications after it. When the ledger itself cannot be trusted, it is set aside (kept,
+    renamed) and a new one starts with this override, its reason saying so."""
     board = Path(board)
     found = entries(board)
     if entry not in found:
@@ -469,16 +489,16 @@ def override_entry(entry: str, board: str | Path = DEFAULT_BOARD, *, reason: str
     reason = " ".join(str(reason).split())
     if not reason or len(reason) > 500:
         raise LeaderboardError("--reason must say why, in 1 to 500 characters")
+    known = identity(found[entry], strict=True)
+    event = board_records.new_event("override", reason=reason, digest=known.digest, entry=entry)
     with _board_lock(board):
-        path = board_records.record_path(board, entry)
-        try:
-            events = board_records.load(path, entry, board_records.board_key(board))
-        except board_records.RecordError as error:
-            events, reason = [], f"{reason} (the previous record was discarded: {error})"
-        event = board_records.new_event("override", reason=reason)
         key = board_records.board_key(board, create=True)
-        board_records.write(path, entry, [*events, event], key)
-    return event
+        try:
+            written = board_ledger.append(board, key, [event])
+        except board_ledger.LedgerError as error:
+            event["reason"] = f"{reason} (the ledger was set aside: {error})"
+            written = board_ledger.restart(board, key, event)
+    return written.lines[-1]
 
 
 # --------------------------------------------------------------------------- build

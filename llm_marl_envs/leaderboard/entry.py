@@ -252,6 +252,8 @@ class EntryFolder:
         self._fds: dict[str, int] = {}
         self.hashes: dict[str, str] = {}
         self.fingerprints: dict[str, list[str]] = {}
+        #: task -> the sha256 of its episode lines (blank lines left out): what it scores
+        self.contents: dict[str, str] = {}
         self.meta: dict[str, dict] = {}
         self.files: dict[str, str] = {}  # task -> the name of its episodes file
         self.has_verification = False
@@ -384,6 +386,7 @@ class EntryFolder:
         plan = task.episode_plan()
         raw = _Hashing(self._fds[f"episodes/{name}"])
         prints: list[str] = []
+        content = hashlib.sha256()
         try:
             handle = gzip.GzipFile(fileobj=raw, mode="rb") if name.endswith(".gz") else raw
             position = blank = unpacked = number = 0
@@ -415,6 +418,7 @@ class EntryFolder:
                         "sample(s), each once)"
                     )
                 episode = self._episode(line, f"{where} line {number}", task, plan, position)
+                content.update(line.strip() + b"\n")
                 prints.append(hashlib.sha256(_played(episode)).hexdigest()[:16])
                 position += 1
                 yield episode
@@ -433,6 +437,7 @@ class EntryFolder:
             raw.close()
         self.hashes[f"episodes/{name}"] = "sha256:" + raw.digest.hexdigest()
         self.fingerprints[task.name] = prints
+        self.contents[task.name] = "sha256:" + content.hexdigest()
 
     def _episode(self, line: bytes, where: str, task: Task, plan: list, position: int) -> Episode:
         data = self._json(line, where, MAX_RECORD_VALUES)

@@ -1,47 +1,27 @@
-"""What a board remembers of each entry: a sealed, append-only record kept outside the entry.
+"""A board's key, the seal, the badge rule, and the per-entry record format.
 
-An entry folder is the submitter's (it arrives as a pull request, or through ``leaderboard
-add``); what the board found when it checked that folder is the board's own, so it lives apart,
-in ``<board>/records/<id>.json``, written only by ``add``, ``verify`` and ``override`` (under
-the board's lock), and sealed with an HMAC-SHA256 under the board's key:
-
-    {"format": "llm-marl-envs/board-record/1", "entry": "<id>",
-     "events": [{"event": "added", "at", "files", "fingerprints", "replay"},
-                {"event": "verification", "at", "verified", "problems", "files", ...},
-                {"event": "override", "at", "reason"}, ...],
-     "seal": "hmac-sha256:..."}
-
-* **Every verification is kept.** ``verify`` appends; nothing deletes. A failed verification
-  **sticks**: the entry shows unverified, "k of n verifications failed", however many later
-  verifications pass, until a maintainer records an ``override`` with a stated reason
-  (``llm-marl leaderboard override ID --reason TEXT``); the failures stay in the record and on
-  the site after it.
-* **Bound to the entry's id and files.** The seal covers the id, so a byte copy of a verified
-  folder under a new id has no record (and a record copied to another id's name is refused);
-  each event holds the sha256 of every file it read, so a file changed afterwards makes the
-  badge "changed since it was verified".
-* **Nothing removed or rolled back.** ``records/.index.json`` (a name no entry id can take),
-  sealed too, holds each record's event count and sha256 as the board last wrote it: a record
-  deleted (to drop a failure), replaced by an older sealed copy, or added by hand is not the
-  board's, and
-  ``verify`` refuses to add to it until a maintainer's override starts a new one. (A board
-  rolled back whole, index and records together, to an older sealed state is beyond what
-  files alone can tell: keep ``records/`` in the maintainer's hands; a pull request that
-  touches it is not an entry submission.)
-* **The key never lives in the board.** The key (mode 0600, made at the board's first ``add``
-  or ``verify``) is kept outside every board, in :func:`keys_folder` (``LLM_MARL_BOARD_KEYS``,
-  else ``~/.config/llm_marl_envs/board-keys/``), as ``<board id>.key``; the board holds only
-  its public id (``board.id``). No ``.gitignore`` line, negated or forgotten, can publish it,
-  and a keys folder inside a git work tree is refused. A board made by an older version, its
-  key in ``<board>/verification.key``, has the key moved out the first time it is read. The
-  lock ``.board.lock`` (which holds nothing: no host, no process) and half-written entries are
+* **The key** (:func:`board_key`): made at the board's first ``add`` or ``verify`` (mode
+  0600), kept outside every board, in :func:`keys_folder` (``LLM_MARL_BOARD_KEYS``, else
+  ``~/.config/llm_marl_envs/board-keys/``), as ``<board id>.key``; the board holds only its
+  public id (``board.id``). No ``.gitignore`` line, negated or forgotten, can publish it, and
+  a keys folder inside a git work tree is refused. A board made by an older version, its key
+  in ``<board>/verification.key``, has the key moved out the first time it is read. The lock
+  ``.board.lock`` (which holds nothing: no host, no process) and half-written entries are
   listed in the ``.gitignore`` the board writes for itself. Whoever holds the key can seal
   anything: keep it with the maintainer.
-
-The entries that ship with the package carry their record in their own folder
-(``verification.json``, same format, unsealed: the package's files are trusted as such; only
-``scripts/ship_leaderboard_entries.py`` writes them). A board that verifies a shipped entry
-keeps its own record of it in ``records/``, which then takes precedence.
+* **The seal** (:func:`seal`, :func:`sealed`): an HMAC-SHA256 of a document under the key;
+  every line of the board's ledger (:mod:`~llm_marl_envs.leaderboard.ledger`) carries one.
+* **The badge** (:func:`badge`): what the site shows of an entry from its events. A failed
+  verification **sticks** (the entry shows unverified, "k of n verifications failed", however
+  many later verifications pass) until a maintainer records an ``override`` with a stated
+  reason; a verification on a sample weaker than the board's guarantee earns no badge.
+* **The record format** ``{"format": "llm-marl-envs/board-record/1", "entry", "events",
+  "seal"?}``: the shipped entries carry theirs in their own folder (``verification.json``,
+  unsealed: the package's files are trusted as such; only
+  ``scripts/ship_leaderboard_entries.py`` writes them). A board made by an older version kept
+  one per entry, sealed, in ``records/<id>.json`` with a sealed index
+  (``records/.index.json``); :func:`load` still reads them, so that the ledger takes them
+  over (:func:`~llm_marl_envs.leaderboard.ledger.read`).
 """
 
 from __future__ import annotations
@@ -68,6 +48,7 @@ __all__ = [
     "RecordError",
     "badge",
     "board_key",
+    "changed",
     "ensure_board",
     "keys_folder",
     "load",
@@ -354,10 +335,11 @@ def write(path: Path, entry_id: str, events: list[dict], key: bytes | None) -> d
 
 # --------------------------------------------------------------------------- the badge
 def badge(
-    events: list[dict], hashes: Mapping[str, str], power: float = 0.0, gain: float = 1.0
+    events: list[dict], hashes: Mapping[str, str] | None, power: float = 0.0, gain: float = 1.0
 ) -> dict[str, Any]:
-    """What the site shows of an entry whose files hash to ``hashes``, from its record's
-    events: ``verified`` (True, False, or None when never verified), ``problems``, the latest
+    """What the site shows of an entry whose files hash to ``hashes`` (None: events the
+    board's ledger bound to the entry's content digest, which no file change keeps), from its
+    record's events: ``verified`` (True, False, or None when never verified), ``problems``, the latest
     verification's numbers, ``replay`` (from the latest event that replayed these very files:
     an ``add`` or a verification), and the history: ``verifications``, ``failed`` (k of n),
     ``overrides``.
@@ -382,7 +364,7 @@ def badge(
         e
         for e in events
         if e.get("event") in ("added", "verification")
-        and e.get("files") == dict(hashes)
+        and (hashes is None or e.get("files") == dict(hashes))
         and isinstance(e.get("replay"), dict)
     ]
     shown: dict[str, Any] = {
@@ -398,7 +380,7 @@ def badge(
     latest = verifications[-1]
     for key in ("regenerated", "sample", "models", "secret_seed", "at"):
         shown[key] = latest.get(key)
-    changed = _changed(latest.get("files"), hashes)
+    differ = "" if hashes is None else changed(latest.get("files"), hashes)
     if sticking:
         first = sticking[0]
         why = (first.get("problems") or ["it did not reproduce"])[0]
@@ -411,8 +393,8 @@ def badge(
                 *[p for e in sticking for p in e.get("problems", [])][1:],
             ],
         )
-    elif changed:
-        shown.update(verified=False, problems=["changed since it was verified: " + changed])
+    elif differ:
+        shown.update(verified=False, problems=["changed since it was verified: " + differ])
     elif not _strong(latest.get("sample"), power, gain):
         shown["weak"] = True  # passed, on a sample too small for the board's guarantee
     else:
@@ -433,7 +415,7 @@ def _strong(sample: Any, power: float, gain: float) -> bool:
     return its_power >= power and its_gain <= gain
 
 
-def _changed(recorded: Any, now: Mapping[str, str]) -> str:
+def changed(recorded: Any, now: Mapping[str, str]) -> str:
     recorded = recorded if isinstance(recorded, dict) else {}
     names = (set(recorded) ^ set(now)) | {f for f in now if recorded.get(f) != now[f]}
     return ", ".join(sorted(names))

@@ -30,12 +30,13 @@ import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from contextlib import closing
 from importlib import resources
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.evaluation.run_folder import RESULTS_FILE
 from llm_marl_envs.evaluation.suite import Suite, Task, data_hash, packaged_version
-from llm_marl_envs.leaderboard import records as board_records
+from llm_marl_envs.leaderboard import ledger as board_ledger, records as board_records
 from llm_marl_envs.leaderboard.entry import (
     EntryFolder,
     LeaderboardError,
@@ -50,10 +51,12 @@ __all__ = [
     "DEFAULT_BOARD",
     "board_meta",
     "check_result",
+    "clash",
     "copy_of",
     "entries",
     "entry_problems",
     "fingerprints",
+    "identity",
     "kind_problem",
     "name_taken",
     "played_by",
@@ -302,18 +305,43 @@ def name_taken(name: str, others: Mapping[str, Path]) -> str | None:
 COPY_SHARE = 0.9
 
 
-def fingerprints(folder: Path) -> tuple[str, dict[str, list[str]]] | None:
-    """The suite label and each task's episode fingerprints (one per episode, in plan order: a
-    hash of its item, sample and actions) of the entry in ``folder``; None when it cannot be
-    read."""
+@dataclass(frozen=True)
+class Identity:
+    """What an entry folder is, by its content: its suite label, its digest
+    (:func:`~llm_marl_envs.leaderboard.ledger.digest`), each task's episode fingerprints (one
+    per episode, in plan order: a hash of its item, sample and actions) and its files' hashes."""
+
+    suite: str
+    digest: str
+    fingerprints: dict[str, list[str]]
+    hashes: dict[str, str]
+
+
+def identity(folder: Path, strict: bool = False) -> Identity | None:
+    """The :class:`Identity` of the entry in ``folder`` (every episode read); None when it
+    cannot be read (``strict``: the reader's error, naming why)."""
     try:
         with open_entry(folder) as entry:
             for task in entry.tasks():
                 for _ in entry.episodes(task):
                     pass
-            return entry.suite.label, dict(entry.fingerprints)
+            return Identity(
+                entry.suite.label,
+                board_ledger.digest(entry),
+                dict(entry.fingerprints),
+                dict(entry.hashes),
+            )
     except (LeaderboardError, OSError):
+        if strict:
+            raise
         return None
+
+
+def fingerprints(folder: Path) -> tuple[str, dict[str, list[str]]] | None:
+    """The suite label and each task's episode fingerprints of the entry in ``folder``
+    (:class:`Identity`); None when it cannot be read."""
+    found = identity(folder)
+    return (found.suite, found.fingerprints) if found else None
 
 
 def copy_of(
@@ -341,31 +369,110 @@ def copy_of(
     return None
 
 
-def _before(order: Mapping[str, Path], one: str, other: str) -> bool:
-    ids = list(order)
-    return other not in ids or ids.index(one) < ids.index(other)
+def prints(found: dict[str, Identity | None]):
+    return ((i, (f.suite, f.fingerprints) if f else None) for i, f in found.items())
+
+
+def clash(
+    ledger: board_ledger.Ledger,
+    mine: Identity,
+    live: dict[str, Identity | None],
+    on_board: set[str] | None = None,
+    entry_id: str | None = None,
+) -> str | None:
+    """Why content ``mine`` (the entry ``entry_id``) cannot stand beside ``live`` entries
+    (None: it can): it is one of them (the same digest), a copy of one (:func:`copy_of`), or a
+    copy of an entry the ledger recorded whose content is no longer on the board (``on_board``:
+    the digests of every folder there; default ``live``'s). The very content of a removed
+    entry may come back (its record follows it); a near-copy of it, or an edited entry, may
+    not, until a maintainer's override accepts that content."""
+    for other, theirs in live.items():
+        if theirs is not None and theirs.digest == mine.digest:
+            return (
+                f"its content is entry {other!r}'s (the same digest); one evaluation is one entry"
+            )
+    copied = copy_of(mine.suite, mine.fingerprints, prints(live))
+    if copied:
+        return (
+            f"its episodes are entry {copied!r}'s (the same actions for at least "
+            f"{COPY_SHARE:.0%} of its items); one evaluation is one entry"
+        )
+    if any(e.get("event") == "override" for e in ledger.events(mine.digest)):
+        return None  # a maintainer accepted this content as it is, saying why
+    if on_board is None:
+        on_board = {f.digest for f in live.values() if f is not None}
+    gone = {
+        digest: block
+        for digest, block in ledger.recorded().items()
+        if digest not in on_board and digest != mine.digest and block["fingerprints"]
+    }
+    copied = copy_of(
+        mine.suite,
+        mine.fingerprints,
+        ((d, (b.get("suite"), b["fingerprints"])) for d, b in gone.items()),
+    )
+    if copied is None:
+        return None
+    block = gone[copied]
+    where = f"ledger line {block['position']}"
+    if entry_id is not None and block["entry"] == entry_id:
+        return (
+            f"its content changed since the board recorded it ({where}): the ledger's record "
+            "of an entry follows the content it holds; put that content back, or a maintainer "
+            f"who knows why accepts this one: llm-marl leaderboard override {entry_id} --reason "
+            "TEXT"
+        )
+    return (
+        f"its episodes are those of entry {block['entry']!r} ({where}, no longer on the "
+        f"board): the same actions for at least {COPY_SHARE:.0%} of its items; a removed "
+        "entry's record follows its content"
+    )
+
+
+def _copy_message(folder: Path, other: str) -> str:
+    return (
+        f"{folder} cannot join the board: its episodes are entry {other!r}'s (the same actions "
+        f"for at least {COPY_SHARE:.0%} of its items); one evaluation is one entry"
+    )
+
+
+def read_ledger(board: Path | None) -> board_ledger.Ledger:
+    """The board's ledger (:func:`~llm_marl_envs.leaderboard.ledger.read`; empty for no
+    board), or a :class:`~llm_marl_envs.leaderboard.ledger.LedgerError` saying why it is not
+    the board's."""
+    if board is None:
+        return board_ledger.Ledger()
+    return board_ledger.read(board, board_records.board_key(Path(board)))
+
+
+def standing(ledger: board_ledger.Ledger, entry_id: str, folder: Path, digest: str | None) -> tuple:
+    """The key that orders entries by precedence (the later one gives way in a clash): the
+    shipped entries, then the board's by the ledger line at which their content (``digest``)
+    was first recorded, then content the ledger never saw, by digest. Of two folders with the
+    same content, the one under the id the ledger last recorded for it comes first. Nothing a
+    submitter can edit (a name, an id, a folder's name, a date) moves an entry."""
+    if _is_shipped(folder):
+        return (0, 0, "", entry_id)
+    position = ledger.position(digest)
+    if position is not None:
+        return (1, position, "" if ledger.label(digest) == entry_id else "~", entry_id)
+    return (2, 0, digest or "~", entry_id)
 
 
 def precedence(board: Path | None, found: Mapping[str, Path]) -> dict[str, Path]:
-    """``found`` in the order that settles a clash of names or episodes (the later entry is the
-    one left out): the shipped entries, then the board's by the time of their first record
-    event (add or verify), then the ones the board has no record of, by id. A folder put on
-    the board by hand can therefore never push out an entry the board already checked."""
-    key = board_records.board_key(Path(board)) if board else None
+    """``found`` in precedence order (:func:`standing`); a ledger that is not the board's
+    orders every board entry by content alone."""
+    try:
+        ledger = read_ledger(board)
+    except board_ledger.LedgerError:
+        ledger = board_ledger.Ledger()
 
-    def first_seen(item: tuple[str, Path]) -> tuple[int, str, str]:
+    def key(item: tuple[str, Path]) -> tuple:
         entry_id, folder = item
-        if _is_shipped(folder):
-            return (0, "", entry_id)
-        try:
-            path = board_records.record_path(Path(board), entry_id)
-            events = board_records.load(path, entry_id, key) if board else []
-        except board_records.RecordError:
-            events = []
-        times = [str(e.get("at")) for e in events if e.get("event") in ("added", "verification")]
-        return (1, min(times), entry_id) if times else (2, "", entry_id)
+        found_id = None if _is_shipped(folder) else identity(folder)
+        return standing(ledger, entry_id, folder, found_id.digest if found_id else None)
 
-    return dict(sorted(found.items(), key=first_seen))
+    return dict(sorted(found.items(), key=key))
 
 
 def _shipped_crossplay(suite: Suite) -> dict:

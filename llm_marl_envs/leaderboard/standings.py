@@ -5,8 +5,10 @@ board's one reader (:func:`~llm_marl_envs.leaderboard.entry.open_entry`), applie
 rules ``add`` applies (:func:`~llm_marl_envs.leaderboard.rules.entry_problems`, the
 entry's id, name and kind) and scores it again from its episode records, streamed; a folder
 that breaks a rule or cannot be read is left out with a warning naming it, and never stops the
-board. When two entries clash (names a visitor could not tell apart, or the same episodes),
-the later one in :func:`~llm_marl_envs.leaderboard.rules.precedence` is left out.
+board. When two entries clash (names a visitor could not tell apart, the same content, or
+the same episodes), the later one in the ledger's order
+(:func:`~llm_marl_envs.leaderboard.rules.standing`) is left out; an entry's badge comes from
+the ledger's events of its content (:mod:`~llm_marl_envs.leaderboard.ledger`).
 
 **Only checked facts are shown as facts.** An entry's ``team`` is the seats its manifest
 lists: what the replay used and a verification regenerated with; ``played_by`` names those
@@ -33,6 +35,7 @@ from llm_marl_envs.evaluation.results import item_values, score_items
 from llm_marl_envs.evaluation.stats import Interval, tie_ranks
 from llm_marl_envs.evaluation.suite import Suite, load_suite, packaged_version
 from llm_marl_envs.leaderboard import (
+    ledger as board_ledger,
     records as board_records,
     rules as board_rules,
     verify as verification,
@@ -57,8 +60,9 @@ VERIFICATION_RULE = (
     f"overall score by at least {verification.GAIN:.2f} is caught with probability at least "
     f"{verification.POWER} (each episode weighs its share of the overall score; the forger "
     "places the forged episodes where the sample misses them most often). A failed "
-    "verification stays on the record until a maintainer overrides it with a reason; a file "
-    "changed after verification loses the badge"
+    "verification stays on the record until a maintainer overrides it with a reason. The record "
+    "belongs to the entry's content (a digest of its episodes and what its score depends on), "
+    "not its name or id: content changed after verification is another entry's, with none"
 )
 #: Display names of the policy specs that load no model (a model's name is its model id).
 BASELINE_NAMES = {"scripted": "scripted players", "random": "random text"}
@@ -118,31 +122,48 @@ def _number(value: Any, default: float) -> float:
         return default
 
 
-def _trust(board: Path | None, entry_id: str, folder: Path, hashes: dict) -> tuple[dict, list]:
-    """The entry's badge (:func:`board_records.badge`) from the board's sealed record of it,
-    or, for a shipped entry the board never verified, the package's own record; and the
-    record's events (for the board's date)."""
-    path = board_records.record_path(Path(board), entry_id) if board else None
+def _trust(
+    ledger: board_ledger.Ledger | Exception,
+    entry_id: str,
+    folder: Path,
+    digest: str,
+    hashes: dict,
+) -> tuple[dict, list]:
+    """The entry's badge (:func:`board_records.badge`) from the events the board's ledger
+    holds for its content (``digest``), or, for a shipped entry the board never verified, the
+    package's own record; and those events (for the board's date). ``ledger`` is the error
+    that made the board's ledger untrusted, if it was."""
     shipped = board_rules._is_shipped(folder)
-    try:
-        # the board's record (a missing one the board's index lists is refused, not ignored)
-        events = (
-            board_records.load(path, entry_id, board_records.board_key(Path(board)))
-            if path is not None
-            else []
-        )
-        if not events and shipped:
-            events = board_records.load(folder / "verification.json", entry_id, None, trusted=True)
-    except board_records.RecordError as error:
-        trust = {"verified": False, "problems": [f"its record cannot be trusted: {error}"]}
+    if isinstance(ledger, Exception):
+        trust = {"verified": False, "problems": [f"the board's ledger cannot be trusted: {ledger}"]}
         trust["summary"] = summary(trust)
         return trust, []
-    trust = board_records.badge(events, hashes, verification.POWER, verification.GAIN)
-    if not events and not shipped and (folder / "verification.json").is_file():
-        trust["problems"] = [
-            "verified by an older version of the board (its verification.json is no longer "
-            f"read): run llm-marl leaderboard verify {entry_id} again"
-        ]
+    events, bound = ledger.events(digest), None
+    if not events and shipped:
+        try:
+            events = board_records.load(folder / "verification.json", entry_id, None, trusted=True)
+            bound = hashes  # the package's record binds the files it verified
+        except board_records.RecordError as error:
+            trust = {"verified": False, "problems": [f"its record cannot be trusted: {error}"]}
+            trust["summary"] = summary(trust)
+            return trust, []
+    trust = board_records.badge(events, bound, verification.POWER, verification.GAIN)
+    if not events and not shipped:
+        before = [e for d in ledger.labelled(entry_id) for e in ledger.events(d)]
+        if any(e.get("event") == "verification" for e in before):
+            files = [e.get("files") for e in before if isinstance(e.get("files"), dict)]
+            what = board_records.changed(files[-1], hashes) if files else ""
+            trust["verified"] = False
+            trust["problems"] = [
+                "changed since it was verified"
+                + (f": {what}" if what else "")
+                + " (the board's record follows the content it verified)"
+            ]
+        elif (folder / "verification.json").is_file():
+            trust["problems"] = [
+                "verified by an older version of the board (its verification.json is no longer "
+                f"read): run llm-marl leaderboard verify {entry_id} again"
+            ]
     trust["summary"] = summary(trust)
     return trust, events
 
@@ -275,7 +296,11 @@ def _checked_manifest(entry: EntryFolder, trust: dict) -> tuple[dict, dict]:
 
 
 def _row(
-    suite: Suite, board: Path | None, entry_id: str, folder: Path, transcripts: int
+    suite: Suite,
+    ledger: board_ledger.Ledger | Exception,
+    entry_id: str,
+    folder: Path,
+    transcripts: int,
 ) -> dict | str | None:
     """The board row of one entry; None when it belongs to another suite, ``"v<N>"`` when to
     another kept version of this one. Raises :class:`LeaderboardError` (or an ``OSError``)
@@ -291,7 +316,13 @@ def _row(
             raise LeaderboardError("; ".join(problems))
         name, kind = board_rules.board_meta(entry, entry_id)
         scored = _scored(entry, transcripts)
-        trust, events = _trust(board, entry_id, folder, dict(entry.hashes))
+        known = board_rules.Identity(
+            suite.label,
+            board_ledger.digest(entry),
+            dict(entry.fingerprints),
+            dict(entry.hashes),
+        )
+        trust, events = _trust(ledger, entry_id, folder, known.digest, known.hashes)
         checked, claims = _checked_manifest(entry, trust)
         return {
             "id": entry_id,
@@ -304,7 +335,8 @@ def _row(
             **scored,
             "manifest": checked,
             "claimed": claims,
-            "_fingerprints": dict(entry.fingerprints),
+            "digest": known.digest,
+            "_identity": known,
             "_times": [str(e.get("at")) for e in events if _TIME.fullmatch(str(e.get("at")))],
         }
 
@@ -327,8 +359,11 @@ def _task_display(task) -> dict:
     }
 
 
-def _clash(row: dict, built: list[dict]) -> str | None:
-    """Why ``row`` cannot stand beside the rows already on the board (None: it can)."""
+def _clash(row: dict, built: list[dict], ledger: Any, on_board: set[str]) -> str | None:
+    """Why ``row`` cannot stand beside the rows already on the board (None: it can): a name a
+    visitor could not tell apart, the same site page names, or content that is another
+    entry's, a copy of it, or of one the ledger recorded (:func:`~llm_marl_envs.leaderboard.
+    rules.clash`)."""
     from llm_marl_envs.leaderboard.names import same_name
     from llm_marl_envs.leaderboard.site.html import file_id
 
@@ -337,10 +372,9 @@ def _clash(row: dict, built: list[dict]) -> str | None:
             return f"its name cannot be told apart from entry {other['id']!r}'s"
         if file_id(other["id"]).casefold() == file_id(row["id"]).casefold():
             return f"its site pages would be named as entry {other['id']!r}'s"
-    copied = board_rules.copy_of(
-        "", row["_fingerprints"], ((o["id"], ("", o["_fingerprints"])) for o in built)
-    )
-    return f"its episodes are entry {copied!r}'s" if copied else None
+    live = {o["id"]: o["_identity"] for o in built}
+    ledger = ledger if isinstance(ledger, board_ledger.Ledger) else board_ledger.Ledger()
+    return board_rules.clash(ledger, row["_identity"], live, on_board, row["id"])
 
 
 def build_board(
@@ -355,27 +389,36 @@ def build_board(
     from llm_marl_envs.leaderboard.site.pages import rank_order
 
     suite = load_suite(suite_name)
-    built, elsewhere = [], {}
-    found = board_rules.entries(board, shipped)
-    for entry_id, folder in board_rules.precedence(board, found).items():
+    try:
+        ledger: board_ledger.Ledger | Exception = board_rules.read_ledger(
+            Path(board) if board else None
+        )
+    except board_ledger.LedgerError as error:
+        ledger = error
+    rows, elsewhere = [], {}
+    for entry_id, folder in board_rules.entries(board, shipped).items():
         try:
-            row = _row(suite, Path(board) if board else None, entry_id, folder, transcripts)
+            row = _row(suite, ledger, entry_id, folder, transcripts)
         except (LeaderboardError, OSError, ValueError) as error:
             warnings.warn(f"entry {entry_id} ({folder}) left out: {error}", stacklevel=2)
             continue
         if isinstance(row, str):
             elsewhere[row] = elsewhere.get(row, 0) + 1
-            continue
-        if row is None:
-            continue
-        clash = _clash(row, built)
+        elif row is not None:
+            rows.append((row, folder))
+    order = ledger if isinstance(ledger, board_ledger.Ledger) else board_ledger.Ledger()
+    rows.sort(key=lambda r: board_rules.standing(order, r[0]["id"], r[1], r[0]["digest"]))
+    on_board = {row["digest"] for row, _ in rows}
+    built = []
+    for row, folder in rows:
+        clash = _clash(row, built, ledger, on_board)
         if clash:
-            warnings.warn(f"entry {entry_id} ({folder}) left out: {clash}", stacklevel=2)
+            warnings.warn(f"entry {row['id']} ({folder}) left out: {clash}", stacklevel=2)
             continue
         built.append(row)
     times = [t for row in built for t in row.pop("_times")]
     for row in built:
-        row.pop("_fingerprints")
+        row.pop("_identity")
     tasks = [_task_display(t) for t in suite.tasks]
     _rank(built, tasks)
     crossplay = board_rules._shipped_crossplay(suite) if shipped else {}
@@ -383,6 +426,8 @@ def build_board(
         "title": f"llm_marl_envs leaderboard: suite {suite.label}",
         "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
         "generated": max(times, default=""),
+        # the board's ledger as this page saw it: a later page shows a longer one
+        "ledger": order.shown() if board else None,
         "rank_rule": (
             "rank = 1 + the number of entries whose 95% interval lies wholly above "
             "this entry's (lower bound above its upper bound), LMArena's rule: an entry never "

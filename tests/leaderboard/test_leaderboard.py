@@ -7,6 +7,7 @@ import json
 import shutil
 
 import pytest
+from board_helpers import events_of, forget
 
 from llm_marl_envs.cli import main
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
@@ -154,9 +155,10 @@ def test_verify_regenerates_a_sample(board):
     result = verify_entry("oracles", board, sample=6, secret=1, write=said.append)
     assert result["verified"] and result["sample"]["size"] == 6 and result["regenerated"] == 6
     assert len(said) == 6 and all(line.endswith("reproduced") for line in said)
-    saved = json.loads((board / "records" / "oracles.json").read_text())
-    assert [e["event"] for e in saved["events"]] == ["added", "verification"]
-    assert saved["events"][-1]["verified"] and saved["events"][-1]["episodes"] == result["episodes"]
+    saved = events_of(board, "oracles")
+    assert [e["event"] for e in saved] == ["added", "verification"]
+    assert saved[-1]["verified"] and saved[-1]["episodes"] == result["episodes"]
+    assert {e["entry"] for e in saved} == {"oracles"}
 
 
 def test_verify_catches_an_episode_that_does_not_replay(board):
@@ -298,7 +300,10 @@ def test_a_seat_no_replay_can_regenerate_is_shown_but_never_ranked(
     """An entry whose GSM8K observer was a person or a remote server (put on the board by
     hand, its scores the oracles' own) is shown with its scores, unranked on that task with
     the reason, below the ranked entries; its other task keeps its rank."""
-    shutil.rmtree(board / "entries" / "oracles")  # (the served copy's episodes are theirs)
+    # the served copy's episodes are the oracles': a board without them, and without a record
+    # of them (a near-copy of an entry the ledger recorded is left out)
+    shutil.rmtree(board / "entries" / "oracles")
+    forget(board)
     folder = board / "entries" / "served"
     shutil.copytree(evaluated / "scripted", folder)
     results = json.loads((folder / "results.json").read_text())

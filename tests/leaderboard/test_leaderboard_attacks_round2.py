@@ -18,13 +18,14 @@ import tracemalloc
 import warnings
 
 import pytest
+from board_helpers import events_of, forget, ledger_of
 
 from llm_marl_envs.cli import main
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
 from llm_marl_envs.evaluation.suite import load_suite
 from llm_marl_envs.leaderboard import (
     entry as submission,
-    records as board_records,
+    ledger as board_ledger,
     sampling,
     verify as verification,
 )
@@ -336,9 +337,7 @@ def test_the_boards_date_is_the_boards_own(board, evaluated):
     place(board, evaluated / "swapped", "notice", lambda r: r["manifest"].update(finished=notice))
     verify_entry("notice", board, sample=1, **QUIET)
     _, _, data = shown(board)
-    events = board_records.load(
-        board_records.record_path(board, "notice"), "notice", board_records.board_key(board)
-    )
+    events = events_of(board, "notice")
     assert data["generated"] == events[-1]["at"]
     assert "NOTICE" not in data["generated"]
 
@@ -402,9 +401,11 @@ def _secret(plan, forged_position, caught: bool) -> int:
 
 @pytest.mark.slow
 def test_a_failed_verification_sticks_until_an_override(board):
-    """Attack: verify again and again until the secret sample misses the forgery."""
+    """Attack: verify again and again until the secret sample misses the forgery (a forged
+    entry placed on the board by hand)."""
     path = board / "entries" / "mixed" / "episodes" / "maze.jsonl.gz"
     honest = path.read_bytes()
+    forget(board)
     _forge_one_maze_episode(board, "mixed", 5)
     plan = verification.allocation([load_suite("lite").task(t) for t in TASKS], 2)["per_task"]
     failed = verify_entry("mixed", board, sample=2, secret=_secret(plan, 5, True), **QUIET)
@@ -416,16 +417,76 @@ def test_a_failed_verification_sticks_until_an_override(board):
     summary = entry["verification"]["summary"]
     assert "1 of 2 verifications failed" in summary
     assert "a failure stands until a maintainer overrides it" in summary
-    # the maintainer restores the honest file, says why, and verifies again
+    # an override of the forged content, and a full verification: caught again
+    override_entry("mixed", board, reason="a second look")
+    assert verify_entry("mixed", board, **QUIET)["verified"] is False
+    # the honest file put back is other content, which the ledger recorded under this id:
+    # refused until a maintainer accepts it, saying why; then it verifies on its own
+    forged = events_of(board, "mixed")
     path.write_bytes(honest)
+    with pytest.raises(LeaderboardError, match="changed since the board recorded it"):
+        verify_entry("mixed", board, **QUIET)
+    assert "mixed" not in shown(board)[0]
     override_entry("mixed", board, reason="the forged episode was a test; restored")
     assert verify_entry("mixed", board, **QUIET)["verified"] is True
     entry = shown(board)[0]["mixed"]
-    assert entry["verified"] is True
-    summary = entry["verification"]["summary"]
-    assert "1 of 3 verifications failed" in summary and "forged episode was a test" in summary
+    assert entry["verified"] is True and "forged episode was a test" in str(entry)
+    kept = ledger_of(board).events(forged[0]["digest"])
+    assert [e["event"] for e in kept] == [e["event"] for e in forged]  # nothing removed
+    assert [e.get("verified") for e in kept if e["event"] == "verification"] == [
+        False,
+        True,
+        False,
+    ]
     with pytest.raises(LeaderboardError, match="--reason must say why"):
         override_entry("mixed", board, reason="  ")
+
+
+@pytest.mark.slow
+def test_the_failure_follows_the_content_through_a_rename_removal_and_re_add(board, evaluated):
+    """Attack: launder a failed verification: move the folder to a new id and name, or remove
+    the entry and add the same evaluation again; or touch up one episode. The failure is the
+    content's: it follows the digest; a near-copy of it is refused."""
+    forget(board)
+    _forge_one_maze_episode(board, "mixed", 5)
+    plan = verification.allocation([load_suite("lite").task(t) for t in TASKS], 2)["per_task"]
+    verify_entry("mixed", board, sample=2, secret=_secret(plan, 5, True), **QUIET)
+    forged = board / "entries" / "mixed"
+    # renamed: new folder, id and name
+    os.rename(forged, board / "entries" / "fresh")
+    edit_results(
+        board / "entries" / "fresh",
+        lambda r: r.update(board={"id": "fresh", "name": "fresh start", "kind": "baseline"}),
+    )
+    entries, _, _ = shown(board)
+    assert entries["fresh"]["verified"] is False
+    assert "a failure stands" in entries["fresh"]["verification"]["summary"]
+    # removed, then the same content placed again by hand under another id
+    saved = shutil.copytree(board / "entries" / "fresh", board.parent / "saved")
+    shutil.rmtree(board / "entries" / "fresh")
+    place(board, saved, "again", lambda r: r.update(board={**r["board"], "id": "again"}))
+    entries, _, _ = shown(board)
+    assert entries["again"]["verified"] is False
+    assert "a failure stands" in entries["again"]["verification"]["summary"]
+    # one more episode touched up: a near-copy of the failed content, left out and refused
+    shutil.rmtree(board / "entries" / "again")
+    touched = place(
+        board, saved, "touched", lambda r: r.update(board={**r["board"], "id": "touched"})
+    )
+    rows = read_lines(touched / "episodes" / "maze.jsonl.gz")
+    oracle = read_lines(shipped_entries() / "scripted" / "episodes" / "maze.jsonl.gz")
+    rows[6]["record"] = oracle[6]["record"]
+    write_lines(touched / "episodes" / "maze.jsonl.gz", rows)
+    entries, said, _ = shown(board)
+    assert "touched" not in entries
+    assert any("those of entry 'mixed' (ledger line 0, no longer on the board)" in w for w in said)
+    with pytest.raises(LeaderboardError, match="those of entry 'mixed' .ledger line 0"):
+        verify_entry("touched", board, **QUIET)
+    shutil.rmtree(touched)
+    # a new entry under the reused id, with other content, starts with no record
+    add_entry(evaluated / "swapped", board, entry_id="mixed", name="new mixed", kind="baseline")
+    entries, _, _ = shown(board)
+    assert entries["mixed"]["verified"] is None and entries["mixed"]["verification"]["failed"] == 0
 
 
 @pytest.mark.slow
@@ -438,41 +499,58 @@ def test_a_sample_too_small_for_the_guarantee_earns_no_badge(board):
 
 
 @pytest.mark.slow
-def test_an_edited_or_copied_record_is_not_trusted(board, evaluated):
+def test_an_edited_ledger_line_is_not_trusted_until_a_maintainer_starts_anew(board):
+    """Attack: a ledger line edited by hand (a stronger claim): its seal no longer holds, so
+    no entry of the board shows a badge and verify refuses, naming the override; the override
+    keeps the broken ledger aside and starts a new one."""
     verify_entry("mixed", board, secret=1, **QUIET)
-    record = board_records.record_path(board, "mixed")
-    document = json.loads(record.read_text())
-    place(board, evaluated / "swapped", "swapped")
-    shutil.copy(record, board_records.record_path(board, "swapped"))  # another entry's record
-    document["events"][-1]["regenerated"] = 999  # a stronger claim, by hand
-    record.write_text(json.dumps(document))  # edited: the seal no longer holds
-    entries = shown(board)[0]
-    assert entries["mixed"]["verified"] is False and "not sealed" in str(entries["mixed"])
-    assert entries["swapped"]["verified"] is False
-    assert "the record of entry 'mixed'" in entries["swapped"]["verification"]["summary"]
+    ledger = board / board_ledger.LEDGER_FILE
+    lines = ledger.read_bytes().splitlines()
+    line = json.loads(lines[-1])
+    line["regenerated"] = 999
+    ledger.write_bytes(b"\n".join([*lines[:-1], json.dumps(line).encode()]) + b"\n")
+    entry = shown(board)[0]["mixed"]
+    assert entry["verified"] is False and "line 1 is not sealed" in str(entry)
     with pytest.raises(LeaderboardError, match="override mixed --reason"):
         verify_entry("mixed", board, **QUIET)
-    override_entry("mixed", board, reason="record restored from backup")
+    override_entry("mixed", board, reason="ledger edited by a test")
+    kept = sorted(p.name for p in board.glob("ledger.set-aside-*"))
+    assert len(kept) == 2 and any(name.endswith(".jsonl") for name in kept)
     assert verify_entry("mixed", board, secret=1, **QUIET)["verified"]
+    assert "set aside" in events_of(board, "mixed")[0]["reason"]
 
 
-# --------------------------------------------------------------------------- 6. the key
 @pytest.mark.slow
-def test_a_record_removed_or_rolled_back_is_not_the_boards(board):
-    """Attack: delete the record holding a failure (or put back an older sealed copy of it)
-    and verify until a lucky draw: the board's sealed index says the record is not its own."""
-    record = board_records.record_path(board, "mixed")
-    older = record.read_bytes()  # sealed: the add alone
+def test_a_ledger_cut_back_or_removed_is_not_the_boards_and_a_whole_rollback_shows(board):
+    """Attack: cut the ledger back past a failed verification, or remove it; roll the whole
+    board back (ledger and head together): the site's ledger length says so."""
+    forget(board)
     _forge_one_maze_episode(board, "mixed", 5)
-    assert verify_entry("mixed", board, **QUIET)["verified"] is False
-    record.write_bytes(older)  # rolled back past the failure
+    plan = verification.allocation([load_suite("lite").task(t) for t in TASKS], 2)["per_task"]
+    missed = verify_entry("mixed", board, sample=2, secret=_secret(plan, 5, False), **QUIET)
+    assert missed["verified"] is True  # a draw that missed the forgery
+    older = {
+        n: (board / n).read_bytes() for n in (board_ledger.LEDGER_FILE, board_ledger.HEAD_FILE)
+    }
+    published = shown(board)[2]["ledger"]
+    caught = verify_entry("mixed", board, sample=2, secret=_secret(plan, 5, True), **QUIET)
+    assert caught["verified"] is False
+    later = shown(board)[2]["ledger"]
+    assert later["length"] == published["length"] + 1 and later["head"] != published["head"]
+    ledger = board / board_ledger.LEDGER_FILE
+    ledger.write_bytes(older[board_ledger.LEDGER_FILE])  # cut back past the failure
     entry = shown(board)[0]["mixed"]
-    assert entry["verified"] is False and "not the record the board last wrote" in str(entry)
-    record.unlink()  # removed
+    assert entry["verified"] is False and "cut back" in str(entry)
+    ledger.unlink()  # removed
     entry = shown(board)[0]["mixed"]
     assert entry["verified"] is False and "is gone (removed?)" in str(entry)
     with pytest.raises(LeaderboardError, match="is gone .removed.*override mixed --reason"):
         verify_entry("mixed", board, **QUIET)
+    for name, data in older.items():  # rolled back whole: the files cannot tell ...
+        (board / name).write_bytes(data)
+    _, _, data = shown(board)
+    assert data["ledger"] == published  # ... but a page published since showed more
+    assert data["ledger"]["length"] < later["length"]
 
 
 @pytest.mark.slow
@@ -490,7 +568,7 @@ def test_the_key_and_the_lock_stay_out_of_version_control(board):
         ["git", "-C", str(board), "ls-files"], check=True, capture_output=True, text=True
     ).stdout.split()
     assert ".board.lock" not in staged and BOARD_ID_FILE in staged
-    assert "records/mixed.json" in staged and "entries/mixed/results.json" in staged
+    assert {"ledger.jsonl", "ledger.head.json", "entries/mixed/results.json"} <= set(staged)
     secret = key.read_bytes().strip()
     assert not any(secret in (board / name).read_bytes() for name in staged)
 
@@ -509,7 +587,8 @@ def test_a_byte_copy_under_a_new_id_is_not_verified(board):
         lambda r: r.update(board={"id": "copy", "name": "another", "kind": "baseline"}),
     )
     entries, said, _ = shown(board)
-    assert "copy" not in entries and any("its episodes are entry 'mixed''s" in w for w in said)
+    assert "copy" not in entries
+    assert any("its content is entry 'mixed''s (the same digest)" in w for w in said)
 
 
 @pytest.mark.slow

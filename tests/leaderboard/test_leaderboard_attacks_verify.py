@@ -8,12 +8,14 @@ import gzip
 import hashlib
 import json
 import shutil
+import warnings
 
 import pytest
+from board_helpers import events_of, forget, ledger_of
 
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
 from llm_marl_envs.evaluation.suite import load_suite
-from llm_marl_envs.leaderboard import records as board_records, sampling, verify as verification
+from llm_marl_envs.leaderboard import ledger as board_ledger, sampling, verify as verification
 from llm_marl_envs.leaderboard.board import (
     LeaderboardError,
     add_entry,
@@ -111,7 +113,10 @@ def test_the_sample_size_follows_the_stated_power():
 
 def test_most_episodes_forged_are_caught(board):
     """Attack: an entry forges many of its episodes (here: half of the maze, with the oracle's
-    moves; forging more would make it a copy of the oracle's entry, refused as such)."""
+    moves; forging more would make it a copy of the oracle's entry, refused as such). The
+    forgery arrives as a folder placed by hand (a folder edited after the board recorded it is
+    refused before any work: test_ledger.py)."""
+    forget(board)
     oracle = board / "entries" / "oracles" / "episodes" / "maze.jsonl.gz"
     with gzip.open(oracle, "rt") as handle:
         moves = [json.loads(line)["record"] for line in handle]
@@ -125,7 +130,9 @@ def test_most_episodes_forged_are_caught(board):
 
 def test_a_forged_fraction_is_caught_with_a_fixed_secret(board):
     """2 of 32 episodes forged (the oracle's episode for one item of each task, records that
-    replay as recorded) and a fixed secret: the regenerated sample catches one."""
+    replay as recorded) and a fixed secret: the regenerated sample catches one (placed by
+    hand, as above)."""
+    forget(board)
     for task in TASKS:
         oracle = board / "entries" / "oracles" / "episodes" / f"{task}.jsonl.gz"
         with gzip.open(oracle, "rt") as handle:
@@ -140,7 +147,8 @@ def test_a_forged_fraction_is_caught_with_a_fixed_secret(board):
 
 
 def test_an_episode_that_does_not_replay_is_unverified(board):
-    """A record whose rewards do not follow from its actions (put in the board after add)."""
+    """A record whose rewards do not follow from its actions (placed on the board by hand)."""
+    forget(board)
 
     def edit(i, line):
         if i == 0:
@@ -154,55 +162,98 @@ def test_an_episode_that_does_not_replay_is_unverified(board):
 
 
 # --------------------------------------------------------------------------- binding
-def test_results_edited_after_verification_lose_the_badge(board):
-    """Attack: results.json (or an episode file) edited in the board after add and verify."""
+def test_scores_edited_after_verification_change_nothing_shown(board):
+    """Attack: results.json's scores raised by hand after add and verify. The board scores the
+    episodes again and never shows results.json's numbers; the digest holds what is scored,
+    not those numbers, so the entry keeps its record and its badge, with its true score."""
     verify_entry("oracles", board, **QUIET)
-    assert shown(board, "oracles")["verified"] is True
+    before = shown(board, "oracles")
+    assert before["verified"] is True
     path = board / "entries" / "oracles" / "results.json"
     results = json.loads(path.read_text())
-    results["tasks"]["gsm8k"]["metrics"]["pass@1"].update(mean=0.99, lo=0.98, hi=1.0)
+    results["tasks"]["gsm8k"]["metrics"]["pass@1"].update(mean=0.0, lo=0.0, hi=0.01)
     path.write_text(json.dumps(results))
-    entry = shown(board, "oracles")
-    assert entry["verified"] is False
-    assert "changed since it was verified: results.json" in entry["verification"]["summary"]
+    after = shown(board, "oracles")
+    assert after["verified"] is True and after["overall"] == before["overall"]
+    assert after["digest"] == before["digest"]
 
 
-def test_an_episode_file_edited_after_verification_loses_the_badge(board):
+@pytest.mark.parametrize(
+    "edit",
+    [
+        "manifest seats",  # another team named: the verification regenerated with the old one
+        "episode bytes",  # the same lines written again in another form
+        "one action",
+    ],
+)
+def test_content_changed_after_verification_is_left_out_naming_why(board, edit):
+    """Attack: the verified entry's folder edited on the board. Its content is no longer what
+    the board recorded: it is left out of the board (a near-copy of the content the ledger
+    holds for it), and verify refuses it before any work."""
     verify_entry("oracles", board, sample=4, **QUIET)
-    path = board / "entries" / "oracles" / "episodes" / "gsm8k.jsonl.gz"
-    edit_episodes(path, lambda i, line: line)  # same lines, other bytes
-    entry = shown(board, "oracles")
-    assert entry["verified"] is False
-    assert "episodes/gsm8k.jsonl.gz" in entry["verification"]["summary"]
+    folder = board / "entries" / "oracles"
+    if edit == "manifest seats":
+        results = json.loads((folder / "results.json").read_text())
+        results["manifest"]["tasks"]["gsm8k"]["seats"]["observer_0"] = "random"
+        (folder / "results.json").write_text(json.dumps(results))
+    elif edit == "episode bytes":
+        edit_episodes(folder / "episodes" / "gsm8k.jsonl.gz", lambda i, line: line)
+    else:
+
+        def one(i, line):
+            if i == 0:
+                line["record"]["turns"][-1]["action"] += " "
+            return line
+
+        edit_episodes(folder / "episodes" / "gsm8k.jsonl.gz", one)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        data = build_board("lite", board, shipped=False)
+    assert "oracles" not in {e["id"] for e in data["entries"]}
+    said = " ".join(str(w.message) for w in caught)
+    if edit != "one action":  # (one action edited may not replay: left out for that)
+        assert "its content changed since the board recorded it (ledger line 0)" in said
+    with pytest.raises(LeaderboardError, match="changed since the board recorded it|replay"):
+        verify_entry("oracles", board, **QUIET)
 
 
-def test_a_hand_written_verification_gets_no_badge(board, tmp_path):
-    """Attack: a record written by hand, with the right file hashes even, or one sealed on
-    another board; a verification.json in the entry folder (the old place) is not read."""
-    folder = board / "entries" / "random-text"
+def test_a_hand_written_ledger_line_gets_no_badge(board, tmp_path):
+    """Attack: a verification line written by hand at the end of the ledger (chained to the
+    line before, even), or one sealed by another board; a verification.json in the entry
+    folder (an older version's place) is not read either."""
+    ledger = board / board_ledger.LEDGER_FILE
+    honest = ledger.read_bytes()
+    last = json.loads(honest.splitlines()[-1])
+    digest = events_of(board, "random-text")[0]["digest"]
     forged = {
-        "event": "verification",
+        "n": last["n"] + 1,
+        "prev": "sha256:" + hashlib.sha256(honest.splitlines()[-1]).hexdigest(),
         "at": "2026-11-28T00:00:00+00:00",
+        "event": "verification",
+        "digest": digest,
+        "entry": "random-text",
         "verified": True,
         "regenerated": 32,
         "sample": {"episodes": 32, "size": 32, "gain": 0.02, "power": 1.0},
-        "files": json.loads((board / "records" / "random-text.json").read_text())["events"][0][
-            "files"
-        ],
+        "seal": "hmac-sha256:" + "0" * 64,
     }
-    path = board_records.record_path(board, "random-text")
-    document = {"format": board_records.FORMAT, "entry": "random-text", "events": [forged]}
-    path.write_text(json.dumps(document))
-    (folder / "verification.json").write_text(json.dumps(forged))
+    ledger.write_bytes(honest + json.dumps(forged).encode() + b"\n")
+    (board / "entries" / "random-text" / "verification.json").write_text(json.dumps(forged))
     entry = shown(board, "random-text")
-    assert entry["verified"] is False and "not sealed" in entry["verification"]["summary"]
+    assert entry["verified"] is False
+    assert "line 2 is not sealed by this board's key" in entry["verification"]["summary"]
+    # sealed, but by another board: a copy of this board verified there
+    ledger.write_bytes(honest)
     other = tmp_path / "other"
-    shutil.copytree(folder, other / "entries" / "random-text")
+    shutil.copytree(board / "entries" / "random-text", other / "entries" / "random-text")
     (other / "entries" / "random-text" / "verification.json").unlink()
     verify_entry("random-text", other, sample=2, **QUIET)
-    shutil.copy(board_records.record_path(other, "random-text"), path)
+    theirs = (other / board_ledger.LEDGER_FILE).read_bytes().splitlines()[0]
+    ledger.write_bytes(honest + theirs + b"\n")
     entry = shown(board, "random-text")
-    assert entry["verified"] is False and "not sealed by this board's key" in str(entry)
+    assert entry["verified"] is not True and "line 2" in entry["verification"]["summary"]
+    with pytest.raises(LeaderboardError, match="ledger cannot be trusted.*override random-text"):
+        verify_entry("random-text", board, **QUIET)
 
 
 # --------------------------------------------------------------------------- models
@@ -297,8 +348,9 @@ def test_verifying_a_shipped_entry_leaves_the_package_unchanged(tmp_path):
     result = verify_entry("scripted", board, **QUIET)
     assert package_digest() == before
     assert result["verified"]
-    saved = json.loads((board / "records" / "scripted.json").read_text())
-    assert saved["seal"].startswith("hmac-sha256:") and saved["entry"] == "scripted"
+    saved = ledger_of(board).lines
+    assert [(e["event"], e["entry"]) for e in saved] == [("verification", "scripted")]
+    assert saved[0]["seal"].startswith("hmac-sha256:")
     entry = {e["id"]: e for e in build_board("lite", board)["entries"]}["scripted"]
     assert entry["verified"] and entry["verification"]["secret_seed"] == result["secret_seed"]
     with pytest.raises(LeaderboardError, match="give one"):

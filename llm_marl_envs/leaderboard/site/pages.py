@@ -41,10 +41,11 @@ This module holds the pages and the install; the board checks (:func:`validate_b
 The board (keys marked ``?`` may be left out)::
 
     {"title", "suite": {"name", "version", "hash"}, "generated"?, "rank_rule",
+     "ledger"?: {"length", "head"} (the board's ledger as the page saw it),
      "tasks": [{"name", "env", "primary", "metrics": [...], "higher_is_better"?: {metric: bool},
                 "bounds"?: {metric: [low | None, high | None]}, "caveats"?: {metric: text},
                 "description"?}],
-     "entries": [{"id", "name", "kind"?, "verified"?: True | False | None, "team"?,
+     "entries": [{"id", "name", "digest"?, "kind"?, "verified"?: True | False | None, "team"?,
                   "played_by"?: [{"spec", "model_id"?}], "claimed"?: {...},
                   "verification"?: {"summary"?: text}, "complete"?: bool,
                   "items"?: {"played", "expected"},
@@ -154,6 +155,20 @@ def _page(title: str, body: str, depth: int = 0, script: bool = False) -> str:
     )
 
 
+def _ledger_line(board: dict) -> str:
+    """The board's ledger as this page saw it: a page published later shows a longer ledger
+    whose line at this length is this head; a board rolled back shows less."""
+    ledger = board.get("ledger")
+    if not isinstance(ledger, dict):
+        return ""
+    return (
+        f'<p class="ledger">Ledger: <span id="ledger-length">{_e(ledger.get("length"))}'
+        f'</span> lines, head <code id="ledger-head">{_e(ledger.get("head"))}</code>. A later '
+        "page of this board shows a ledger at least this long; a shorter one, or another head "
+        "at this length, is a board rolled back.</p>"
+    )
+
+
 def _index(board: dict) -> str:
     suite = board["suite"]
     generated = f", generated {_e(board['generated'])}" if board.get("generated") else ""
@@ -166,7 +181,7 @@ def _index(board: dict) -> str:
     body = (
         f"<header><h1>{_e(board['title'])}</h1><p>Suite <code>{_e(suite['name'])}</code> "
         f"version {_e(suite['version'])}, hash <code>{_e(suite['hash'])}</code>; "
-        f"{len(board['entries'])} entries{generated}.</p>"
+        f"{len(board['entries'])} entries{generated}.</p>{_ledger_line(board)}"
         f'<p class="rule"><strong>Ranks.</strong> {_e(board["rank_rule"].rstrip("."))}.</p>'
         "<p>Each score is <em>mean [lo, hi] (n)</em>: the mean, its 95% interval (Wilson for "
         "pass/fail outcomes, else a bootstrap at least one item's swing wide) and the number "
@@ -229,7 +244,14 @@ def _entry_page(board: dict, entry: dict) -> str:
         f'<nav><a href="../../index.html">&larr; leaderboard</a></nav>'
         f'<h1 class="name">{_e(entry["name"])}</h1><p>Entry <code>{_e(entry["id"])}</code>, '
         f"{kind}{_badges(entry)}. {summary}</p>"
-        f"<p>Played by {_e(played_by(entry))} ({checked}). Seats: <code>{_e(team)}</code></p>"
+        + (
+            f'<p>Content digest <code class="digest">{_e(entry["digest"])}</code>: what the '
+            "board knows this entry by (its episodes and what the score depends on); its id "
+            "and name are labels.</p>"
+            if entry.get("digest")
+            else ""
+        )
+        + f"<p>Played by {_e(played_by(entry))} ({checked}). Seats: <code>{_e(team)}</code></p>"
         '<h2>Tasks</h2><div class="scroll"><table class="plain"><thead><tr>'
         '<th scope="col">task</th><th scope="col">rank</th><th scope="col">primary metric '
         '(links to the transcripts)</th><th scope="col">episodes kept</th></tr></thead>'
