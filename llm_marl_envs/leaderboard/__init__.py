@@ -10,7 +10,9 @@ reads), which never imports it. Its parts:
 * :mod:`.entry`: an entry folder read within its limits (:func:`~.entry.open_entry`);
 * :mod:`.schema`: the shape of a ``results.json``; :mod:`.rules`: the rules every command
   applies to an entry, and the listing of a board's entries;
-* :mod:`.records`: the board's sealed record of what it found about each entry;
+* :mod:`.ledger`: what the board found about each entry, known by its content, in an
+  append-only, hash-chained, sealed ledger; :mod:`.records`: the board's key, the seal and
+  the badge rule;
 * :mod:`.standings`: the site's data (scores, ranks, ties) from the entries;
 * :mod:`.verify`, :mod:`.sampling` and :mod:`.replay`: verification by replaying recorded
   actions and regenerating a secret sample; :mod:`.names`: names a visitor can tell apart;

@@ -38,12 +38,10 @@ TEAM = {"0": "scripted", "pioneer_0": "random"}
 
 
 @pytest.fixture(scope="module")
-def honest(tmp_path_factory):
-    """An honest lite evaluation of three tasks by the scripted players (and a random GSM8K
-    pioneer)."""
-    out = tmp_path_factory.mktemp("honest") / "scripted"
-    evaluate(load_suite("lite"), Team.parse(None, TEAM), out, tasks=TASKS, progress=False)
-    return out
+def honest(evaluate_once):
+    """An honest lite evaluation of TASKS by the scripted players (and a random GSM8K
+    pioneer), shared with the other modules that use it (conftest.py)."""
+    return evaluate_once(TASKS, TEAM)
 
 
 @pytest.fixture

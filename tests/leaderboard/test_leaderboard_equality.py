@@ -14,7 +14,7 @@ import shutil
 
 import pytest
 
-from llm_marl_envs.evaluation.evaluate import Team, evaluate, load_runs
+from llm_marl_envs.evaluation.evaluate import load_runs
 from llm_marl_envs.evaluation.results import score
 from llm_marl_envs.evaluation.suite import load_suite
 from llm_marl_envs.leaderboard.board import LeaderboardError, add_entry
@@ -25,10 +25,10 @@ TEAM = {"0": "scripted", "pioneer_0": "random"}
 
 
 @pytest.fixture(scope="module")
-def honest(tmp_path_factory):
-    out = tmp_path_factory.mktemp("honest") / "scripted"
-    evaluate(load_suite("lite"), Team.parse(None, TEAM), out, tasks=TASKS, progress=False)
-    return out
+def honest(evaluate_once):
+    """An honest lite evaluation of TASKS by the scripted players (and a random GSM8K
+    pioneer), shared with the other modules that use it (conftest.py)."""
+    return evaluate_once(TASKS, TEAM)
 
 
 @pytest.fixture

@@ -79,3 +79,15 @@ def test_no_file_of_the_package_is_over_600_lines():
     }
     assert len(sizes) >= 15
     assert {name: n for name, n in sizes.items() if n > 600} == {}
+
+
+def test_the_packages_lazy_names_are_the_boards_public_names():
+    """``llm_marl_envs.leaderboard`` lists the board's names itself (reading
+    ``board.__all__`` would import the board, and the CLI's import must stay light): the two
+    lists agree, and each name resolves to the board's own object."""
+    import llm_marl_envs.leaderboard as package
+    from llm_marl_envs.leaderboard import board
+
+    assert sorted(package.__all__) == sorted(board.__all__)
+    for name in package.__all__:
+        assert getattr(package, name) is getattr(board, name)
