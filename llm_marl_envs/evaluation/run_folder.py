@@ -56,6 +56,7 @@ __all__ = [
     "LOCK_FILE",
     "META_FORM",
     "PROGRESS_DIR",
+    "PROGRESS_FILE",
     "RESULTS_FILE",
     "RESULTS_SCHEMA",
     "RUN_FILE",
@@ -92,6 +93,8 @@ LOCK_FILE = ".eval.lock"
 EPISODES_DIR = "episodes"
 #: The folder of the running tasks' shards and plans.
 PROGRESS_DIR = "progress"
+#: The name of a file in ``progress/``: a shard ``<task>.<n>.jsonl`` or its ``.plan.json``.
+PROGRESS_FILE = re.compile(r"[A-Za-z0-9_+-][A-Za-z0-9_.+-]*\.[0-9]+\.(jsonl|plan\.json)")
 #: The forms of a task's episodes file: as ``llm-marl eval`` writes it, and gzipped.
 EPISODE_FORMS = ("jsonl", "jsonl.gz")
 #: The form of a task's meta file (``episodes/<task>.meta.json``).

@@ -108,6 +108,8 @@ MAX_RESULTS_VALUES = 500_000
 MAX_META_BYTES = 64 * 2**10
 #: An entry's display name, in characters (after cleaning).
 MAX_NAME_CHARS = 80
+#: Files in ``progress/`` (an unfinished task's shards, never read), each MAX_EPISODE_FILE_BYTES.
+MAX_PROGRESS_FILES = 256
 
 #: The keys of one line of an episodes file, and the harness's own working files of an
 #: ``llm-marl eval`` folder, which are never read: the run folder's format
@@ -304,10 +306,17 @@ class EntryFolder:
             self._episode_files()
 
     def _working_folder(self, name: str) -> None:
+        """``progress/``: never read, but at most :data:`MAX_PROGRESS_FILES` files, named as
+        the harness names them (:data:`~llm_marl_envs.evaluation.run_folder.PROGRESS_FILE`)."""
         fd = _open(name, self._fds["."], self.path / name, folder=True)
         try:
-            for inner, kind in _kinds(fd, self.path / name).items():
-                if kind != "file":
+            found = _kinds(fd, self.path / name)
+            if len(found) > MAX_PROGRESS_FILES:
+                raise LeaderboardError(f"{self.path / name}: over {MAX_PROGRESS_FILES} files")
+            for inner, kind in found.items():
+                size = os.stat(inner, dir_fd=fd, follow_symlinks=False).st_size
+                named = run_folder.PROGRESS_FILE.fullmatch(inner)
+                if kind != "file" or not named or size > MAX_EPISODE_FILE_BYTES:
                     raise LeaderboardError(f"{self.path / name / inner}: remove it")
         finally:
             os.close(fd)

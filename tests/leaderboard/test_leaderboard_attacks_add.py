@@ -323,3 +323,25 @@ def test_a_fresh_lite_evaluation_adds_in_time_and_builds(tmp_path):
     evaluate(load_suite("lite"), Team.parse("scripted"), alone, tasks=["maze"], progress=False)
     with pytest.raises(LeaderboardError, match="its episodes are entry 'scripted''s"):
         add_entry(alone, tmp_path / "b", entry_id="alone", name="my oracles")
+
+
+@pytest.mark.parametrize(
+    ("files", "words"),
+    [
+        ({f"maze.{n}.jsonl": b"" for n in range(300)}, "over 256 files"),
+        ({"notes.txt": b"x"}, "progress/notes.txt: remove it"),
+        ({"maze.0.jsonl": b"x"}, None),  # a shard of an unfinished task: kept, never read
+    ],
+)
+def test_an_eval_folders_progress_files_are_bounded_and_never_read(copy, tmp_path, files, words):
+    """Resources: ``progress/`` (the harness's working files, never read nor copied) holds at
+    most 256 files named as the harness names them."""
+    progress = copy / "progress"
+    progress.mkdir(exist_ok=True)  # (the harness leaves it, emptied)
+    for name, data in files.items():
+        (progress / name).write_bytes(data)
+    if words is None:
+        add_entry(copy, tmp_path / "board", entry_id="with-progress", kind="baseline")
+        assert not (tmp_path / "board" / "entries" / "with-progress" / "progress").exists()
+    else:
+        refused(copy, tmp_path / "board", words)

@@ -244,3 +244,15 @@ def test_an_older_boards_records_become_its_ledger_in_time_order(tmp_path, entry
     written = ledger_of(board)
     assert not written.migrated and len(written) == 4
     assert sorted(p.name for p in (board / "records").iterdir()) == records
+
+
+def test_a_ledger_is_read_within_its_bounds(board, monkeypatch):
+    """Resources: a ledger over its size, or a line over its length, is refused before it is
+    parsed (only the key's holder can write one: these guard against a file put there)."""
+    monkeypatch.setattr(board_ledger, "MAX_LINE_BYTES", 64)
+    with pytest.raises(board_ledger.LedgerError, match="line 0 is over 64 bytes"):
+        board_ledger.read(board, KEY)
+    monkeypatch.setattr(board_ledger, "MAX_LINE_BYTES", 2**20)
+    monkeypatch.setattr(board_ledger, "MAX_LEDGER_BYTES", 100)
+    with pytest.raises(board_ledger.LedgerError, match="is over 100 bytes"):
+        board_ledger.read(board, KEY)
