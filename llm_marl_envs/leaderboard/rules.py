@@ -12,10 +12,11 @@ pull-request route) meets the same rules as one that came through ``add``:
   ``results.json`` holds names the folder's own id (a byte copy under another id is refused),
   a name a visitor can read (:mod:`~llm_marl_envs.leaderboard.names`), and a kind its seats
   allow (``model`` and ``trained`` need a model in some seat: :func:`kind_problem`);
-* **no clash** with an entry before it (:func:`precedence`): a name a visitor could not tell
-  apart from another entry's (:func:`name_taken`), or, for at least :data:`COPY_SHARE` of
-  its episodes, the same actions for the same item (:func:`copy_of`, on
-  :func:`fingerprints`).
+* **no clash** with an entry before it in the ledger's order (:func:`standing`): a name a
+  visitor could not tell apart from another entry's (:func:`name_taken`), the same content
+  (its :class:`Identity`'s digest), or, for at least :data:`COPY_SHARE` of its episodes, the
+  same actions for the same item as an entry on the board or one the ledger recorded
+  (:func:`clash`, :func:`copy_of`).
 
 The team an entry shows is the seats its manifest lists (:func:`seats`, :func:`played_by`):
 what the replay used and a verification regenerated with, never ``results.json``'s own
@@ -60,7 +61,6 @@ __all__ = [
     "kind_problem",
     "name_taken",
     "played_by",
-    "precedence",
     "same_play",
     "seats",
     "shipped_entries",
@@ -457,22 +457,6 @@ def standing(ledger: board_ledger.Ledger, entry_id: str, folder: Path, digest: s
     if position is not None:
         return (1, position, "" if ledger.label(digest) == entry_id else "~", entry_id)
     return (2, 0, digest or "~", entry_id)
-
-
-def precedence(board: Path | None, found: Mapping[str, Path]) -> dict[str, Path]:
-    """``found`` in precedence order (:func:`standing`); a ledger that is not the board's
-    orders every board entry by content alone."""
-    try:
-        ledger = read_ledger(board)
-    except board_ledger.LedgerError:
-        ledger = board_ledger.Ledger()
-
-    def key(item: tuple[str, Path]) -> tuple:
-        entry_id, folder = item
-        found_id = None if _is_shipped(folder) else identity(folder)
-        return standing(ledger, entry_id, folder, found_id.digest if found_id else None)
-
-    return dict(sorted(found.items(), key=key))
 
 
 def _shipped_crossplay(suite: Suite) -> dict:
