@@ -18,6 +18,7 @@ from llm_marl_envs.leaderboard import ledger as board_ledger
 from llm_marl_envs.leaderboard.board import (
     LeaderboardError,
     add_entry,
+    build,
     build_board,
     override_entry,
     verify_entry,
@@ -122,6 +123,9 @@ def test_a_verified_entry_renamed_keeps_its_badge_and_a_failure_stays_bound(boar
     entry = {e["id"]: e for e in data["entries"]}["renamed"]
     assert entry["verified"] is True and "renamed" in ids
     assert [e["event"] for e in events_of(board, "renamed")] == ["added", "verification"]
+    site = build(board.parent / "site", board=board, shipped=False).parent
+    pages = [p.read_text(encoding="utf-8") for p in site.rglob("entries/*.html")]
+    assert any(f'<code class="digest">{entry["digest"]}</code>' in page for page in pages)
 
 
 def test_the_later_of_two_unrecorded_copies_gives_way_by_content_not_by_date(board, evaluated):

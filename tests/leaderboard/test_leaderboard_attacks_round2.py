@@ -551,6 +551,9 @@ def test_a_ledger_cut_back_or_removed_is_not_the_boards_and_a_whole_rollback_sho
     _, _, data = shown(board)
     assert data["ledger"] == published  # ... but a page published since showed more
     assert data["ledger"]["length"] < later["length"]
+    index = build(board.parent / "site", board=board).read_text(encoding="utf-8")
+    assert f'<span id="ledger-length">{published["length"]}</span> lines' in index
+    assert f'<code id="ledger-head">{published["head"]}</code>' in index
 
 
 @pytest.mark.slow
