@@ -20,7 +20,11 @@ Targets (the leaderboard issue): the site builds in under 5 s and the page is in
 under 1 s with 100 entries x 7 tasks. Results go to ``docs/benchmarks/leaderboard_site.md``
 and ``.json`` (medians over the repeats, and the worst).
 
-Usage: ``python benchmarks/leaderboard_site.py [--entries 100] [--episodes 20] [--repeats 5]``
+With ``--baseline REV``, ``build_site`` is also timed side by side with the code of git
+revision ``REV`` on the same board, each build in a fresh process, the two alternating.
+
+Usage: ``python benchmarks/leaderboard_site.py [--entries 100] [--episodes 20] [--repeats 5]
+[--baseline REV]``
 (needs ``chromium`` on PATH, see ``scripts/ensure-browser``, and ``pip install playwright``).
 """
 
@@ -34,6 +38,7 @@ import random
 import shutil
 import statistics
 import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
@@ -214,11 +219,70 @@ def in_browser(index: Path, repeats: int, chromium: str) -> dict:
     return runs
 
 
+#: Times ``build_site`` on a board saved as JSON, in a fresh process importing the package from
+#: PYTHONPATH (the editable install's finder removed), wherever that version keeps it.
+BUILD_CHILD = (
+    "import json, sys, time\n"
+    "sys.meta_path[:] = [f for f in sys.meta_path\n"
+    "    if not str(getattr(f, '__module__', '')).startswith('__editable__')]\n"
+    "import llm_marl_envs\n"
+    "try:\n"
+    "    from llm_marl_envs.leaderboard.site.pages import build_site\n"
+    "except ImportError:  # before issue 49\n"
+    "    from llm_marl_envs.evaluation.site import build_site\n"
+    "board = json.loads(open(sys.argv[1], encoding='utf-8').read())\n"
+    "start = time.perf_counter()\n"
+    "build_site(board, sys.argv[2])\n"
+    "print(json.dumps({'seconds': time.perf_counter() - start, 'code': llm_marl_envs.__file__}))\n"
+)
+
+
+def side_by_side(board: dict, revision: str, repeats: int, scratch: Path) -> dict[str, list]:
+    """``build_site`` of ``board`` by this tree and by ``revision``'s, each in a fresh process,
+    alternating, ``repeats`` times each."""
+    tree = scratch / "baseline"
+    subprocess.run(
+        ["git", "-C", str(ROOT), "worktree", "add", "--detach", str(tree), revision],
+        check=True,
+        capture_output=True,
+    )
+    saved = scratch / "board.json"
+    saved.write_text(json.dumps(board), encoding="utf-8")
+    times: dict[str, list] = {"now": [], "baseline": []}
+    try:
+        for _ in range(repeats):
+            for label, code in (("now", ROOT), ("baseline", tree)):
+                env = {"PYTHONPATH": str(code), "PATH": "/usr/bin:/bin", "HF_HUB_OFFLINE": "1"}
+                done = subprocess.run(
+                    [sys.executable, "-c", BUILD_CHILD, str(saved), str(scratch / f"{label}-site")],
+                    capture_output=True,
+                    text=True,
+                    env=env,
+                    cwd=code,
+                    check=True,
+                )
+                outcome = json.loads(done.stdout.strip().splitlines()[-1])
+                if not outcome["code"].startswith(str(code)):
+                    raise SystemExit(f"the child imported llm_marl_envs from outside {code}")
+                times[label].append(outcome["seconds"])
+    finally:
+        subprocess.run(
+            ["git", "-C", str(ROOT), "worktree", "remove", "--force", str(tree)],
+            capture_output=True,
+        )
+    return times
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--entries", type=int, default=100)
     parser.add_argument("--episodes", type=int, default=20, help="per entry and task")
     parser.add_argument("--repeats", type=int, default=5)
+    parser.add_argument(
+        "--baseline",
+        default=None,
+        help="also time build_site with the code of this git revision, side by side",
+    )
     parser.add_argument(
         "--out", type=Path, default=ROOT / "docs" / "benchmarks" / "leaderboard_site"
     )
@@ -237,6 +301,11 @@ def main() -> None:
         size = sum(p.stat().st_size for p in files)
         index_kb = index.stat().st_size / 1024
         runs = in_browser(index, args.repeats, chromium)
+        compared = (
+            side_by_side(board, args.baseline, args.repeats, Path(scratch))
+            if args.baseline
+            else None
+        )
     assert all(run["rows"] == args.entries for run in runs)
 
     def median(key: str) -> float:
@@ -257,6 +326,14 @@ def main() -> None:
         "python": platform.python_version(),
         "browser": browser_name,
         "build_s": {"median": round(statistics.median(builds), 3), "worst": round(max(builds), 3)},
+        "side_by_side": (
+            None
+            if compared is None
+            else {
+                "baseline": args.baseline,
+                **{k: [round(t, 3) for t in v] for k, v in compared.items()},
+            }
+        ),
         "files": len(files),
         "site_mb": round(size / 2**20, 2),
         "index_kb": round(index_kb, 1),
@@ -289,6 +366,17 @@ def main() -> None:
         "|---|---:|---:|---|---|",
         f"| `build_site`, seconds | {statistics.median(builds):.2f} | {max(builds):.2f} | < 5 s | "
         f"{'yes' if build_ok else 'NO'} |",
+        *(
+            []
+            if compared is None
+            else [
+                f"| side by side, each in a fresh process: this tree | "
+                f"{statistics.median(compared['now']):.2f} | {max(compared['now']):.2f} | | |",
+                f"| side by side: the code of `{args.baseline}` | "
+                f"{statistics.median(compared['baseline']):.2f} | "
+                f"{max(compared['baseline']):.2f} | | |",
+            ]
+        ),
         "",
         f"It writes {len(files):,} files, {size / 2**20:.1f} MB (index.html {index_kb:,.0f} KB; "
         "the rest is one page per entry and one per entry and task of transcripts).",
