@@ -16,6 +16,14 @@ names plays the cross-play alone; finished evaluations in ``--work`` are reused)
 ``--reverify [--only ...] [--sample N]`` verifies the shipped entries again as they are, without
 evaluating (an entry whose model cannot be loaded here, e.g. a checkpoint that does not ship,
 is recorded as unverified, naming why).
+
+A trained entry whose training run is not here (``cory-imdb``: a CORY run takes about 40
+minutes) is **carried over** to a new suite version that plays every one of its tasks as the
+version it was evaluated on (the same env spec, items and samples: only the scoring changed,
+as from lite-v2 to lite-v3): its recorded episodes are replayed through the environments and
+scored by the new version, and its name says so. Greedy decoding of the same prompts gives the
+same actions, so this is what a re-run gives; the entry stays unverified, as its model cannot
+be loaded here.
 """
 
 from __future__ import annotations
@@ -27,8 +35,9 @@ from pathlib import Path
 
 from llm_marl_envs.evaluation.evaluate import Team, evaluate
 from llm_marl_envs.evaluation.pairings import run_pairings
-from llm_marl_envs.evaluation.suite import load_suite
-from llm_marl_envs.leaderboard.board import add_entry, shipped_entries, verify_entry
+from llm_marl_envs.evaluation.suite import Suite, load_suite, packaged_version
+from llm_marl_envs.leaderboard.board import add_entry, replay_entry, shipped_entries, verify_entry
+from llm_marl_envs.leaderboard.entry import open_entry
 from llm_marl_envs.policies import GenerationConfig
 
 #: id -> (the policy of every seat, or a {seat: spec} team; display name; kind)
@@ -44,6 +53,10 @@ ENTRIES = {
         "SmolLM2-135M after CORY on IMDB (seed 2; model A leads)",
         "trained",
     ),
+}
+#: the name of an entry carried over from an older suite version (within 80 characters)
+CARRIED_NAMES = {
+    "cory-imdb": "SmolLM2-135M after CORY on IMDB (seed 2, A leads; {played_on} episodes, rescored)"
 }
 #: the training run each trained entry needs, and the command that makes it
 TRAINING = {
@@ -71,6 +84,40 @@ def reverify(entry_id: str, sample: int | None) -> dict:
     return verification
 
 
+def carry_over(entry_id: str, suite: Suite, work: Path) -> tuple[Path, str] | None:
+    """The shipped entry ``entry_id`` as an evaluation of ``suite`` (module docstring), in
+    ``work``, and the label of the version it was played on; None when ``suite`` plays one
+    of its tasks otherwise than that version."""
+    source = shipped_entries() / entry_id
+    results = json.loads((source / "results.json").read_text(encoding="utf-8"))
+    old = packaged_version(results["suite"]["name"], results["suite"]["version"])
+    if old is None or old.label == suite.label:
+        return None
+    for name in results["tasks"]:
+        a, b = old.task(name), suite.task(name)
+        if (a.spec_hash(), a.samples, [i.key for i in a.items]) != (
+            b.spec_hash(),
+            b.samples,
+            [i.key for i in b.items],
+        ):
+            return None
+    out = work / f"{entry_id}-carried"
+    shutil.rmtree(out, ignore_errors=True)
+    shutil.copytree(source, out, ignore=shutil.ignore_patterns("verification.json"))
+    block = {"name": suite.name, "version": suite.version, "hash": suite.hash()}
+    results["suite"] = results["manifest"]["suite"] = block
+    results.pop("board", None)
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    with open_entry(out) as entry:
+        rescored, _, differ = replay_entry(entry)
+    if differ:
+        raise SystemExit(f"{entry_id}: its episodes do not replay on {suite.label}: {differ[:2]}")
+    results.update({key: rescored[key] for key in ("tasks", "overall", "complete")})
+    (out / "results.json").write_text(json.dumps(results, indent=1) + "\n", encoding="utf-8")
+    print(f"{entry_id}: its {old.label} episodes replayed and scored by {suite.label}")
+    return out, old.label
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--only", nargs="*", default=list(ENTRIES), choices=list(ENTRIES))
@@ -90,15 +137,26 @@ def main() -> None:
         spec, name, kind = ENTRIES[entry_id]
         run, command = TRAINING.get(entry_id, (None, None))
         if run is not None and not Path(run, "checkpoint").is_dir():
-            print(f"{entry_id}: skipped, it needs the training run {run}: {command}")
-            continue
-        team = Team.parse(None, spec) if isinstance(spec, dict) else Team.parse(spec)
-        out = args.work / entry_id
-        evaluate(suite, team, out)  # resumes when out holds a stopped run
-        target = shipped_entries() / entry_id
-        if target.exists():
-            shutil.rmtree(target)
-        add_entry(out, board, entry_id=entry_id, name=name, kind=kind)
+            carried = carry_over(entry_id, suite, args.work)
+            if carried is None:
+                print(f"{entry_id}: skipped, it needs the training run {run}: {command}")
+                continue
+            out, played_on = carried
+            name = CARRIED_NAMES[entry_id].format(played_on=played_on)
+        else:
+            team = Team.parse(None, spec) if isinstance(spec, dict) else Team.parse(spec)
+            out = args.work / entry_id
+            evaluate(suite, team, out)  # resumes when out holds a stopped run
+        target, aside = shipped_entries() / entry_id, args.work / f"{entry_id}.replaced"
+        shutil.rmtree(aside, ignore_errors=True)
+        if target.exists():  # kept aside until the new one is in: a refused add loses nothing
+            shutil.move(target, aside)
+        try:
+            add_entry(out, board, entry_id=entry_id, name=name, kind=kind)
+        except BaseException:
+            if aside.exists():
+                shutil.move(aside, target)
+            raise
         reverify(entry_id, args.sample)
     if args.pairings:
         table = run_pairings(

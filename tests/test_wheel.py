@@ -73,7 +73,9 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     for data in (
         "suites/lite.yaml",
         "suites/lite-v1.yaml",
+        "suites/lite-v2.yaml",
         "suites/full.yaml",
+        "suites/full-v2.yaml",
     ):
         assert f"llm_marl_envs/evaluation/{data}" in names
     for data in ("site/assets/sort.js", "site/assets/style.css", "confusables.txt"):

@@ -29,7 +29,7 @@ things:
       power = 1 - max { prod_t C(N_t - k_t, n_t) / C(N_t, n_t) : sum_t k_t w_t >= X }
 
   (:func:`llm_marl_envs.leaderboard.sampling.catch_power`, exact or conservative). Heavier
-  episodes (smaller tasks) are drawn more densely: on lite-v2 every arXiv episode (1/35 of the
+  episodes (smaller tasks) are drawn more densely: on lite (v2, v3) every arXiv episode (1/35 of the
   overall score each) is regenerated.
 * **Regeneration.** The sampled episodes are played again with the entry's seats (each task's
   seed, the episode's seed and reset options); each must give the same actions and score.

@@ -44,7 +44,7 @@ MINIMAL = {
 def test_packaged_suites_load_and_every_task_can_be_made():
     assert {"lite", "full"} <= set(available_suites())
     lite = load_suite("lite")
-    assert lite.label == "lite-v2"
+    assert lite.label == "lite-v3"
     assert [t.name for t in lite.tasks] == [
         "gsm8k",
         "imdb",
@@ -149,7 +149,9 @@ def test_suite_files_by_path_and_unknown_names(tmp_path):
     path = tmp_path / "mini.yaml"
     path.write_text(yaml.safe_dump(MINIMAL))
     assert load_suite(path).hash() == parse_suite(MINIMAL).hash()
-    with pytest.raises(SuiteError, match="unknown suite 'tiny'.*full, full-v1, lite, lite-v1"):
+    with pytest.raises(
+        SuiteError, match="unknown suite 'tiny'.*full, full-v1, full-v2, lite, lite-v1, lite-v2"
+    ):
         load_suite("tiny")
     (tmp_path / "bad.yaml").write_text("name: [unclosed")
     with pytest.raises(SuiteError, match="not valid YAML"):
@@ -164,24 +166,40 @@ V1_HASHES = {
 }
 
 
+#: The hashes of version 2 (the shipped entries of lite-v2 recorded the lite one).
+V2_HASHES = {
+    "lite": "sha256:122ab08dde72f5a2ea2d27fe6ef5786a3f2394c0b943d7ae30b1aa11a130dcee",
+    "full": "sha256:7bdeea85fc4833055a697631882c6dade6dabf8425b7f0e4dab26660b2989654",
+}
+
+
 @pytest.mark.parametrize("name", ["lite", "full"])
 def test_older_versions_stay_playable_by_label(name):
-    newest, old = load_suite(name), load_suite(f"{name}-v1")
-    assert (newest.version, old.version, old.name) == (2, 1, name)
-    assert old.hash() == V1_HASHES[name]
-    assert load_suite(f"{name}-v2").hash() == newest.hash()
+    newest, v2, old = load_suite(name), load_suite(f"{name}-v2"), load_suite(f"{name}-v1")
+    assert (newest.version, v2.version, old.version, old.name) == (3, 2, 1, name)
+    assert old.hash() == V1_HASHES[name] and v2.hash() == V2_HASHES[name]
+    assert load_suite(f"{name}-v3").hash() == newest.hash()
     # version 2 plays coding on CoopCoding-v4 (neither reward hack of v2 pays); nothing else moved
-    codings = [t for t in newest.tasks if "CoopCoding" in t.env]
+    codings = [t for t in v2.tasks if "CoopCoding" in t.env]
     assert codings and {t.env for t in codings} == {"llm_marl_envs/CoopCoding-v4"}
     assert {t.env for t in old.tasks if "CoopCoding" in t.env} == {"llm_marl_envs/CoopCoding-v2"}
-    others = [(t.name, t.spec_hash()) for t in newest.tasks if "CoopCoding" not in t.env]
+    others = [(t.name, t.spec_hash()) for t in v2.tasks if "CoopCoding" not in t.env]
     assert others == [(t.name, t.spec_hash()) for t in old.tasks if "CoopCoding" not in t.env]
+    # version 3 plays every task as version 2 and ranks the writing tasks by their sense check
+    assert [(t.name, t.spec_hash()) for t in newest.tasks] == [
+        (t.name, t.spec_hash()) for t in v2.tasks
+    ]
+    primaries = {t.name: (t.primary, v2.task(t.name).primary) for t in newest.tasks}
+    changed = {n for n, (a, b) in primaries.items() if a != b}
+    assert changed == {"tldr", "arxiv"}
+    assert {primaries[n] for n in changed} == {("sensible_reward_share", "readable_reward_share")}
     assert packaged_version(name, 1).hash() == old.hash()
-    assert packaged_version(name, 2).hash() == newest.hash()
-    for missing in (3, 0, "1", True, None):
+    assert packaged_version(name, 2).hash() == v2.hash()
+    assert packaged_version(name, 3).hash() == newest.hash()
+    for missing in (4, 0, "1", True, None):
         assert packaged_version(name, missing) is None
-    with pytest.raises(SuiteError, match=f"unknown suite '{name}-v3'"):
-        load_suite(f"{name}-v3")
+    with pytest.raises(SuiteError, match=f"unknown suite '{name}-v4'"):
+        load_suite(f"{name}-v4")
 
 
 def test_every_kept_version_file_is_the_version_its_name_says():

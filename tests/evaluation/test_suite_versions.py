@@ -21,11 +21,14 @@ def edited(label: str, task: str, **changes) -> object:
     return parse_suite(raw, f"edited {label}")
 
 
-def test_lite_v2_changes_coding_alone():
-    old, new = load_suite("lite-v1"), load_suite("lite")
+def test_lite_v2_changes_coding_alone_and_v3_the_writing_scores_alone():
+    old, new = load_suite("lite-v1"), load_suite("lite-v2")
     same = {t.name: same_play(old, new, t.name) for t in new.tasks}
     assert same == {name: name != "coding" for name in same}
     assert not same_play(old, new, "no-such-task")
+    newest = load_suite("lite")
+    same = {t.name: same_play(new, newest, t.name) for t in newest.tasks}
+    assert same == {name: name not in ("tldr", "arxiv") for name in same}
 
 
 @pytest.mark.parametrize(
@@ -52,14 +55,14 @@ def test_a_newer_version_shows_the_older_cross_play_of_unchanged_tasks_only(tmp_
     # a v1 table that (hypothetically) also held coding, which v2 plays on CoopCoding-v4
     v1["coding"] = {**v1["maze"], "env": "llm_marl_envs/CoopCoding-v2"}
     (shipped / "crossplay-lite-v1.json").write_text(json.dumps(v1))
-    carried = board_rules._shipped_crossplay(load_suite("lite"))
+    carried = board_rules._shipped_crossplay(load_suite("lite-v2"))
     assert sorted(carried) == ["donor", "maze"]  # coding changed: its v1 table is not shown
     assert all(block["measured_on"] == "lite-v1" for block in carried.values())
     assert carried["maze"]["matrix"] == v1["maze"]["matrix"]
     # the version's own table, once it ships, is the one shown (nothing carried over)
     own = {"maze": {**v1["maze"], "matrix": [[None] * 4] * 4}}
     (shipped / "crossplay-lite-v2.json").write_text(json.dumps(own))
-    assert board_rules._shipped_crossplay(load_suite("lite")) == own
+    assert board_rules._shipped_crossplay(load_suite("lite-v2")) == own
     # the older version's board shows its own table as it is
     assert "measured_on" not in board_rules._shipped_crossplay(load_suite("lite-v1"))["maze"]
 

@@ -85,13 +85,13 @@ def test_add_copies_the_entry_with_its_episodes(board):
 @pytest.mark.parametrize(
     ("edit", "words"),
     [
-        (lambda r: r["suite"].update(hash="sha256:0000"), "is not this package's lite-v2"),
-        (lambda r: r["suite"].update(version=3), "suite lite-v3 .* is not this package's lite-v2"),
+        (lambda r: r["suite"].update(hash="sha256:0000"), "is not this package's lite-v3"),
+        (lambda r: r["suite"].update(version=4), "suite lite-v4 .* is not this package's lite-v3"),
         (lambda r: r["suite"].update(version="2"), "suite.version must be an integer"),
         (lambda r: r["suite"].update(name="lite-v1"), "suite 'lite-v1' is not one of this package"),
         (  # the older version's hash under the newest version's number
             lambda r: r["suite"].update(hash=load_suite("lite-v1").hash()),
-            "is not this package's lite-v2",
+            "is not this package's lite-v3",
         ),
         (
             lambda r: r["manifest"]["tasks"]["maze"].update(env_spec_hash="sha256:1111"),
@@ -126,12 +126,12 @@ def test_an_older_versions_result_joins_that_versions_board_only(evaluated, tmp_
     add_entry(evaluated / "scripted", board, entry_id="oracles", kind="baseline")
     old = build_board("lite-v1", board, shipped=False)
     new = build_board("lite", board, shipped=False)
-    assert old["suite"]["version"] == 1 and new["suite"]["version"] == 2
+    assert old["suite"]["version"] == 1 and new["suite"]["version"] == 3
     assert [e["id"] for e in old["entries"]] == ["old-oracles"]
     assert [e["id"] for e in new["entries"]] == ["oracles"]
     maze = old["entries"][0]["tasks"]["maze"]["metrics"]["success"]["mean"]
     assert maze == new["entries"][0]["tasks"]["maze"]["metrics"]["success"]["mean"] == 1.0
-    assert new["other_versions"] == {"lite-v1": 1} and old["other_versions"] == {"lite-v2": 1}
+    assert new["other_versions"] == {"lite-v1": 1} and old["other_versions"] == {"lite-v3": 1}
     # the command says where the other version's entries are
     argv = ["leaderboard", "build", "--board", str(board), "--no-shipped"]
     assert main([*argv, "--out", str(tmp_path / "site")]) == 0
@@ -139,7 +139,7 @@ def test_an_older_versions_result_joins_that_versions_board_only(evaluated, tmp_
     shutil.rmtree(board / "entries" / "oracles")
     assert main([*argv, "--out", str(tmp_path / "site2")]) == 2
     said = capsys.readouterr().err.strip()
-    assert said.count("\n") == 0 and "no entries for suite lite-v2" in said
+    assert said.count("\n") == 0 and "no entries for suite lite-v3" in said
     assert "1 of lite-v1 (--suite lite-v1)" in said
 
 
