@@ -352,7 +352,9 @@ def main() -> None:
         "# Leaderboard site: build and load times",
         "",
         f"Measured by `python benchmarks/leaderboard_site.py --entries {args.entries} --episodes "
-        f"{args.episodes} --repeats {args.repeats}`: a synthetic board of {args.entries} entries x "
+        f"{args.episodes} --repeats {args.repeats}"
+        f"{f' --baseline {args.baseline}' if args.baseline else ''}`: a synthetic board of "
+        f"{args.entries} entries x "
         f"{result['tasks']} tasks (every metric of each `lite` task, tie ranks from the "
         f"intervals, {args.episodes} two-turn episodes per entry and task in the transcript "
         f"pages, a {CROSSPLAY_MODELS}-model cross-play on two tasks), built by `build_site`, "
