@@ -33,7 +33,7 @@ file, the line and the limit (:class:`LeaderboardError`):
   :data:`MAX_EPISODE_FILE_BYTES` unpacked (gzip is counted as it unpacks) and at most
   :data:`MAX_BLANK_LINES` blank lines; the whole entry :data:`MAX_ENTRY_BYTES` unpacked;
 * every value: no integer beyond 64 bits, no ``NaN`` / ``Infinity``, no lone surrogate
-  (:mod:`~llm_marl_envs.leaderboard.bounded_json`).
+  (:mod:`~llm_marl_envs.core.bounded_json`).
 
 **Streamed, in plan order.** A task's episodes are read one line at a time
 (:meth:`EntryFolder.episodes`) and each line is checked as it is read: it must be the next
@@ -60,7 +60,7 @@ from typing import Any, NamedTuple
 from llm_marl_envs.evaluation import run_folder
 from llm_marl_envs.evaluation.suite import Item, Suite, Task, available_suites, packaged_version
 from llm_marl_envs.leaderboard import schema as _results_shape
-from llm_marl_envs.leaderboard.bounded_json import BoundsError, loads
+from llm_marl_envs.core.bounded_json import BoundsError, loads
 from llm_marl_envs.leaderboard.names import display_name as _display_name, name_key, same_name
 from llm_marl_envs.rollout.records import EpisodeRecord
 

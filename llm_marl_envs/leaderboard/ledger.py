@@ -59,7 +59,7 @@ from typing import Any
 
 from llm_marl_envs.evaluation.files import write_atomic
 from llm_marl_envs.leaderboard import records as board_records
-from llm_marl_envs.leaderboard.bounded_json import BoundsError, loads
+from llm_marl_envs.core.bounded_json import BoundsError, loads
 
 __all__ = [
     "GENESIS",

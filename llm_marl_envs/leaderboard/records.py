@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.evaluation.files import write_atomic
-from llm_marl_envs.leaderboard.bounded_json import BoundsError, loads
+from llm_marl_envs.core.bounded_json import BoundsError, loads
 
 __all__ = [
     "FORMAT",

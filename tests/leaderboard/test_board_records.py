@@ -9,7 +9,7 @@ import json
 import pytest
 
 from llm_marl_envs.leaderboard import records as board_records
-from llm_marl_envs.leaderboard.bounded_json import BoundsError, count, loads
+from llm_marl_envs.core.bounded_json import BoundsError, count, loads
 
 FILES = {"results.json": "sha256:aa", "episodes/maze.jsonl.gz": "sha256:bb"}
 

@@ -14,7 +14,8 @@ refuses, with a :class:`BoundsError` naming ``where``:
 * an integer beyond 64 bits, a float that is not finite (``1e999``), and
   ``NaN`` / ``Infinity``;
 * a string (or key) holding a lone surrogate (``"\\ud800"``): valid JSON escapes, but no UTF-8
-  text, so the record could never be written again.
+  text, so the record could never be written again (the message names the string's place,
+  as ``messages[0].content``).
 
 The text is parsed once by the standard library's C parser; its values are then counted by an
 iterative walk that stops at the first bound passed, so a refused text costs one parse of at
@@ -99,24 +100,50 @@ def count(value: Any, where: str, *, max_values: int, max_depth: int) -> int:
         if depth > max_depth:
             raise BoundsError(f"{where}: nested deeper than {max_depth} levels")
         if isinstance(item, str):
-            _text(item, where)
+            _text(item, value, where)
         elif isinstance(item, dict):
             total += len(item)  # the keys
             if total > max_values:
                 raise BoundsError(f"{where}: more than {max_values:,} JSON values")
             for key in item:
-                _text(key, where)
+                _text(key, value, where)
             stack.extend((v, depth + 1) for v in item.values())
         elif isinstance(item, list):
             stack.extend((v, depth + 1) for v in item)
     return total
 
 
-def _text(text: str, where: str) -> None:
-    if not text.isascii():
-        try:
-            text.encode("utf-8")
-        except UnicodeEncodeError:
-            raise BoundsError(
-                f"{where}: a string holds a lone surrogate (not UTF-8 text)"
-            ) from None
+def _utf8(text: str) -> bool:
+    if text.isascii():
+        return True
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    return True
+
+
+def _text(text: str, whole: Any, where: str) -> None:
+    if not _utf8(text):
+        raise BoundsError(
+            f"{where}: {_place(whole) or 'a string'} holds a lone surrogate (not UTF-8 text)"
+        )
+
+
+def _place(whole: Any) -> str:
+    """Where in ``whole`` the first string (or key) that is not UTF-8 is, as
+    ``messages[0].content`` ("" for the top level). Walked only once a bad string is found."""
+    stack: list[tuple[Any, str]] = [(whole, "")]
+    while stack:
+        item, path = stack.pop()
+        if isinstance(item, str) and not _utf8(item):
+            return path
+        if isinstance(item, dict):
+            for key, inner in item.items():
+                here = f"{path}.{key}" if path else str(key)
+                if not _utf8(key):
+                    return f"a key of {path}" if path else "a key"
+                stack.append((inner, here))
+        elif isinstance(item, list):
+            stack.extend((inner, f"{path}[{i}]") for i, inner in enumerate(item))
+    return ""
