@@ -20,12 +20,23 @@ from llm_marl_envs.policies.base import Completion, Prompt
 
 
 class _RequestError(Exception):
-    """A request the server refuses; carries the HTTP status and OpenAI error type."""
+    """A request the server refuses; carries the HTTP status, OpenAI error type, the field it
+    is about (``param``) and, for a full server, the seconds to wait (``retry_after``)."""
 
-    def __init__(self, status: int, message: str, kind: str = "invalid_request_error") -> None:
+    def __init__(
+        self,
+        status: int,
+        message: str,
+        kind: str = "invalid_request_error",
+        *,
+        param: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         super().__init__(message)
         self.status = status
         self.kind = kind
+        self.param = param
+        self.retry_after = retry_after
 
 
 class _Server(Protocol):
@@ -33,6 +44,7 @@ class _Server(Protocol):
 
     model_name: str
     max_model_len: int | None
+    limits: Any
 
     def submit(self, prompts: list[Prompt]) -> list[Completion]: ...
 
@@ -55,7 +67,22 @@ def _check_common(body: dict[str, Any]) -> None:
                 400, "'stream_options' must be an object whose 'include_usage' is true or false"
             )
     if body.get("n") not in (None, 1):
-        raise _RequestError(400, "only n=1 is supported by this server")
+        raise _RequestError(400, "only n=1 is supported by this server", param="n")
+
+
+def _check_budget(srv: _Server, body: dict[str, Any]) -> None:
+    """``max_tokens`` (or ``max_completion_tokens``), when given: an integer from 1 to the
+    server's ``limits.max_tokens``."""
+    for name in ("max_tokens", "max_completion_tokens"):
+        value = body.get(name)
+        if value is None:
+            continue
+        if type(value) is not int or not 1 <= value <= srv.limits.max_tokens:
+            raise _RequestError(
+                400,
+                f"'{name}' must be an integer from 1 to {srv.limits.max_tokens} on this server",
+                param=name,
+            )
 
 
 def _message_text(content: Any) -> str:
@@ -71,11 +98,16 @@ def _message_text(content: Any) -> str:
     raise _RequestError(400, "message content must be a string or a list of text parts")
 
 
-def _chat_prompt(body: dict[str, Any]) -> Prompt:
-    """The prompt of a chat request's ``messages`` (HTTP 400 when they are malformed)."""
+def _chat_prompt(body: dict[str, Any], most: int | None = None) -> Prompt:
+    """The prompt of a chat request's ``messages`` (HTTP 400 when they are malformed, or more
+    than ``most``)."""
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
-        raise _RequestError(400, "'messages' must be a non-empty list")
+        raise _RequestError(400, "'messages' must be a non-empty list", param="messages")
+    if most is not None and len(raw_messages) > most:
+        raise _RequestError(
+            400, f"'messages' holds {len(raw_messages)} messages; at most {most}", param="messages"
+        )
     messages = []
     for message in raw_messages:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
@@ -87,13 +119,20 @@ def _chat_prompt(body: dict[str, Any]) -> Prompt:
     return Prompt(agent="remote", observation=observation, messages=messages, info={})
 
 
-def _text_prompts(body: dict[str, Any]) -> list[Prompt]:
-    """The prompts of a completion request's ``prompt`` (a string or a list of strings)."""
+def _text_prompts(body: dict[str, Any], most: int | None = None) -> list[Prompt]:
+    """The prompts of a completion request's ``prompt`` (a string or a list of strings; at
+    most ``most`` of them)."""
     texts = body.get("prompt")
     if isinstance(texts, str):
         texts = [texts]
     if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-        raise _RequestError(400, "'prompt' must be a string or a non-empty list of strings")
+        raise _RequestError(
+            400, "'prompt' must be a string or a non-empty list of strings", param="prompt"
+        )
+    if most is not None and len(texts) > most:
+        raise _RequestError(
+            400, f"'prompt' holds {len(texts)} prompts; at most {most} per request", param="prompt"
+        )
     return [Prompt(agent="remote", observation=t, messages=[], info={}) for t in texts]
 
 
@@ -126,7 +165,8 @@ def _tokenize(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
 
 def _chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
     _check_common(body)
-    prompt = _chat_prompt(body)
+    _check_budget(srv, body)
+    prompt = _chat_prompt(body, srv.limits.max_prompts)
     _check_context(srv, prompt, body)
     completion = srv.submit([prompt])[0]
     choice: dict[str, Any] = {
@@ -154,7 +194,8 @@ def _chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
 
 def _text_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
     _check_common(body)
-    prompts = _text_prompts(body)
+    _check_budget(srv, body)
+    prompts = _text_prompts(body, srv.limits.max_prompts)
     for prompt in prompts:
         _check_context(srv, prompt, body)
     completions = srv.submit(prompts)

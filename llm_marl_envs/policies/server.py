@@ -48,8 +48,39 @@ seconds of the first waiting one (up to ``max_batch`` prompts) are answered by a
 ``policy.generate`` call, so a model that is efficient on batches stays efficient when served,
 and a policy that is not thread-safe is only ever called from that one thread.
 
-Bad requests get HTTP 400, unknown paths 404, a policy exception HTTP 500, each with an OpenAI
-style ``{"error": {"message", "type", ...}}`` body. The server does not close the policy.
+Bad requests get HTTP 400 naming the field (``param``), unknown paths 404, a policy exception
+HTTP 500, each with an OpenAI style ``{"error": {"message", "type", "param", "code"}}`` body.
+A failure the server did not expect (a policy's exception included) is logged with an id, and
+the client gets that id and the exception's type, never its text, a traceback, a path or an
+upstream URL. The server does not close the policy.
+
+**Limits** (:class:`ServerLimits`; each a flag of the command line), checked before any work:
+
+* ``max_body_bytes`` (``--max-body-bytes``, default 8 MiB): a larger ``Content-Length`` is
+  answered 413 before one byte of the body is read; a chunked body is refused (411);
+* the body is parsed within bounds (:mod:`~llm_marl_envs.core.bounded_json`): at most
+  ``max_json_values`` values (1,000,000) nested at most ``max_json_depth`` deep (32), no
+  integer beyond 64 bits, no ``NaN`` / ``Infinity`` / ``1e400``, no lone surrogate (each a
+  400 naming the place, as ``messages[0].content``);
+* ``max_prompts`` (``--max-prompts``, default 256): prompts of a completion request, messages
+  of a chat request;
+* ``max_tokens`` (``--max-tokens``, default 32,768): the largest ``max_tokens`` a request
+  may ask for;
+* ``max_queued`` (``--max-queued``, default 4,096): prompts waiting for the worker; a request
+  that would pass it is answered 503 with ``Retry-After``.
+
+**Isolation.** Every request is checked on its own before its prompts join a batch; a batch
+whose ``policy.generate`` fails is played again one prompt at a time, so only the prompt that
+fails gets the 500 and its batch neighbours their answers.
+
+**Authority.** With ``api_key`` (``--api-key``, or the ``LLM_MARL_API_KEY`` environment
+variable), a request must send ``Authorization: Bearer <key>``, compared in constant time,
+before its body is read (401). A server bound beyond loopback without a key logs a warning.
+``Host`` must name the server (a loopback name, the address it is bound to, or one of
+``allowed_hosts``; ``--allowed-host``), and a request with an ``Origin`` header must come
+from such a host, so a web page cannot drive a server on loopback through DNS rebinding or a
+cross-origin request (403). A server bound to every interface (``0.0.0.0``) takes any
+``Host`` unless ``allowed_hosts`` is given: its key is its guard.
 
 Run a model from the command line (needs the ``hf`` extra)::
 
@@ -63,15 +94,20 @@ its answers, in this server's shape (a ``transformers serve`` stream never sends
 from __future__ import annotations
 
 import argparse
+import hmac
+import ipaddress
 import json
 import logging
+import os
 import queue
 import threading
 import time
+import uuid
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from llm_marl_envs.core.bounded_json import BoundsError, loads
 from llm_marl_envs.core.validation import check_int, check_number
 from llm_marl_envs.policies._server_answers import (
     _chat_completion,
@@ -82,11 +118,45 @@ from llm_marl_envs.policies._server_answers import (
 )
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 
-__all__ = ["PolicyServer", "serve_policy"]
+__all__ = ["API_KEY_ENV", "PolicyServer", "ServerLimits", "serve_policy"]
 
 log = logging.getLogger(__name__)
 
-_MAX_BODY_BYTES = 16 * 1024 * 1024
+#: The environment variable the command line reads the API key from.
+API_KEY_ENV = "LLM_MARL_API_KEY"
+#: Host names that always name a server on this machine.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+
+
+@dataclass(frozen=True)
+class ServerLimits:
+    """What one request may ask of a :class:`PolicyServer` (module docstring: "Limits")."""
+
+    max_body_bytes: int = 8 * 2**20
+    max_json_values: int = 1_000_000
+    max_json_depth: int = 32
+    max_prompts: int = 256
+    max_tokens: int = 32_768
+    max_queued: int = 4096
+
+    def __post_init__(self) -> None:
+        for name in self.__dataclass_fields__:
+            check_int(name, getattr(self, name), 1)
+
+
+def _loopback(host: str) -> bool:
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def _host_name(value: str) -> str:
+    """The host of a ``Host`` header or an origin's authority, without port or brackets."""
+    value = value.strip().lower()
+    if value.startswith("["):
+        return value[1 : value.find("]")] if "]" in value else value
+    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
 
 
 @dataclass
@@ -121,12 +191,19 @@ class PolicyServer:
         batch_wait: float = 0.01,
         api_key: str | None = None,
         max_model_len: int | None = None,
+        limits: ServerLimits | None = None,
+        allowed_hosts: tuple[str, ...] | list[str] | None = None,
     ) -> None:
         if not isinstance(policy, Policy):
             raise TypeError(f"serve_policy needs a Policy, got {policy!r}")
         check_int("max_batch", max_batch, 1)
         check_number("batch_wait", batch_wait, 0)
         check_int("max_model_len", max_model_len, 1, none_ok=True)
+        if api_key is not None and (not isinstance(api_key, str) or not api_key):
+            raise ValueError("api_key must be a non-empty string (or None: no key)")
+        self.limits = limits if limits is not None else ServerLimits()
+        if not isinstance(self.limits, ServerLimits):
+            raise TypeError(f"limits must be a ServerLimits, got {limits!r}")
         self.policy = policy
         self.max_model_len = max_model_len
         self.model_name = model_name
@@ -138,6 +215,7 @@ class PolicyServer:
         self._tokens = threading.Lock()
         self._closed = False
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
+        self._queued = 0  # prompts submitted and not yet answered
 
         self._httpd = ThreadingHTTPServer((host, port), _Handler)
         self._httpd.daemon_threads = False  # so server_close() joins the handler threads
@@ -145,6 +223,21 @@ class PolicyServer:
         self._httpd.policy_server = self  # type: ignore[attr-defined]
         self.host, self.port = self._httpd.server_address[:2]
         self.url = f"http://{self.host}:{self.port}/v1"
+        wildcard = self.host in ("0.0.0.0", "::", "")
+        if allowed_hosts is None and wildcard:
+            self.allowed_hosts: frozenset[str] | None = None  # any Host: the key guards it
+        else:
+            named = [*LOOPBACK_NAMES, *(allowed_hosts or ())]
+            if not wildcard:
+                named.append(str(self.host))
+            self.allowed_hosts = frozenset(_host_name(h) for h in named)
+        if api_key is None and not _loopback(str(self.host)):
+            log.warning(
+                "serving on %s without an API key: anyone who can reach this port can use the "
+                "model; pass api_key= (--api-key, or %s)",
+                self.host,
+                API_KEY_ENV,
+            )
         self._worker = threading.Thread(target=self._work, name="policy-server-worker", daemon=True)
         self._serving = threading.Thread(
             target=self._httpd.serve_forever,
@@ -188,15 +281,29 @@ class PolicyServer:
 
     # ------------------------------------------------------------------ batching
     def submit(self, prompts: list[Prompt]) -> list[Completion]:
-        """Queue prompts for the worker and wait for their completions (called by handlers)."""
+        """Queue prompts for the worker and wait for their completions (called by handlers);
+        503 with ``Retry-After`` when ``limits.max_queued`` prompts are already waiting."""
         jobs = [_Job(prompt) for prompt in prompts]
         with self._lock:
             if self._closed:
                 raise _RequestError(503, "the server is shutting down", "server_error")
+            if self._queued + len(jobs) > self.limits.max_queued:
+                raise _RequestError(
+                    503,
+                    f"the server is busy ({self._queued} prompts waiting; at most "
+                    f"{self.limits.max_queued}): try again shortly",
+                    "server_error",
+                    retry_after=1,
+                )
+            self._queued += len(jobs)
             for job in jobs:
                 self._queue.put(job)
-        for job in jobs:
-            job.done.wait()
+        try:
+            for job in jobs:
+                job.done.wait()
+        finally:
+            with self._lock:
+                self._queued -= len(jobs)
         failed = next((job.error for job in jobs if job.error is not None), None)
         if failed is not None:
             raise _RequestError(500, failed, "server_error")
@@ -223,21 +330,48 @@ class PolicyServer:
             self._run_batch(batch)
 
     def _run_batch(self, batch: list[_Job]) -> None:
+        """One ``policy.generate`` call for the batch; if it fails, each prompt alone, so
+        that only a prompt that fails by itself gets the error."""
         try:
-            completions = self.policy.generate([job.prompt for job in batch])
-            if len(completions) != len(batch):
-                raise RuntimeError(
-                    f"the policy returned {len(completions)} completions for {len(batch)} prompts"
-                )
-        except Exception as error:  # noqa: BLE001 - reported to every client of the batch
-            log.exception("policy %r failed on a batch of %d", self.policy, len(batch))
+            completions = self._generate(batch)
+        except Exception as error:  # noqa: BLE001 - played again one prompt at a time
+            if len(batch) == 1:
+                self._fail(batch[0], error)
+                return
+            log.warning("a batch of %d failed: playing each prompt alone", len(batch))
             for job in batch:
-                job.error = f"{type(error).__name__}: {error}"
+                try:
+                    job.completion = self._generate([job])[0]
+                except Exception as alone:  # noqa: BLE001 - this prompt's own failure
+                    self._fail(job, alone)
+                    continue
                 job.done.set()
             return
         for job, completion in zip(batch, completions, strict=True):
             job.completion = completion
             job.done.set()
+
+    def _generate(self, batch: list[_Job]) -> list[Completion]:
+        completions = self.policy.generate([job.prompt for job in batch])
+        if len(completions) != len(batch):
+            raise RuntimeError(
+                f"the policy returned {len(completions)} completions for {len(batch)} prompts"
+            )
+        return completions
+
+    def _fail(self, job: _Job, error: Exception) -> None:
+        """Answer ``job`` with ``error``: logged with an id; the client gets the id and the
+        exception's type, never its text (which may hold a path or an upstream URL)."""
+        error_id = uuid.uuid4().hex[:12]
+        log.error(
+            "policy %r failed on a prompt (error id %s)",
+            self.policy,
+            error_id,
+            exc_info=(type(error), error, error.__traceback__),
+        )
+        kind = type(error).__name__
+        job.error = f"the policy failed ({kind}; error id {error_id}: the server's log has more)"
+        job.done.set()
 
     def count_tokens(self, prompt: Prompt) -> int | None:
         """The prompt's length in the policy's tokens (chat template applied), or None when the
@@ -277,6 +411,8 @@ def serve_policy(
     batch_wait: float = 0.01,
     api_key: str | None = None,
     max_model_len: int | None = None,
+    limits: ServerLimits | None = None,
+    allowed_hosts: tuple[str, ...] | list[str] | None = None,
 ) -> PolicyServer:
     """Serve ``policy`` on ``host:port`` (0 = a free port) from background threads.
 
@@ -287,9 +423,14 @@ def serve_policy(
         model_name: The model id reported in answers and ``/v1/models``.
         max_batch: Most prompts per ``policy.generate`` call.
         batch_wait: Seconds the worker waits for more requests after the first one arrives.
-        api_key: If set, requests must send ``Authorization: Bearer <api_key>`` (else HTTP 401).
+        api_key: If set, requests must send ``Authorization: Bearer <api_key>`` (else HTTP
+            401, before the body is read). Without one, a server bound beyond loopback warns.
         max_model_len: The context length to report in ``/v1/models`` and to refuse longer
             requests by (with a policy that counts tokens), as vLLM's ``--max-model-len``.
+        limits: What one request may ask (:class:`ServerLimits`; default its defaults).
+        allowed_hosts: Host names (besides loopback's and the bound address) that ``Host``
+            and ``Origin`` may name; a server bound to every interface takes any ``Host`` when
+            this is None.
 
     Returns:
         The running :class:`PolicyServer`; call ``close()`` or use it in a ``with`` block.
@@ -303,6 +444,8 @@ def serve_policy(
         batch_wait=batch_wait,
         api_key=api_key,
         max_model_len=max_model_len,
+        limits=limits,
+        allowed_hosts=allowed_hosts,
     )
 
 
@@ -327,22 +470,12 @@ class _Handler(BaseHTTPRequestHandler):
     def _handle(self, method: str) -> None:
         srv = self._policy_server
         path = self.path.split("?", 1)[0].rstrip("/")
-        try:
-            body = self._read_json() if method == "POST" else None
-        except _RequestError as error:
-            body = None
-            bad_body: _RequestError | None = error
-        else:
-            bad_body = None
         number = srv._count()
+        body = None
         try:
+            self._check_authority(srv, method)  # before one byte of the body is read
+            body = self._read_json() if method == "POST" else None
             srv._admit(number, method, path, dict(self.headers.items()), body)
-            if srv._api_key is not None and self.headers.get("Authorization") != (
-                f"Bearer {srv._api_key}"
-            ):
-                raise _RequestError(401, "missing or wrong API key", "authentication_error")
-            if bad_body is not None:
-                raise bad_body
             if method == "GET" and path == "/v1/models":
                 answer = {
                     "object": "list",
@@ -369,38 +502,90 @@ class _Handler(BaseHTTPRequestHandler):
             else:
                 self._send(200, answer)
         except _RequestError as error:
-            self._send_error(error.status, str(error), error.kind)
+            if error.status in (401, 403, 411, 413):  # its body, if any, was never read
+                self.close_connection = True
+            self._send_error(error)
         except Exception as error:  # noqa: BLE001 - a server bug must still answer the client
-            log.exception("error handling %s %s", method, path)
-            self._send_error(500, f"{type(error).__name__}: {error}", "server_error")
+            error_id = uuid.uuid4().hex[:12]
+            log.exception("error handling %s %s (error id %s)", method, path, error_id)
+            self._send_error(
+                _RequestError(
+                    500,
+                    f"internal error ({type(error).__name__}; error id {error_id}: the "
+                    "server's log has more)",
+                    "server_error",
+                )
+            )
 
-    def _send_error(self, status: int, message: str, kind: str) -> None:
-        self._send(
-            status, {"error": {"message": message, "type": kind, "param": None, "code": status}}
-        )
+    def _check_authority(self, srv: PolicyServer, method: str) -> None:
+        """403 for a ``Host`` or ``Origin`` that does not name this server; 401 for a missing
+        or wrong key (compared in constant time)."""
+        if srv.allowed_hosts is not None:
+            host = _host_name(self.headers.get("Host") or "")
+            if host not in srv.allowed_hosts:
+                raise _RequestError(
+                    403, "the Host header does not name this server", "permission_error"
+                )
+        origin = self.headers.get("Origin")
+        if origin is not None:
+            authority = origin.split("://", 1)[-1].split("/", 1)[0]
+            allowed = srv.allowed_hosts or frozenset(LOOPBACK_NAMES)
+            if origin == "null" or _host_name(authority) not in allowed:
+                raise _RequestError(
+                    403, "requests from web pages of other origins are refused", "permission_error"
+                )
+        if srv._api_key is not None:
+            given = (self.headers.get("Authorization") or "").encode("utf-8", "replace")
+            if not hmac.compare_digest(given, f"Bearer {srv._api_key}".encode()):
+                raise _RequestError(401, "missing or wrong API key", "authentication_error")
+
+    def _send_error(self, error: _RequestError) -> None:
+        payload = {
+            "error": {
+                "message": str(error),
+                "type": error.kind,
+                "param": error.param,
+                "code": error.status,
+            }
+        }
+        headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+        self._send(error.status, payload, headers)
 
     def _read_json(self) -> Any:
+        srv = self._policy_server
+        limit = srv.limits.max_body_bytes
+        if self.headers.get("Transfer-Encoding"):
+            raise _RequestError(411, "a Content-Length header is required (no chunked bodies)")
         try:
             length = int(self.headers.get("Content-Length", ""))
         except ValueError:
             raise _RequestError(411, "a Content-Length header is required") from None
-        if not 0 <= length <= _MAX_BODY_BYTES:
-            raise _RequestError(413, f"the body must be at most {_MAX_BODY_BYTES} bytes")
+        if not 0 <= length <= limit:
+            raise _RequestError(413, f"the body must be at most {limit:,} bytes")
         raw = self.rfile.read(length)
         try:
-            body = json.loads(raw)
-        except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            raise _RequestError(400, f"the body is not valid JSON: {error}") from None
+            body = loads(
+                raw,
+                "the body",
+                max_values=srv.limits.max_json_values,
+                max_depth=srv.limits.max_json_depth,
+            )
+        except BoundsError as error:
+            raise _RequestError(400, str(error)) from None
         if not isinstance(body, dict):
             raise _RequestError(400, "the body must be a JSON object")
         return body
 
-    def _send(self, status: int, payload: dict[str, Any]) -> None:
+    def _send(
+        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+    ) -> None:
         data = json.dumps(payload).encode("utf-8")
         try:
             self.send_response(status)
             self.send_header("Content-Type", "application/json")
             self.send_header("Content-Length", str(len(data)))
+            for name, value in (headers or {}).items():
+                self.send_header(name, value)
             self.end_headers()
             self.wfile.write(data)
         except OSError:  # the client gave up (timed out) before the answer
@@ -444,7 +629,36 @@ def main(argv: list[str] | None = None) -> None:
         "--max-model-len", type=int, default=None, help="the context length to report and keep"
     )
     parser.add_argument("--batch-wait", type=float, default=0.01)
+    parser.add_argument(
+        "--api-key",
+        default=os.environ.get(API_KEY_ENV) or None,
+        help=f"the key clients must send as 'Authorization: Bearer KEY' (default: ${API_KEY_ENV})",
+    )
+    parser.add_argument(
+        "--allowed-host",
+        action="append",
+        default=None,
+        metavar="NAME",
+        help="a host name clients may reach the server by, besides loopback's (repeatable)",
+    )
+    defaults = ServerLimits()
+    for name in ("max_body_bytes", "max_prompts", "max_tokens", "max_queued"):
+        parser.add_argument(
+            f"--{name.replace('_', '-')}",
+            type=int,
+            default=getattr(defaults, name),
+            help=f"limit: {name.replace('_', ' ')} (default {getattr(defaults, name):,})",
+        )
     args = parser.parse_args(argv)
+    try:
+        limits = ServerLimits(
+            max_body_bytes=args.max_body_bytes,
+            max_prompts=args.max_prompts,
+            max_tokens=args.max_tokens,
+            max_queued=args.max_queued,
+        )
+    except (TypeError, ValueError) as error:
+        parser.error(str(error))
     logging.basicConfig(level=logging.INFO)
     if args.model.startswith("openai:"):
         from llm_marl_envs.policies.openai_compat import OpenAIPolicy
@@ -464,6 +678,9 @@ def main(argv: list[str] | None = None) -> None:
         max_batch=args.max_batch,
         batch_wait=args.batch_wait,
         max_model_len=args.max_model_len,
+        api_key=args.api_key,
+        limits=limits,
+        allowed_hosts=args.allowed_host,
     )
     log.info("serving %s at %s (Ctrl-C stops)", args.model, server.url)
     try:
