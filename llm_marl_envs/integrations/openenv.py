@@ -36,6 +36,7 @@ the WebSocket route, not a server error.
 from __future__ import annotations
 
 import functools
+import logging
 import socket
 import threading
 import time
@@ -54,6 +55,8 @@ _client = require("openenv.core.env_client", "integrations", "the OpenEnv integr
 _types = require("openenv.core.client_types", "integrations", "the OpenEnv integration")
 _pydantic = require("pydantic", "integrations", "the OpenEnv integration")
 _websockets = require("starlette.websockets", "integrations", "the OpenEnv integration")
+
+log = logging.getLogger(__name__)
 
 __all__ = [
     "LLMMarlAction",
@@ -292,13 +295,48 @@ class LLMMarlEnv(_client.EnvClient[LLMMarlAction, LLMMarlObservation, LLMMarlSta
         return LLMMarlState(**payload)
 
 
-def create_app(env_id: str, *, max_concurrent_envs: int = 16, **env_kwargs: Any) -> Any:
-    """OpenEnv's FastAPI app serving ``env_id`` (one environment per WebSocket session).
+#: Seconds an MCP session over HTTP may stay idle before OpenEnv's reaper ends it, and a
+#: WebSocket client may stay silent before its session is closed.
+SESSION_TIMEOUT = 300.0
+#: The largest HTTP body or WebSocket message a server takes.
+MAX_BODY_BYTES = 2**20
+#: Connections (and their requests) a served app handles at once; beyond: HTTP 503.
+MAX_CONNECTIONS = 64
+
+
+def _loopback(host: str) -> bool:
+    import ipaddress
+
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
+
+
+def create_app(
+    env_id: str,
+    *,
+    max_concurrent_envs: int = 16,
+    api_key: str | None = None,
+    allowed_hosts: Any = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    session_timeout: float = SESSION_TIMEOUT,
+    **env_kwargs: Any,
+) -> Any:
+    """OpenEnv's FastAPI app serving ``env_id`` (one environment per WebSocket session),
+    wrapped in :class:`~llm_marl_envs.core.asgi_guard.Guard`: the key (``api_key``), the
+    ``Host`` and ``Origin`` names (``allowed_hosts``: a set of names, or None for any), the
+    body and message size (``max_body_bytes``) and JSON bounds before OpenEnv sees a request,
+    a JSON error for anything that fails, and WebSocket clients silent for
+    ``session_timeout`` seconds closed; MCP sessions over HTTP idle that long are ended by
+    OpenEnv's own reaper.
 
     The environment is built once here, so a bad id or argument fails now rather than at
     every session. OpenEnv's ``ENABLE_WEB_INTERFACE=1`` adds its web UI, as for any OpenEnv
     environment.
     """
+    from llm_marl_envs.core.asgi_guard import Guard, GuardSettings
+
     env_id = llm_marl_envs.spec(env_id).id
     llm_marl_envs.make(env_id, **env_kwargs).close()
     app = _server.create_app(
@@ -306,10 +344,20 @@ def create_app(env_id: str, *, max_concurrent_envs: int = 16, **env_kwargs: Any)
         LLMMarlAction,
         LLMMarlObservation,
         env_name=env_id.rpartition("/")[2],
-        max_concurrent_envs=max_concurrent_envs,
+        concurrency_config=_server_types.ConcurrencyConfig(
+            max_concurrent_envs=max_concurrent_envs, session_timeout=session_timeout
+        ),
     )
     app.add_middleware(_ClientGoneIsNotAnError)
     app.add_exception_handler(NoEpisodeError, _stateless_step)
+    hosts = None if allowed_hosts is None else frozenset(allowed_hosts)
+    settings = GuardSettings(
+        api_key=api_key,
+        allowed_hosts=hosts,
+        max_body_bytes=max_body_bytes,
+        ws_idle_timeout=session_timeout,
+    )
+    app.add_middleware(Guard, settings=settings)
     return app
 
 
@@ -340,6 +388,10 @@ def serve(
     block: bool = True,
     max_concurrent_envs: int = 16,
     log_level: str = "warning",
+    api_key: str | None = None,
+    allowed_hosts: Any = None,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    session_timeout: float = SESSION_TIMEOUT,
     **env_kwargs: Any,
 ) -> OpenEnvServer | None:
     """Serve ``env_id`` with OpenEnv's server on ``host:port`` (uvicorn).
@@ -352,10 +404,39 @@ def serve(
             return the running :class:`OpenEnvServer`.
         max_concurrent_envs: Most WebSocket sessions (= environments) at once.
         log_level: uvicorn's log level.
+        api_key: If set, every request and WebSocket must send ``Authorization: Bearer KEY``
+            (else 401, or the socket refused). Without one, a server beyond loopback warns.
+        allowed_hosts: Host names (besides loopback's and ``host``) that ``Host`` and
+            ``Origin`` may name; a server bound to every interface takes any ``Host`` when None.
+        max_body_bytes: The largest HTTP body or WebSocket message (413 / close 1009).
+        session_timeout: Seconds a WebSocket client may stay silent, or an MCP session idle,
+            before its session ends.
         **env_kwargs: Passed to :func:`llm_marl_envs.make` for every session.
+
+    uvicorn runs with a connection cap (:data:`MAX_CONNECTIONS`: 503 beyond it), a 5 s
+    keep-alive, a 64 KiB header limit, WebSocket pings every 20 s, and a shutdown bounded at
+    5 s whatever the clients do.
     """
-    app = create_app(env_id, max_concurrent_envs=max_concurrent_envs, **env_kwargs)
-    server = OpenEnvServer(app, host, port, log_level=log_level, start=not block)
+    from llm_marl_envs.core.asgi_guard import GuardSettings
+
+    if api_key is None and not _loopback(host):
+        log.warning(
+            "serving %s on %s without an API key: anyone who can reach this port can play it",
+            env_id,
+            host,
+        )
+    app = create_app(
+        env_id,
+        max_concurrent_envs=max_concurrent_envs,
+        api_key=api_key,
+        allowed_hosts=GuardSettings.hosts(host, allowed_hosts),
+        max_body_bytes=max_body_bytes,
+        session_timeout=session_timeout,
+        **env_kwargs,
+    )
+    server = OpenEnvServer(
+        app, host, port, log_level=log_level, start=not block, max_message_bytes=max_body_bytes
+    )
     if not block:
         return server
     server.run()
@@ -378,12 +459,26 @@ class OpenEnvServer:
         log_level: str = "warning",
         start: bool = True,
         startup_timeout: float = 30.0,
+        max_message_bytes: int = MAX_BODY_BYTES,
     ) -> None:
         uvicorn = require("uvicorn", "integrations", "serving OpenEnv environments")
         self._socket = socket.create_server((host, port))
         self.host = host
         self.port = self._socket.getsockname()[1]
-        self._server = uvicorn.Server(uvicorn.Config(app, log_level=log_level, lifespan="on"))
+        self._server = uvicorn.Server(
+            uvicorn.Config(
+                app,
+                log_level=log_level,
+                lifespan="on",
+                limit_concurrency=MAX_CONNECTIONS,
+                timeout_keep_alive=5,
+                timeout_graceful_shutdown=5,
+                h11_max_incomplete_event_size=64 * 2**10,
+                ws_max_size=max_message_bytes,
+                ws_ping_interval=20.0,
+                ws_ping_timeout=20.0,
+            )
+        )
         self._thread: threading.Thread | None = None
         if start:
             self._thread = threading.Thread(
