@@ -157,3 +157,32 @@ def test_a_server_beyond_loopback_without_a_key_warns(openenv, caplog):
         running = openenv.serve(GSM8K, host="0.0.0.0", port=0, block=False, data_source="bundled")
         running.close()
     assert "without an API key" in caplog.text
+
+
+@pytest.mark.slow  # OpenEnv's reaper looks every max(timeout / 4, 5) seconds
+def test_idle_mcp_sessions_over_http_are_reaped(openenv):
+    """Liveness, round 1 of issue 50: POST /mcp sessions filled the capacity and were never
+    reaped. With a session_timeout, OpenEnv's reaper ends them and the capacity comes back."""
+    server = openenv.serve(
+        GSM8K,
+        port=0,
+        block=False,
+        max_concurrent_envs=2,
+        session_timeout=1.0,
+        data_source="bundled",
+    )
+    try:
+        create = json.dumps({"jsonrpc": "2.0", "method": "openenv/session/create", "id": 1})
+        made = [http(server, "POST", "/mcp", create)[1] for _ in range(3)]
+        assert all("session_id" in answer.get("result", {}) for answer in made[:2])
+        assert "error" in made[2]  # full: 2 sessions at most
+        deadline = time.monotonic() + 15
+        while time.monotonic() < deadline:
+            answer = http(server, "POST", "/mcp", create)[1]
+            if "session_id" in answer.get("result", {}):
+                break
+            time.sleep(0.5)
+        else:
+            raise AssertionError("idle MCP sessions were never reaped")
+    finally:
+        server.close()
