@@ -9,11 +9,13 @@ forking it, and imports nothing beyond the standard library:
   pages get 403 (a WebSocket is refused with close code 1008). With ``api_key``, a request must
   send ``Authorization: Bearer <key>`` (compared in constant time) before anything else: 401.
 * **Size before work.** An HTTP body larger than ``max_body_bytes`` (from ``Content-Length``,
-  or counted while a chunked body arrives) is answered 413 before the app reads it.
+  or counted while a chunked body arrives) is answered 413 before the app reads it, and one
+  that takes longer than ``body_timeout`` seconds to arrive 408.
 * **Bounds before parsing.** A JSON body (and each WebSocket text message) is parsed within
   bounds (:mod:`~llm_marl_envs.core.bounded_json`: values, depth, 64-bit integers, finite
   numbers, UTF-8 strings) and refused with a 400 naming the problem (a WebSocket with close
-  code 1007); the app then gets the same bytes.
+  code 1007); the app then gets the same bytes, and the parsed value as
+  ``scope["state"]["json"]``.
 * **Idle sessions end.** A WebSocket client silent for ``ws_idle_timeout`` seconds is closed
   (code 1001) and the app told it left, so that its session is reclaimed.
 * **Every error is JSON.** An exception the app raises before answering becomes a 500 whose
@@ -25,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import hmac
+import ipaddress
 import json
 import logging
 import uuid
@@ -34,7 +37,7 @@ from typing import Any
 
 from llm_marl_envs.core.bounded_json import BoundsError, loads
 
-__all__ = ["Guard", "GuardSettings", "LOOPBACK_NAMES", "host_name"]
+__all__ = ["Guard", "GuardSettings", "LOOPBACK_NAMES", "host_name", "is_loopback"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +47,14 @@ Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+
+def is_loopback(host: str) -> bool:
+    """Whether a server bound at ``host`` is reachable from this machine only."""
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return host == "localhost"
 
 
 def host_name(value: str) -> str:
@@ -64,6 +75,7 @@ class GuardSettings:
     max_json_values: int = 100_000
     max_json_depth: int = 32
     ws_idle_timeout: float | None = 300.0
+    body_timeout: float = 30.0
 
     @staticmethod
     def hosts(bound: str, extra: Iterable[str] | None) -> frozenset[str] | None:
@@ -145,7 +157,11 @@ class Guard:
             return
         body, more = b"", True
         while more:
-            message = await receive()
+            try:
+                message = await asyncio.wait_for(receive(), self.settings.body_timeout)
+            except asyncio.TimeoutError:
+                await self._reply(send, 408, "the body did not arrive in time")
+                return
             if message["type"] == "http.disconnect":
                 return
             body += message.get("body", b"")
@@ -153,9 +169,10 @@ class Guard:
             if len(body) > limit:
                 await self._reply(send, 413, f"the body must be at most {limit:,} bytes")
                 return
+        parsed = None
         if body.strip():
             try:
-                loads(
+                parsed = loads(
                     body,
                     "the body",
                     max_values=self.settings.max_json_values,
@@ -164,6 +181,7 @@ class Guard:
             except BoundsError as error:
                 await self._reply(send, 400, str(error))
                 return
+        scope.setdefault("state", {})["json"] = parsed  # the app need not parse it again
         delivered = False
 
         async def replay() -> Message:

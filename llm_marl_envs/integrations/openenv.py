@@ -304,15 +304,6 @@ MAX_BODY_BYTES = 2**20
 MAX_CONNECTIONS = 64
 
 
-def _loopback(host: str) -> bool:
-    import ipaddress
-
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
 def create_app(
     env_id: str,
     *,
@@ -417,9 +408,9 @@ def serve(
     keep-alive, a 64 KiB header limit, WebSocket pings every 20 s, and a shutdown bounded at
     5 s whatever the clients do.
     """
-    from llm_marl_envs.core.asgi_guard import GuardSettings
+    from llm_marl_envs.core.asgi_guard import GuardSettings, is_loopback
 
-    if api_key is None and not _loopback(host):
+    if api_key is None and not is_loopback(host):
         log.warning(
             "serving %s on %s without an API key: anyone who can reach this port can play it",
             env_id,

@@ -48,6 +48,11 @@ seconds of the first waiting one (up to ``max_batch`` prompts) are answered by a
 ``policy.generate`` call, so a model that is efficient on batches stays efficient when served,
 and a policy that is not thread-safe is only ever called from that one thread.
 
+**The HTTP stack** is uvicorn (the ``serve`` extra: ``pip install 'llm-marl-envs[serve]'``),
+as under vLLM's OpenAI server; the app (``_server_http``) sits behind
+:class:`~llm_marl_envs.core.asgi_guard.Guard`, which checks each request's authority, size and
+JSON bounds before the API sees it.
+
 Bad requests get HTTP 400 naming the field (``param``), unknown paths 404, a policy exception
 HTTP 500, each with an OpenAI style ``{"error": {"message", "type", "param", "code"}}`` body.
 A failure the server did not expect (a policy's exception included) is logged with an id, and
@@ -67,7 +72,17 @@ upstream URL. The server does not close the policy.
 * ``max_tokens`` (``--max-tokens``, default 32,768): the largest ``max_tokens`` a request
   may ask for;
 * ``max_queued`` (``--max-queued``, default 4,096): prompts waiting for the worker; a request
-  that would pass it is answered 503 with ``Retry-After``.
+  that would pass it is answered 503 with ``Retry-After``;
+* ``max_in_progress`` (``--max-in-progress``, default 64): requests being answered at once; one
+  more is answered 503 with ``Retry-After`` (uvicorn's own cap, twice that, is a backstop);
+* ``header_timeout`` (10 s): a connection whose request line and headers have not arrived is
+  closed; ``body_timeout`` (30 s): a body that has not arrived is answered 408;
+  ``idle_timeout`` (5 s): an idle keep-alive connection is closed;
+* ``shutdown_timeout`` (5 s): ``close()`` returns within it whatever the clients do (a request
+  still waiting is answered 503 as the server stops; a policy call in progress is left to
+  finish on its own thread).
+
+A client that disconnects has its queued prompts dropped, never played.
 
 **Isolation.** Every request is checked on its own before its prompts join a batch; a batch
 whose ``policy.generate`` fails is played again one prompt at a time, so only the prompt that
@@ -94,9 +109,6 @@ its answers, in this server's shape (a ``transformers serve`` stream never sends
 from __future__ import annotations
 
 import argparse
-import hmac
-import ipaddress
-import json
 import logging
 import os
 import queue
@@ -104,18 +116,12 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from llm_marl_envs.core.bounded_json import BoundsError, loads
+from llm_marl_envs.core.asgi_guard import GuardSettings, is_loopback
 from llm_marl_envs.core.validation import check_int, check_number
-from llm_marl_envs.policies._server_answers import (
-    _chat_completion,
-    _chunks,
-    _RequestError,
-    _text_completion,
-    _tokenize,
-)
+from llm_marl_envs.policies._server_answers import _RequestError
+from llm_marl_envs.policies._server_http import HTTPServer, build_app
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 
 __all__ = ["API_KEY_ENV", "PolicyServer", "ServerLimits", "serve_policy"]
@@ -124,8 +130,6 @@ log = logging.getLogger(__name__)
 
 #: The environment variable the command line reads the API key from.
 API_KEY_ENV = "LLM_MARL_API_KEY"
-#: Host names that always name a server on this machine.
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
 
 
 @dataclass(frozen=True)
@@ -138,25 +142,18 @@ class ServerLimits:
     max_prompts: int = 256
     max_tokens: int = 32_768
     max_queued: int = 4096
+    max_in_progress: int = 64
+    header_timeout: float = 10.0
+    idle_timeout: float = 5.0
+    body_timeout: float = 30.0
+    shutdown_timeout: float = 5.0
 
     def __post_init__(self) -> None:
         for name in self.__dataclass_fields__:
-            check_int(name, getattr(self, name), 1)
-
-
-def _loopback(host: str) -> bool:
-    try:
-        return ipaddress.ip_address(host.strip("[]")).is_loopback
-    except ValueError:
-        return host == "localhost"
-
-
-def _host_name(value: str) -> str:
-    """The host of a ``Host`` header or an origin's authority, without port or brackets."""
-    value = value.strip().lower()
-    if value.startswith("["):
-        return value[1 : value.find("]")] if "]" in value else value
-    return value.rsplit(":", 1)[0] if value.count(":") == 1 else value
+            if name.endswith("_timeout"):
+                check_number(name, getattr(self, name), 0.001)
+            else:
+                check_int(name, getattr(self, name), 1)
 
 
 @dataclass
@@ -167,6 +164,7 @@ class _Job:
     done: threading.Event = field(default_factory=threading.Event)
     completion: Completion | None = None
     error: str | None = None
+    left: threading.Event | None = None  # set when the client disconnected: the job is dropped
 
 
 class PolicyServer:
@@ -217,36 +215,23 @@ class PolicyServer:
         self._queue: queue.SimpleQueue[_Job | None] = queue.SimpleQueue()
         self._queued = 0  # prompts submitted and not yet answered
 
-        self._httpd = ThreadingHTTPServer((host, port), _Handler)
-        self._httpd.daemon_threads = False  # so server_close() joins the handler threads
-        self._httpd.block_on_close = True
-        self._httpd.policy_server = self  # type: ignore[attr-defined]
-        self.host, self.port = self._httpd.server_address[:2]
-        self.url = f"http://{self.host}:{self.port}/v1"
-        wildcard = self.host in ("0.0.0.0", "::", "")
-        if allowed_hosts is None and wildcard:
-            self.allowed_hosts: frozenset[str] | None = None  # any Host: the key guards it
-        else:
-            named = [*LOOPBACK_NAMES, *(allowed_hosts or ())]
-            if not wildcard:
-                named.append(str(self.host))
-            self.allowed_hosts = frozenset(_host_name(h) for h in named)
-        if api_key is None and not _loopback(str(self.host)):
+        self._local = threading.local()  # the request a handler thread is answering
+        self._pool = None  # the handlers' threads (build_app makes them)
+        self.allowed_hosts = GuardSettings.hosts(str(host), allowed_hosts)
+        self._worker = threading.Thread(target=self._work, name="policy-server-worker", daemon=True)
+        self._worker.start()
+        self._http = HTTPServer(build_app(self), host, port, self.limits)
+        self.host, self.port = self._http.host, self._http.port
+        self.url = (
+            f"http://{f'[{self.host}]' if ':' in str(self.host) else self.host}:{self.port}/v1"
+        )
+        if api_key is None and not is_loopback(str(self.host)):
             log.warning(
                 "serving on %s without an API key: anyone who can reach this port can use the "
                 "model; pass api_key= (--api-key, or %s)",
                 self.host,
                 API_KEY_ENV,
             )
-        self._worker = threading.Thread(target=self._work, name="policy-server-worker", daemon=True)
-        self._serving = threading.Thread(
-            target=self._httpd.serve_forever,
-            kwargs={"poll_interval": 0.05},
-            name="policy-server-http",
-            daemon=True,
-        )
-        self._worker.start()
-        self._serving.start()
 
     def __enter__(self) -> PolicyServer:
         return self
@@ -258,22 +243,27 @@ class PolicyServer:
         return f"PolicyServer({self.url!r}, policy={getattr(self.policy, 'name', self.policy)!r})"
 
     def close(self) -> None:
-        """Stop accepting requests, answer those queued, and join the threads (idempotent)."""
+        """Stop accepting requests, answer those queued (requests in progress get at most
+        ``limits.shutdown_timeout`` seconds), and join the threads (idempotent)."""
         with self._lock:
             if self._closed:
                 return
             self._closed = True
             self._queue.put(None)  # after every job already queued
-        self._httpd.shutdown()
-        self._httpd.server_close()
-        self._worker.join()
-        self._serving.join()
+        timeout = self.limits.shutdown_timeout
+        self._http.close(timeout)
+        self._worker.join(timeout)
+        stuck = self._worker.is_alive()
+        if stuck:  # the policy is still on a batch: its thread finishes it alone
+            log.warning("closed with the policy still answering a batch; it is left to finish")
+        if self._pool is not None:
+            self._pool.shutdown(wait=not stuck, cancel_futures=True)
 
     def serve_forever(self) -> None:
         """Block until interrupted (Ctrl-C), then close."""
         try:
-            while self._serving.is_alive():
-                self._serving.join(0.5)
+            while self._http.thread.is_alive():
+                self._http.thread.join(0.5)
         except KeyboardInterrupt:
             pass
         finally:
@@ -283,7 +273,8 @@ class PolicyServer:
     def submit(self, prompts: list[Prompt]) -> list[Completion]:
         """Queue prompts for the worker and wait for their completions (called by handlers);
         503 with ``Retry-After`` when ``limits.max_queued`` prompts are already waiting."""
-        jobs = [_Job(prompt) for prompt in prompts]
+        left = getattr(self._local, "left", None)
+        jobs = [_Job(prompt, left=left) for prompt in prompts]
         with self._lock:
             if self._closed:
                 raise _RequestError(503, "the server is shutting down", "server_error")
@@ -331,7 +322,14 @@ class PolicyServer:
 
     def _run_batch(self, batch: list[_Job]) -> None:
         """One ``policy.generate`` call for the batch; if it fails, each prompt alone, so
-        that only a prompt that fails by itself gets the error."""
+        that only a prompt that fails by itself gets the error. Prompts of clients that left
+        are dropped unplayed."""
+        for job in [job for job in batch if job.left is not None and job.left.is_set()]:
+            job.error = "the client left"
+            job.done.set()
+        batch = [job for job in batch if job.error is None]
+        if not batch:
+            return
         try:
             completions = self._generate(batch)
         except Exception as error:  # noqa: BLE001 - played again one prompt at a time
@@ -449,165 +447,6 @@ def serve_policy(
     )
 
 
-# ---------------------------------------------------------------------- HTTP
-class _Handler(BaseHTTPRequestHandler):
-    server_version = "llm-marl-policy-server"
-    timeout = 30  # seconds a silent client may hold a handler thread
-
-    @property
-    def _policy_server(self) -> PolicyServer:
-        return self.server.policy_server  # type: ignore[attr-defined]
-
-    def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - stdlib signature
-        log.debug("%s - %s", self.address_string(), format % args)
-
-    def do_GET(self) -> None:  # noqa: N802 - stdlib naming
-        self._handle("GET")
-
-    def do_POST(self) -> None:  # noqa: N802 - stdlib naming
-        self._handle("POST")
-
-    def _handle(self, method: str) -> None:
-        srv = self._policy_server
-        path = self.path.split("?", 1)[0].rstrip("/")
-        number = srv._count()
-        body = None
-        try:
-            self._check_authority(srv, method)  # before one byte of the body is read
-            body = self._read_json() if method == "POST" else None
-            srv._admit(number, method, path, dict(self.headers.items()), body)
-            if method == "GET" and path == "/v1/models":
-                answer = {
-                    "object": "list",
-                    "data": [
-                        {
-                            "id": srv.model_name,
-                            "object": "model",
-                            "created": 0,
-                            "owned_by": "llm-marl",
-                        }
-                        | ({"max_model_len": srv.max_model_len} if srv.max_model_len else {})
-                    ],
-                }
-            elif method == "POST" and path == "/tokenize":
-                answer = _tokenize(srv, body)
-            elif method == "POST" and path == "/v1/chat/completions":
-                answer = _chat_completion(srv, body)
-            elif method == "POST" and path == "/v1/completions":
-                answer = _text_completion(srv, body)
-            else:
-                raise _RequestError(404, f"no route for {method} {path}", "not_found_error")
-            if isinstance(body, dict) and body.get("stream"):
-                self._send_events(_chunks(answer, body))
-            else:
-                self._send(200, answer)
-        except _RequestError as error:
-            if error.status in (401, 403, 411, 413):  # its body, if any, was never read
-                self.close_connection = True
-            self._send_error(error)
-        except Exception as error:  # noqa: BLE001 - a server bug must still answer the client
-            error_id = uuid.uuid4().hex[:12]
-            log.exception("error handling %s %s (error id %s)", method, path, error_id)
-            self._send_error(
-                _RequestError(
-                    500,
-                    f"internal error ({type(error).__name__}; error id {error_id}: the "
-                    "server's log has more)",
-                    "server_error",
-                )
-            )
-
-    def _check_authority(self, srv: PolicyServer, method: str) -> None:
-        """403 for a ``Host`` or ``Origin`` that does not name this server; 401 for a missing
-        or wrong key (compared in constant time)."""
-        if srv.allowed_hosts is not None:
-            host = _host_name(self.headers.get("Host") or "")
-            if host not in srv.allowed_hosts:
-                raise _RequestError(
-                    403, "the Host header does not name this server", "permission_error"
-                )
-        origin = self.headers.get("Origin")
-        if origin is not None:
-            authority = origin.split("://", 1)[-1].split("/", 1)[0]
-            allowed = srv.allowed_hosts or frozenset(LOOPBACK_NAMES)
-            if origin == "null" or _host_name(authority) not in allowed:
-                raise _RequestError(
-                    403, "requests from web pages of other origins are refused", "permission_error"
-                )
-        if srv._api_key is not None:
-            given = (self.headers.get("Authorization") or "").encode("utf-8", "replace")
-            if not hmac.compare_digest(given, f"Bearer {srv._api_key}".encode()):
-                raise _RequestError(401, "missing or wrong API key", "authentication_error")
-
-    def _send_error(self, error: _RequestError) -> None:
-        payload = {
-            "error": {
-                "message": str(error),
-                "type": error.kind,
-                "param": error.param,
-                "code": error.status,
-            }
-        }
-        headers = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
-        self._send(error.status, payload, headers)
-
-    def _read_json(self) -> Any:
-        srv = self._policy_server
-        limit = srv.limits.max_body_bytes
-        if self.headers.get("Transfer-Encoding"):
-            raise _RequestError(411, "a Content-Length header is required (no chunked bodies)")
-        try:
-            length = int(self.headers.get("Content-Length", ""))
-        except ValueError:
-            raise _RequestError(411, "a Content-Length header is required") from None
-        if not 0 <= length <= limit:
-            raise _RequestError(413, f"the body must be at most {limit:,} bytes")
-        raw = self.rfile.read(length)
-        try:
-            body = loads(
-                raw,
-                "the body",
-                max_values=srv.limits.max_json_values,
-                max_depth=srv.limits.max_json_depth,
-            )
-        except BoundsError as error:
-            raise _RequestError(400, str(error)) from None
-        if not isinstance(body, dict):
-            raise _RequestError(400, "the body must be a JSON object")
-        return body
-
-    def _send(
-        self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
-    ) -> None:
-        data = json.dumps(payload).encode("utf-8")
-        try:
-            self.send_response(status)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            for name, value in (headers or {}).items():
-                self.send_header(name, value)
-            self.end_headers()
-            self.wfile.write(data)
-        except OSError:  # the client gave up (timed out) before the answer
-            log.debug("client %s left before the answer", self.address_string())
-
-    def _send_events(self, events: list[dict[str, Any]]) -> None:
-        """Server-sent events: one ``data:`` line per chunk, then ``data: [DONE]``; the
-        connection closes after the last (HTTP/1.0, no length)."""
-        lines = [f"data: {json.dumps(event)}\n\n" for event in events] + ["data: [DONE]\n\n"]
-        try:
-            self.send_response(200)
-            self.send_header("Content-Type", "text/event-stream; charset=utf-8")
-            self.send_header("Cache-Control", "no-cache")
-            self.end_headers()
-            for line in lines:
-                self.wfile.write(line.encode("utf-8"))
-                self.wfile.flush()
-        except OSError:  # the client gave up before the end of the stream
-            log.debug("client %s left during the stream", self.address_string())
-        self.close_connection = True
-
-
 # ---------------------------------------------------------------------- command line
 def main(argv: list[str] | None = None) -> None:
     """``python -m llm_marl_envs.policies.server --model tiny|default|PATH|openai:URL#MODEL``.
@@ -642,7 +481,7 @@ def main(argv: list[str] | None = None) -> None:
         help="a host name clients may reach the server by, besides loopback's (repeatable)",
     )
     defaults = ServerLimits()
-    for name in ("max_body_bytes", "max_prompts", "max_tokens", "max_queued"):
+    for name in ("max_body_bytes", "max_prompts", "max_tokens", "max_queued", "max_in_progress"):
         parser.add_argument(
             f"--{name.replace('_', '-')}",
             type=int,
@@ -656,6 +495,7 @@ def main(argv: list[str] | None = None) -> None:
             max_prompts=args.max_prompts,
             max_tokens=args.max_tokens,
             max_queued=args.max_queued,
+            max_in_progress=args.max_in_progress,
         )
     except (TypeError, ValueError) as error:
         parser.error(str(error))

@@ -5,6 +5,7 @@ written as a raw HTTP request, as a client that floods or probes a port would se
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import socket
@@ -36,7 +37,7 @@ def request(
             data += chunk
     head_text, _, payload = data.partition(b"\r\n\r\n")
     status_line, *header_lines = head_text.decode().split("\r\n")
-    answer_headers = dict(line.split(": ", 1) for line in header_lines)
+    answer_headers = {k.lower(): v for k, v in (line.split(": ", 1) for line in header_lines)}
     return int(status_line.split()[1]), answer_headers, json.loads(payload or b"null")
 
 
@@ -94,11 +95,21 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read(server):
     assert time.monotonic() - started < 5
 
 
-def test_a_chunked_body_is_refused(server):
+def test_a_chunked_body_is_counted_as_it_arrives(server):
+    """No Content-Length to refuse by: the body is counted chunk by chunk and refused once it
+    passes the limit (413), never read whole first."""
     code, _, answer = request(
         server, "POST", "/v1/completions", b"5\r\nhello\r\n0\r\n\r\n", Transfer_Encoding="chunked"
     )
-    assert code == 411 and "Content-Length" in answer["error"]["message"]
+    assert code == 400 and "not JSON" in answer["error"]["message"]
+    chunk = b"x" * 800
+    huge = b"".join(b"%x\r\n%s\r\n" % (len(chunk), chunk) for _ in range(3)) + b"0\r\n\r\n"
+    small = ServerLimits(max_body_bytes=1000)
+    with serve_policy(CallablePolicy(lambda o, i: "ok"), limits=small) as tight:
+        code, _, answer = request(
+            tight, "POST", "/v1/completions", huge, Transfer_Encoding="chunked"
+        )
+    assert code == 413 and "at most 1,000 bytes" in answer["error"]["message"]
 
 
 def test_the_limits_are_the_servers_own(server):
@@ -271,7 +282,7 @@ def test_a_full_queue_is_a_503_with_retry_after():
         code, headers, answer = request(srv, "POST", "/v1/completions", completion("c"))
         release.set()
         first.join(10)
-    assert code == 503 and headers.get("Retry-After") == "1"
+    assert code == 503 and headers.get("retry-after") == "1"
     assert "the server is busy" in answer["error"]["message"]
 
 
@@ -282,7 +293,116 @@ def test_every_error_is_json(server):
         ("POST", "/v1/chat/completions", '{"messages": []}'),
     ):
         code, headers, answer = request(server, method, path, body)
-        assert code in (400, 404) and headers["Content-Type"] == "application/json"
+        assert code in (400, 404) and headers["content-type"] == "application/json"
         assert set(answer["error"]) == {"message", "type", "param", "code"}
     code, _, answer = request(server, "POST", "/v1/chat/completions", '{"messages": []}')
     assert answer["error"]["param"] == "messages"
+
+
+# --------------------------------------------------------------------------- liveness
+def test_silent_and_slow_clients_are_cut_off():
+    """A connection that sends nothing, or half its headers, is closed after header_timeout;
+    a body that stops arriving is answered 408 after body_timeout."""
+    limits = ServerLimits(header_timeout=0.5, body_timeout=0.5)
+    with serve_policy(CallablePolicy(lambda o, i: "ok"), limits=limits) as srv:
+        for sent in (b"", b"POST /v1/completions HTTP/1.1\r\nHost: 127.0"):
+            with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+                sock.sendall(sent)
+                started = time.monotonic()
+                assert sock.recv(100) == b""  # closed by the server
+                assert time.monotonic() - started < 5
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+            head = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Length: 50\r\n\r\n"
+            sock.sendall(head.encode() + b'{"prompt": ')
+            assert sock.recv(100).startswith(b"HTTP/1.1 408")
+
+
+def test_work_of_a_client_that_left_is_dropped():
+    """A client that disconnects while its prompts wait in the queue: they are never played."""
+    release, played = threading.Event(), []
+
+    def slow(observation, info):
+        if observation == "first":
+            release.wait(10)
+        played.append(observation)
+        return "ok"
+
+    with serve_policy(CallablePolicy(slow), batch_wait=0) as srv:
+        first = threading.Thread(
+            target=request, args=(srv, "POST", "/v1/completions", completion("first"))
+        )
+        first.start()
+        time.sleep(0.3)  # the worker is busy with "first"
+        body = completion(["gone-1", "gone-2"]).encode()
+        with socket.create_connection(("127.0.0.1", srv.port), timeout=10) as sock:
+            head = (
+                f"POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                f"Content-Length: {len(body)}\r\n\r\n"
+            )
+            sock.sendall(head.encode() + body)
+            time.sleep(0.3)  # queued behind "first"
+        time.sleep(0.3)  # the server saw the disconnect
+        release.set()
+        first.join(10)
+        assert request(srv, "POST", "/v1/completions", completion("after"))[0] == 200
+    assert "gone-1" not in played and "gone-2" not in played and "after" in played
+
+
+def test_requests_in_progress_are_capped_with_a_json_503():
+    release = threading.Event()
+
+    def slow(observation, info):
+        release.wait(10)
+        return "ok"
+
+    limits = ServerLimits(max_in_progress=2)
+    with serve_policy(CallablePolicy(slow), limits=limits, batch_wait=0) as srv:
+        held = [
+            threading.Thread(
+                target=request, args=(srv, "POST", "/v1/completions", completion(str(i)))
+            )
+            for i in range(2)
+        ]
+        for thread in held:
+            thread.start()
+        time.sleep(0.5)
+        code, headers, answer = request(srv, "POST", "/v1/completions", completion("third"))
+        release.set()
+        for thread in held:
+            thread.join(10)
+    assert code == 503 and headers["retry-after"] == "1"
+    assert answer["error"]["type"] == "server_error" and "in progress" in answer["error"]["message"]
+
+
+def test_shutdown_is_bounded_whatever_a_client_does():
+    """A client holding a request open (its answer never comes) does not hold close() open
+    past shutdown_timeout."""
+    stuck = threading.Event()
+
+    def never(observation, info):
+        stuck.wait(30)
+        return "late"
+
+    limits = ServerLimits(shutdown_timeout=0.5)
+    srv = serve_policy(CallablePolicy(never), limits=limits)
+
+    answers = []
+
+    def hold() -> None:
+        with contextlib.suppress(OSError):
+            answers.append(request(srv, "POST", "/v1/completions", completion("x")))
+
+    client = threading.Thread(target=hold, daemon=True)
+    client.start()
+    time.sleep(0.3)
+    started = time.monotonic()
+    closer = threading.Thread(target=srv.close)
+    closer.start()
+    closer.join(10)
+    elapsed = time.monotonic() - started
+    stuck.set()  # (the policy's own call is the policy's: it is let finish)
+    closer.join(10)
+    client.join(10)
+    assert elapsed < 8
+    [(code, headers, answer)] = answers  # told, in JSON, rather than left hanging
+    assert code == 503 and "shut down" in answer["error"]["message"]
