@@ -253,14 +253,28 @@ def main(argv: list[str] | None = None) -> int:
         return 2
 
 
+class _Version(argparse.Action):
+    """``--version``: one short line, ``llm-marl 0.1.0`` (``llm-marl 0.1.0, checkout 706a9ec``
+    run from a git checkout of the package); the commit is read only when asked."""
+
+    def __call__(self, parser, namespace, values, option_string=None) -> None:  # noqa: ANN001
+        from llm_marl_envs.evaluation.results import _git_commit
+
+        commit = _git_commit()
+        checkout = f", checkout {commit[:7]}{'-dirty' if commit.endswith('-dirty') else ''}"
+        print(f"llm-marl {llm_marl_envs.__version__}{checkout if commit else ''}")
+        parser.exit()
+
+
 def _main(argv: list[str] | None) -> int:
     parser = argparse.ArgumentParser(
         prog="llm-marl", description=DESCRIPTION, formatter_class=_HelpFormatter
     )
     parser.add_argument(
         "--version",
-        action="version",
-        version=f"llm-marl {llm_marl_envs.__version__} ({Path(llm_marl_envs.__file__).parent})",
+        action=_Version,
+        nargs=0,
+        help="show the version (and, for a checkout, its commit) and exit",
     )
     sub = parser.add_subparsers(
         dest="command", required=True, parser_class=_subparser_class(_HelpFormatter)

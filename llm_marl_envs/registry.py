@@ -248,6 +248,23 @@ def agent_names(env_id: str) -> list[str]:
     return [f"{prefix}{i}" for i in range(start, stop + 1)]
 
 
+def agents_of(env_id: str, **env_kwargs: Any) -> list[str]:
+    """The agents of the environment ``make(env_id, **env_kwargs)`` builds: the registry's
+    (:func:`agent_names`) without arguments; with them, the built environment's own (a Donor
+    game of ``num_agents=4`` has ``player_0`` to ``player_3``, not the registry's twelve).
+
+    >>> agents_of("llm_marl_envs/DonorGame-v1", num_agents=4)[-1]
+    'player_3'
+    """
+    if not env_kwargs:
+        return agent_names(env_id)
+    env = make(env_id, **env_kwargs)
+    try:
+        return list(env.possible_agents)
+    finally:
+        env.close()
+
+
 def gymnasium_id(env_id: str, agent: str | None = None) -> str:
     """The Gymnasium id of ``agent``'s single-agent view of ``env_id`` (``env_id`` itself for
     the view whose learner is the first agent).

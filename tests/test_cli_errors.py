@@ -28,7 +28,9 @@ def test_version(capsys):
     with pytest.raises(SystemExit) as stop:
         main(["--version"])
     assert stop.value.code == 0
-    assert capsys.readouterr().out.startswith(f"llm-marl {llm_marl_envs.__version__} (")
+    out = capsys.readouterr().out
+    assert out.startswith(f"llm-marl {llm_marl_envs.__version__}") and out.count("\n") == 1
+    assert len(out) < 60 and "/" not in out  # one short line: no path to wrap
 
 
 def test_help_shows_defaults_and_a_real_description(capsys):

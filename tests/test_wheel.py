@@ -68,6 +68,7 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
     assert b"Apache License" in zipfile.ZipFile(wheel).read(licence)
     for trainer in ("cory", "magrpo", "compare", "training"):
         assert f"llm_marl_envs/baselines/{trainer}.py" in names
+    assert "llm_marl_envs/py.typed" in names  # type checkers read the package's own hints
     assert "llm_marl_envs/models/checkpoints.py" in names  # their checkpoint format
     # the benchmark's suites, site assets and shipped entries are package data
     for data in (

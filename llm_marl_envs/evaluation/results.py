@@ -172,24 +172,28 @@ def score_items(
 
 # --------------------------------------------------------------------------- manifest
 @functools.lru_cache(maxsize=1)
-def _git_commit() -> str | None:
-    """The package's git commit (with ``-dirty`` for local changes), when run from a checkout."""
-    here = Path(__file__).resolve().parent
+def _git_commit(here: Path | None = None) -> str | None:
+    """The commit of this package's own checkout (with ``-dirty`` for local changes), when it
+    runs from one (an editable install: the package folder sits at the top of a git work
+    tree); None for an installed package, even one inside someone else's git work tree (a
+    virtual environment in a user's repository), whose commit is not the package's."""
+    here = (here or Path(__file__).resolve().parents[1]).resolve()
+
+    def git(*args: str) -> str:
+        return subprocess.run(
+            ["git", "-C", str(here), *args],
+            capture_output=True,
+            text=True,
+            timeout=5,
+            check=True,
+        ).stdout.strip()
+
     try:
-        commit = subprocess.run(
-            ["git", "-C", str(here), "rev-parse", "HEAD"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
-        dirty = subprocess.run(
-            ["git", "-C", str(here), "status", "--porcelain", "--untracked-files=no"],
-            capture_output=True,
-            text=True,
-            timeout=5,
-            check=True,
-        ).stdout.strip()
+        top = git("rev-parse", "--show-toplevel")
+        if not top or Path(top).resolve() != here.parent:
+            return None
+        commit = git("rev-parse", "HEAD")
+        dirty = git("status", "--porcelain", "--untracked-files=no")
     except (OSError, subprocess.SubprocessError):
         return None
     return commit + ("-dirty" if dirty else "") if commit else None

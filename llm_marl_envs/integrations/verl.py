@@ -56,6 +56,7 @@ episode is cut there (``truncated``), and its reward is what the seat received u
 from __future__ import annotations
 
 import asyncio
+import functools
 import hashlib
 import json
 import threading
@@ -68,7 +69,7 @@ from typing import Any
 import llm_marl_envs
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.integrations._settings import chat_messages, json_mapping, plain
-from llm_marl_envs.registry import agent_names, token_budget
+from llm_marl_envs.registry import agents_of, token_budget
 
 _agent_loop = require("verl.experimental.agent_loop.agent_loop", "verl", "the verl integration")
 
@@ -100,6 +101,12 @@ _SETTINGS = (
 )
 
 
+@functools.lru_cache(maxsize=256)
+def _seats(env_id: str, env_kwargs: str) -> list[str]:
+    """The seats of ``env_id`` built with ``env_kwargs`` (JSON), once per distinct game."""
+    return agents_of(env_id, **json.loads(env_kwargs))
+
+
 @dataclass
 class EpisodeSettings:
     """What one dataset row asks for (module docstring); :meth:`from_row` checks it."""
@@ -125,7 +132,8 @@ class EpisodeSettings:
                 "llm_marl_envs.integrations.verl.write_dataset)"
             )
         env_id = llm_marl_envs.spec(str(given["env_id"])).id  # unknown ids: the closest known
-        seats = agent_names(env_id)
+        env_kwargs = json_mapping(given.get("env_kwargs"), "env_kwargs")
+        seats = list(_seats(env_id, json.dumps(env_kwargs, sort_keys=True, default=str)))
         agent = given.get("agent") or seats[0]
         if agent not in seats:
             raise ValueError(f"{env_id} has no seat {agent!r}; its seats are {seats}")
@@ -137,7 +145,7 @@ class EpisodeSettings:
             env_id=env_id,
             seed=_seed(given["seed"]),
             agent=str(agent),
-            env_kwargs=json_mapping(given.get("env_kwargs"), "env_kwargs"),
+            env_kwargs=env_kwargs,
             options=json_mapping(given.get("options"), "options") or None,
             partners=partners,
             max_tokens_per_turn=None if budget is None else int(budget),
@@ -365,7 +373,7 @@ def dataset_rows(
     (the settings, ``index`` and ``group``).
     """
     env_id = llm_marl_envs.spec(env_id).id
-    seats = agent_names(env_id)
+    seats = agents_of(env_id, **env_kwargs)  # the seats of the game these arguments build
     seeds = [_seed(seed) for seed in seeds]
     if agent is not None:
         if agents is not None:

@@ -530,3 +530,17 @@ def test_junk_tokens_get_the_envs_penalties_not_a_crash(tokenizer_dir, tmp_path,
         check_mask(row, server)
     errors = out.non_tensor_batch["format_errors"]
     assert sum(int(e) for e in errors) > 0  # empty answers are the envs' format errors
+
+
+def test_the_seats_are_those_of_the_game_its_arguments_build():
+    """Issue 51, item 7: a 4-player Donor game has player_0..player_3, whatever the
+    registry's default of 12 says; agents="all" lists those, and a row naming player_4 of that
+    game is one clear error."""
+    donor = "llm_marl_envs/DonorGame-v1"
+    rows = lv.dataset_rows(donor, [0], agents="all", num_agents=4, num_rounds=2)
+    assert [row["extra_info"]["agent"] for row in rows] == [f"player_{i}" for i in range(4)]
+    assert len(agent_names(donor)) == 12  # the registry's default game
+    row = {"extra_info": {**rows[0]["extra_info"], "agent": "player_4"}}
+    with pytest.raises(ValueError, match="has no seat 'player_4'"):
+        lv.EpisodeSettings.from_row(row)
+    assert lv.EpisodeSettings.from_row(rows[3]).agent == "player_3"
