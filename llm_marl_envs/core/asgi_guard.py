@@ -37,7 +37,7 @@ from typing import Any
 
 from llm_marl_envs.core.bounded_json import BoundsError, loads
 
-__all__ = ["Guard", "GuardSettings", "LOOPBACK_NAMES", "host_name", "is_loopback"]
+__all__ = ["Guard", "GuardSettings", "LOOPBACK_NAMES", "host_name", "is_loopback", "send_json"]
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +47,26 @@ Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
+
+
+async def send_json(
+    send: Send, status: int, payload: Any, headers: dict[str, str] | None = None
+) -> None:
+    """An ASGI JSON response: ``payload`` with ``status`` and any extra ``headers``."""
+    data = json.dumps(payload).encode("utf-8")
+    extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
+    await send(
+        {
+            "type": "http.response.start",
+            "status": status,
+            "headers": [
+                (b"content-type", b"application/json"),
+                (b"content-length", str(len(data)).encode()),
+                *extra,
+            ],
+        }
+    )
+    await send({"type": "http.response.body", "body": data})
 
 
 def is_loopback(host: str) -> bool:
@@ -220,19 +240,7 @@ class Guard:
             )
 
     async def _reply(self, send: Send, status: int, message: str) -> None:
-        data = json.dumps(self.error(status, message)).encode()
-        await send(
-            {
-                "type": "http.response.start",
-                "status": status,
-                "headers": [
-                    (b"content-type", b"application/json"),
-                    (b"content-length", str(len(data)).encode()),
-                    (b"connection", b"close"),
-                ],
-            }
-        )
-        await send({"type": "http.response.body", "body": data})
+        await send_json(send, status, self.error(status, message), {"Connection": "close"})
 
     # ..................................................................... WebSocket
     async def _websocket(self, scope: Scope, receive: Receive, send: Send) -> None:

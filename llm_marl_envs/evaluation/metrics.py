@@ -227,30 +227,28 @@ def _reward_share(episodes, agent, task):
     return None if value is None else value / task.max_reward
 
 
-def _readable_reward_share(episodes, agent, task):
-    """``reward_share``, but 0 for an episode where any agent's text is not mostly words."""
-    values = [
-        (
-            sum(e.returns.values()) / max(len(e.returns), 1) / task.max_reward
-            if all(readable(t.action) for t in e.turns)
-            else 0.0
+def _share_when(check: Callable[[str], bool]) -> Callable:
+    """``reward_share``, but 0 for an episode where any agent's text fails ``check``."""
+
+    def compute(episodes, agent, task):
+        return _mean(
+            [
+                (
+                    sum(e.returns.values()) / max(len(e.returns), 1) / task.max_reward
+                    if all(check(t.action) for t in e.turns)
+                    else 0.0
+                )
+                for e in episodes
+            ]
         )
-        for e in episodes
-    ]
-    return _mean(values)
+
+    return compute
 
 
-def _sensible_reward_share(episodes, agent, task):
-    """``reward_share``, but 0 for an episode where any agent's text is not :func:`sensible`."""
-    values = [
-        (
-            sum(e.returns.values()) / max(len(e.returns), 1) / task.max_reward
-            if all(sensible(t.action) for t in e.turns)
-            else 0.0
-        )
-        for e in episodes
-    ]
-    return _mean(values)
+#: 0 for an episode whose texts are not all mostly words (:func:`readable`), or not all English
+#: in form (:func:`sensible`).
+_readable_reward_share = _share_when(readable)
+_sensible_reward_share = _share_when(sensible)
 
 
 def _final(episode: Any) -> dict:

@@ -22,7 +22,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
-from llm_marl_envs.core.asgi_guard import Guard, GuardSettings
+from llm_marl_envs.core.asgi_guard import Guard, GuardSettings, send_json
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.policies._server_answers import (
     _chat_completion,
@@ -49,23 +49,6 @@ def openai_error(status: int, message: str, param: str | None = None) -> dict[st
     return {"error": {"message": message, "type": kind, "param": param, "code": status}}
 
 
-async def _json(send: Any, status: int, payload: Any, headers: dict[str, str] | None = None):
-    data = json.dumps(payload).encode("utf-8")
-    extra = [(k.lower().encode(), v.encode()) for k, v in (headers or {}).items()]
-    await send(
-        {
-            "type": "http.response.start",
-            "status": status,
-            "headers": [
-                (b"content-type", b"application/json"),
-                (b"content-length", str(len(data)).encode()),
-                *extra,
-            ],
-        }
-    )
-    await send({"type": "http.response.body", "body": data})
-
-
 def build_app(srv: Any) -> Any:
     """The ASGI app of a :class:`~llm_marl_envs.policies.server.PolicyServer`: the request
     counter, then the guard, then the API."""
@@ -84,7 +67,7 @@ def build_app(srv: Any) -> Any:
         }
         if active >= limits.max_in_progress:
             message = f"the server is busy ({active} requests in progress): try again shortly"
-            await _json(send, 503, openai_error(503, message), {"Retry-After": "1"})
+            await send_json(send, 503, openai_error(503, message), {"Retry-After": "1"})
             return
         active += 1
         left = threading.Event()
@@ -98,18 +81,18 @@ def build_app(srv: Any) -> Any:
             if isinstance(body, dict) and body.get("stream"):
                 await _events(send, _chunks(answer, body))
             else:
-                await _json(send, 200, answer)
+                await send_json(send, 200, answer)
         except _RequestError as error:
             if left.is_set():
                 return
             retry = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
-            await _json(
+            await send_json(
                 send, error.status, openai_error(error.status, str(error), error.param), retry
             )
         except asyncio.CancelledError:  # cut off by a shutdown that ran out of time
             message = "the server shut down before this request was answered: try again"
             with contextlib.suppress(Exception):
-                await _json(send, 503, openai_error(503, message), {"Retry-After": "1"})
+                await send_json(send, 503, openai_error(503, message), {"Retry-After": "1"})
             raise
         finally:
             active -= 1
