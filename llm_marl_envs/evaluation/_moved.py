@@ -10,9 +10,7 @@ itself, so ``llm_marl_envs.evaluation.leaderboard.build`` *is*
 
 from __future__ import annotations
 
-import importlib
-import sys
-import warnings
+from llm_marl_envs.core.moved import alias as _alias
 
 #: The old module name under ``llm_marl_envs.evaluation`` -> its new one under
 #: ``llm_marl_envs.leaderboard``.
@@ -32,6 +30,4 @@ MOVED = {
 
 def alias(name: str) -> None:
     """Make the module being imported as ``name`` (an old path) the moved module."""
-    new = f"llm_marl_envs.leaderboard.{MOVED[name.rpartition('.')[2]]}"
-    warnings.warn(f"{name} is now {new}: import that instead", DeprecationWarning, stacklevel=3)
-    sys.modules[name] = importlib.import_module(new)
+    _alias(name, f"llm_marl_envs.leaderboard.{MOVED[name.rpartition('.')[2]]}", stacklevel=4)
