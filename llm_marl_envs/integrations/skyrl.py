@@ -198,10 +198,14 @@ def dataset_rows(
     **env_kwargs: Any,
 ) -> list[dict[str, Any]]:
     """SkyRL dataset rows for ``env_id``'s seat ``agent``: one per seed, each with the seat's
-    prompt for that seed (``prompt``, chat messages), ``env_class`` (the per-seat id), the
-    ``seed`` and the ``agent``. ``env_kwargs`` build the environment the prompts come from;
-    give the trainer the same ones (its ``environment.skyrl_gym`` config for the id)."""
+    prompt for that seed (``prompt``, chat messages), ``env_class`` (the per-seat id; the
+    id's own for a seat the registry does not list, such as ``player_13`` of a 16-player Donor
+    game: the row's ``agent`` picks the seat), the ``seed`` and the ``agent``. ``env_kwargs``
+    build the environment the prompts come from; give the trainer the same ones (its
+    ``environment.skyrl_gym`` config for the id)."""
     view = SingleAgentEnv(env_id, agent=agent, **env_kwargs)
+    listed = view.agent in agent_names(view.env_id)
+    env_class = gymnasium_id(view.env_id, view.agent if listed else None)
     try:
         rows = []
         for seed in seeds:
@@ -209,7 +213,7 @@ def dataset_rows(
             rows.append(
                 {
                     "prompt": chat_messages(observation, info),
-                    "env_class": gymnasium_id(view.env_id, view.agent),
+                    "env_class": env_class,
                     "seed": int(seed),
                     "agent": view.agent,
                 }

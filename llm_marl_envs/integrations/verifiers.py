@@ -21,7 +21,11 @@ get the ``Env`` from :func:`load_environment`::
 The taskset's tasks are episode seeds (``--env.taskset.first-seed``, ``num-tasks``; the
 environment's arguments in ``--env.taskset.env-kwargs`` as JSON). The roles are the
 environment's seats, one config field each (``--env.pioneer-0.model ...``); all of them are
-the run's model unless a seat names its own (one shared agent by default). Every seat pins
+the run's model unless a seat names its own (one shared agent by default). A taskset module
+declares the seats of the registry's arguments (twelve for the Donor game);
+:func:`load_environment` declares those of the game its arguments build (four for
+``num_agents=4``), and a taskset whose ``env-kwargs`` build a seat its ``Env`` does not declare
+is refused in one line, before an episode runs. Every seat pins
 verifiers' tool-less ``null`` harness and the local ``subprocess`` runtime (verifiers'
 defaults are a code-executing agent in a remote sandbox; the seats only chat).
 
@@ -64,7 +68,7 @@ from llm_marl_envs.integrations._verifiers_names import (
     taskset_id,
     taskset_ids,
 )
-from llm_marl_envs.registry import agent_names
+from llm_marl_envs.registry import agent_names, agents_of
 
 vf = require("verifiers.v1", "verifiers", "the verifiers integration")
 pydantic = require("pydantic", "verifiers", "the verifiers integration")
@@ -98,28 +102,33 @@ class EpisodeTask(vf.Task[EpisodeData]):
     seat's return), so it has no reward functions of its own."""
 
 
-_cache: dict[str, tuple] = {}
+_cache: dict[tuple[str, tuple[str, ...]], tuple] = {}
 
 
-def exports(env_id: str) -> tuple:
-    """``(Taskset, TasksetConfig, Env, EnvConfig)`` classes of ``env_id``, made once."""
+def exports(env_id: str, seats: tuple[str, ...] | None = None) -> tuple:
+    """``(Taskset, TasksetConfig, Env, EnvConfig)`` classes of ``env_id``, made once per
+    seats (the ``Env``'s roles; the registry's by default)."""
     env_id = llm_marl_envs.spec(env_id).id
-    if env_id not in _cache:
-        _cache[env_id] = _make_classes(env_id)
-    return _cache[env_id]
+    key = (env_id, tuple(seats or agent_names(env_id)))
+    if key not in _cache:
+        _cache[key] = _make_classes(*key)
+    return _cache[key]
 
 
 def load_environment(env_id: str, **env_kwargs: Any) -> Any:
-    """The ``verifiers.v1`` ``Env`` of ``env_id`` (its seats as roles), its taskset built with
-    ``env_kwargs`` (:func:`llm_marl_envs.make`'s arguments)."""
-    _, taskset_config, _, env_config = exports(env_id)
+    """The ``verifiers.v1`` ``Env`` of ``env_id``, its taskset built with ``env_kwargs``
+    (:func:`llm_marl_envs.make`'s arguments) and its roles the seats of the game they build."""
+    try:
+        seats = tuple(agents_of(env_id, **env_kwargs))
+    except Exception as error:  # noqa: BLE001 - any reason, named in the one line
+        raise ValueError(f"{env_id}: bad env_kwargs {env_kwargs}: {error}") from None
+    _, taskset_config, env_class, env_config = exports(env_id, seats)
     config = env_config(taskset=taskset_config(id=taskset_id(env_id), env_kwargs=dict(env_kwargs)))
-    return vf.load_environment(config)
+    return env_class(config)  # not vf.load_environment: that takes the module's (default) seats
 
 
-def _make_classes(env_id: str) -> tuple:
+def _make_classes(env_id: str, seats: tuple[str, ...]) -> tuple:
     name = taskset_id(env_id)
-    seats = agent_names(env_id)
 
     class TasksetConfig(vf.TasksetConfig):
         env_kwargs: dict[str, Any] = {}
@@ -163,6 +172,10 @@ def _make_classes(env_id: str) -> tuple:
     )
 
     class Env(vf.Env[EnvConfig]):
+        def __init__(self, config: Any) -> None:
+            super().__init__(config)
+            _check_roles(env_id, config)
+
         async def run(self, task: Any, agents: Any) -> None:
             await _play(task.data, agents)
 
@@ -170,6 +183,20 @@ def _make_classes(env_id: str) -> tuple:
     for cls in (TasksetConfig, Taskset, Env):
         cls.__module__ = name
     return Taskset, TasksetConfig, Env, EnvConfig
+
+
+def _check_roles(env_id: str, config: Any) -> None:
+    """Refuse, in one line and before an episode runs, a config whose taskset's arguments
+    build a seat that it declares no role for (``num_agents=16`` beside the registry's 12)."""
+    env_kwargs = config.taskset.env_kwargs
+    roles = {name for name, value in config if isinstance(value, vf.AgentConfig)}
+    undeclared = [s for s in agents_of(env_id, **env_kwargs) if s not in roles]
+    if undeclared:
+        raise ValueError(
+            f"{env_id}: env_kwargs {env_kwargs} build seats {undeclared} that this Env declares "
+            f"no role for (it declares {len(roles)}); build it with "
+            "llm_marl_envs.integrations.verifiers.load_environment(env_id, **env_kwargs)"
+        )
 
 
 async def _play(data: EpisodeData, agents: Any) -> None:

@@ -129,6 +129,16 @@ def test_a_dataset_written_for_skyrl_feeds_its_loop(tmp_path):
         assert metrics["turns"] == 1
 
 
+def test_a_seat_beyond_the_registrys_plays_through_the_ids_own_class():
+    env_id, env_config = "llm_marl_envs/DonorGame-v1", {"num_agents": 16, "num_rounds": 4}
+    (row,) = skyrl.dataset_rows(env_id, [3], "player_13", **env_config)
+    assert row["env_class"] == gymnasium_id(env_id) and row["agent"] == "player_13"
+    model = scripted_model(env_id, "player_13", 3)
+    rewards, _, _, _ = generator_loop(row["env_class"], row, env_config, model)
+    assert len(rewards) > 1  # it played its turns, the last paying its return
+    assert sum(rewards) == pytest.approx(direct_return(env_id, "player_13", 3, env_config))
+
+
 def test_a_donor_seat_plays_several_turns_and_its_rewards_add_up():
     env_id, agent, seed = "llm_marl_envs/DonorGame-v1", "player_3", 4
     row = {"seed": seed, "agent": agent}

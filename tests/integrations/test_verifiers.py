@@ -176,6 +176,25 @@ def test_bad_environment_arguments_are_one_line_errors(env_kwargs, said):
     assert "\n" not in str(caught.value) and env_id in str(caught.value)
 
 
+def test_load_environment_declares_the_seats_its_arguments_build():
+    env = lv.load_environment(DONOR, num_agents=4)
+    roles = [k for k, v in env.config if isinstance(v, vf.AgentConfig)]
+    assert roles == ["player_0", "player_1", "player_2", "player_3"]
+    bigger = lv.load_environment(DONOR, num_agents=16, num_rounds=4)
+    roles = [k for k, v in bigger.config if isinstance(v, vf.AgentConfig)]
+    assert roles[-1] == "player_15" and len(roles) == 16
+
+
+def test_a_taskset_whose_arguments_build_undeclared_seats_is_refused_in_one_line():
+    name = lv.taskset_id(DONOR)  # the shipped module declares the registry's 12 seats
+    config = vf.env_config_type(name)(taskset={"id": name, "env_kwargs": {"num_agents": 16}})
+    with pytest.raises(ValueError, match="player_12") as caught:
+        vf.load_environment(config)
+    assert "\n" not in str(caught.value) and "load_environment" in str(caught.value)
+    fewer = vf.env_config_type(name)(taskset={"id": name, "env_kwargs": SMALL_DONOR})
+    assert isinstance(vf.load_environment(fewer), vf.Env)  # the extra roles never play
+
+
 def test_a_seat_can_have_its_own_model():
     config_type = vf.env_config_type(lv.taskset_id(GSM8K))
     config = config_type.model_validate(
