@@ -13,6 +13,11 @@
   blocks (``>>> ...``, which Markdown would read as nested quotes) and Sphinx roles
   (``:func:`name```). A Markdown preprocessor shows the first as Python console code and the
   second as inline code, so the docstrings stay as they are for ``help()`` and doctest.
+* The site works opened from disk (``file://``) in any folder: pages link each other relatively
+  (``use_directory_urls: false``), and so does the 404 page, which MkDocs would otherwise give
+  root-absolute links (``/index.html``) when no ``site_url`` is set. Search's Web Worker shim,
+  which Material's offline plugin would load from a CDN, is a copy in ``docs/assets/vendor/``
+  (``extra.polyfills`` in mkdocs.yml); nothing else is fetched from outside.
 """
 
 from __future__ import annotations
@@ -53,6 +58,13 @@ def on_config(config):
         if isinstance(section, dict) and "Environments" in section:
             section["Environments"] = [_ENV_INDEX, *env_pages]
     return config
+
+
+def on_template_context(context, template_name, config):
+    """The 404 page (at the site's root) links relatively, like every other page."""
+    if template_name == "404.html":
+        context["base_url"] = "."
+    return context
 
 
 def on_files(files, config):

@@ -1,4 +1,5 @@
-"""The llm-marl command, and docs that must match the code (README table, quick start, env pages)."""
+"""The llm-marl command, and docs that must match the code (README table, quick start, env pages,
+the maze example of docs/environments.md)."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from llm_marl_envs.cli import env_pages, env_table, main
 
 REPO = Path(__file__).resolve().parents[1]
 README = (REPO / "README.md").read_text(encoding="utf-8")
+ENVIRONMENTS = (REPO / "docs" / "environments.md").read_text(encoding="utf-8")
 
 
 def test_list(capsys):
@@ -50,9 +52,10 @@ def test_readme_table_matches_the_registry():
     assert table.strip() == env_table(markdown=True)
 
 
-def test_readme_maze_example_runs(capsys):
-    code = README.split("## Multi-round games", 1)[1].split("```python", 1)[1].split("```", 1)[0]
-    exec(compile(code, "README maze example", "exec"), {})
+def test_maze_example_runs(capsys):
+    page = ENVIRONMENTS.split("## Multi-round games", 1)[1]
+    code = page.split("```python", 1)[1].split("```", 1)[0]
+    exec(compile(code, "docs/environments.md maze example", "exec"), {})
     out = capsys.readouterr().out
     assert "success after" in out and "MazeCollab-v0" in out
 
@@ -75,3 +78,12 @@ def test_readme_commands_exist_in_makefile_and_ci():
     assert re.search(r"^demo:", makefile, re.M) and re.search(r"^test:", makefile, re.M)
     assert "make test" in (REPO / ".ci" / "run").read_text()
     assert "make demo" in README and "make test" in README
+
+
+def test_readme_links_name_files_of_the_repository():
+    """Each relative link of the README (read on a forge or in a checkout) names a file."""
+    prose = re.sub(r"^```.*?^```", "", README, flags=re.S | re.M)
+    links = re.findall(r"\]\(([^)\s]+)\)", prose)
+    local = [link.split("#")[0] for link in links if "://" not in link and not link.startswith("#")]
+    assert len(local) >= 10, local  # one per area at least
+    assert not [link for link in local if not (REPO / link).is_file()], local

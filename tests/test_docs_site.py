@@ -88,3 +88,51 @@ def test_api_reference_is_rendered_from_docstrings(site):
     sandbox = (site / "api" / "sandbox.html").read_text(encoding="utf-8")
     assert 'id="llm_marl_envs.sandbox.pool.run_tests"' in sandbox
     assert "<blockquote>" not in sandbox  # doctest blocks are code, not nested quotes
+
+
+_REMOTE = re.compile(r"^(?:https?:)?//", re.I)
+_ATTR = re.compile(r'\b(href|src)="([^"]*)"')
+
+
+def _site_files(site: Path, *suffixes: str) -> list[Path]:
+    return [path for path in site.rglob("*") if path.suffix in suffixes and path.is_file()]
+
+
+def test_site_loads_nothing_from_outside(site):
+    """Opened offline, no page waits on a remote script, style sheet or font."""
+    remote = []
+    for path in _site_files(site, ".html", ".css"):
+        text = path.read_text(encoding="utf-8")
+        for tag in re.findall(r"<(?:script|link|img|iframe)\b[^>]*>", text, re.I):
+            remote += [(path.name, url) for _, url in _ATTR.findall(tag) if _REMOTE.match(url)]
+        for url in re.findall(r"""(?:url\(|@import\s+)["']?([^"')\s;]+)""", text):
+            remote += [(path.name, url)] if _REMOTE.match(url) else []
+        # Material's bundle fetches mermaid from a CDN for a diagram: the site has none
+        assert 'class="mermaid"' not in text, path
+    assert not remote, remote[:10]
+    shim = site / "assets" / "vendor" / "iframe-worker-shim.js"  # search's worker, on file://
+    assert shim.is_file() and "iframe-worker" in (site / "index.html").read_text(encoding="utf-8")
+
+
+def test_every_link_is_relative(site):
+    """No href or src starts with "/": the site works from any folder, by file:// too."""
+    rooted = [
+        (str(path.relative_to(site)), url)
+        for path in _site_files(site, ".html")
+        for _, url in _ATTR.findall(path.read_text(encoding="utf-8"))
+        if url.startswith("/")
+    ]
+    assert not rooted, rooted[:10]
+
+
+def test_the_404_page_links_resolve_to_files_of_the_site(site):
+    page = (site / "404.html").read_text(encoding="utf-8")
+    local = {
+        url.split("#")[0].split("?")[0]
+        for _, url in _ATTR.findall(page)
+        if not _REMOTE.match(url) and not url.startswith(("#", "mailto:", "data:"))
+    }
+    local.discard("")
+    assert {"./index.html", "./sandbox.html"} <= local
+    missing = [url for url in sorted(local) if not (site / url).is_file()]
+    assert not missing, missing

@@ -1,4 +1,5 @@
-"""Every fenced ``python`` example of the README and docs/sandbox.md runs as written, alone,
+"""Every fenced ``python`` example of the README and of the docs pages that took the README's
+examples (environments, rollouts, the leaderboard) and docs/sandbox.md runs as written, alone,
 and prints something (docs/integrations.md's examples have their own test).
 
 Each block runs in a fresh interpreter, in a temporary working directory, offline. The
@@ -20,7 +21,13 @@ from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.models.embedded import gguf_path
 
 REPO = Path(__file__).resolve().parents[1]
-PAGES = ("README.md", "docs/sandbox.md")
+PAGES = (
+    "README.md",
+    "docs/environments.md",
+    "docs/rollout.md",
+    "docs/leaderboard.md",
+    "docs/sandbox.md",
+)
 
 
 def _blocks() -> list[tuple[str, str]]:
@@ -48,8 +55,9 @@ def _run(code: str, cwd: Path) -> subprocess.CompletedProcess:
 
 
 def test_every_page_has_its_examples():
-    assert len([b for b in BLOCKS if b[0].startswith("README")]) >= 5
-    assert any(b[0].startswith("docs/sandbox.md") for b in BLOCKS)
+    for page in PAGES:
+        assert any(where.startswith(f"{page}#") for where, _ in BLOCKS), page
+    assert len(BLOCKS) >= 6  # the quick start, Parallel, maze, rollout, evaluation, sandbox
 
 
 @pytest.mark.slow  # each example runs alone in a fresh interpreter (the embedded model's for minutes)

@@ -4,12 +4,17 @@ Builds the wheel, installs it into a fresh virtual environment (core dependencie
 the package index), and makes and plays every registered environment there with the
 bundled data, from a working directory outside the repository. The wheel also carries the
 licence text and the reference trainers (``python -m llm_marl_envs.baselines.cory``), which
-without the ``train`` extra say in one line what to install.
+without the ``train`` extra say in one line what to install. Then a new user's path through
+the README: its quick start runs from the installed wheel, and, with the extras the README
+names for it, its evaluation command finishes in the user's own git repository with a manifest
+that records the package's version and no commit (the user's is not the package's).
 """
 
 from __future__ import annotations
 
+import json
 import os
+import re
 import subprocess
 import sys
 import venv
@@ -19,6 +24,7 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
+README = (REPO / "README.md").read_text(encoding="utf-8")
 
 _SMOKE = """
 import llm_marl_envs, pettingzoo
@@ -128,3 +134,43 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
         assert missing.returncode == 1
         assert missing.stderr.strip().count("\n") == 0, missing.stderr  # one line, no traceback
         assert "pip install 'llm-marl-envs[train]'" in missing.stderr
+
+    _follow_the_readme(python, wheel, tmp_path / "user-repo", clean_env)
+
+
+def _follow_the_readme(python: Path, wheel: Path, user: Path, env: dict[str, str]) -> None:
+    """The README's quick start, then its install line's extras and its evaluation command."""
+    quick = README.split("## Quick start", 1)[1]
+    code = quick.split("```python", 1)[1].split("```", 1)[0]
+    user.mkdir()
+    git = ["git", "-c", "user.name=u", "-c", "user.email=u@example.invalid"]
+    subprocess.run([*git, "init", "-q", str(user)], check=True)
+    subprocess.run([*git, "-C", str(user), "commit", "-q", "--allow-empty", "-m", "x"], check=True)
+    run = subprocess.run(
+        [str(python), "-c", code], cwd=user, capture_output=True, text=True, env=env
+    )
+    assert run.returncode == 0 and "[observer_0 | observer]" in run.stdout, run.stderr[-2000:]
+
+    [extras] = re.findall(
+        r'^pip install "llm-marl-envs\[([a-z,]+)\]" .*every environment', README, re.M
+    )
+    [command] = re.findall(r"^(llm-marl eval lite --policy scripted)\b", quick, re.M)
+    install = subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--disable-pip-version-check"]
+        + [f"{wheel}[{extras}]"],
+        capture_output=True,
+        text=True,
+    )
+    assert install.returncode == 0, install.stderr[-2000:]
+    cli = python.parent / command.split()[0]
+    done = subprocess.run(
+        [str(cli), *command.split()[1:]], cwd=user, capture_output=True, text=True, env=env
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    [results] = user.glob("results/lite-*-scripted/results.json")
+    manifest = json.loads(results.read_text())["manifest"]
+    import llm_marl_envs
+
+    assert manifest["package"]["version"] == llm_marl_envs.__version__
+    assert manifest["package"]["commit"] is None  # the user's repository is not the package's
+    assert json.loads(results.read_text())["complete"] is True
