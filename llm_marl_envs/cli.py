@@ -57,8 +57,6 @@ from pathlib import Path
 
 import llm_marl_envs
 from llm_marl_envs.commands import (
-    parse_assignments,
-    parse_env_args,
     run_demo,
     run_fetch_model,
     run_play,
@@ -87,6 +85,8 @@ from llm_marl_envs.registry import (
     UnknownEnvironmentError,
     latest_envs,
     list_envs,
+    parse_assignments,
+    parse_env_args,
     spec,
     token_budget,
 )

@@ -15,8 +15,6 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from typing import Any
 
-import yaml
-
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.policies import (
     GenerationConfig,
@@ -26,7 +24,7 @@ from llm_marl_envs.policies import (
     build_policies,
 )
 from llm_marl_envs.policies.generation import resolve_batch_size
-from llm_marl_envs.registry import make, spec
+from llm_marl_envs.registry import make, parse_assignments, parse_env_args, spec
 from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
 from llm_marl_envs.rollout.executors import EnvExecutor
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord, iter_jsonl
@@ -62,74 +60,6 @@ DEMO_ENV_KWARGS: dict[str, dict[str, Any]] = {
     "llm_marl_envs/CoopCoding-v3": {},
     "llm_marl_envs/CoopCoding-v4": {},
 }
-
-
-def parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
-    """``["key=value", ...]`` to a dict; values are read as YAML (numbers, booleans, lists)."""
-    result: dict[str, Any] = {}
-    for item in items or []:
-        key, sep, value = item.partition("=")
-        if not sep or not key:
-            raise ValueError(f"{what} must look like KEY=VALUE, got {item!r}")
-        try:
-            result[key] = yaml.safe_load(value) if value else ""
-        except yaml.YAMLError:
-            result[key] = value
-    return result
-
-
-def parse_env_args(items: str | Sequence[str] | None) -> dict[str, Any]:
-    """Environment arguments, in the one syntax the CLI and both trainers accept.
-
-    Each item is ``KEY=VALUE`` (the value read as YAML: numbers, booleans, lists, ``null``),
-    several of them separated by commas (``split=train,num_turns=2``; commas inside brackets
-    or quotes stay in the value), or a JSON / YAML mapping (``'{"num_turns": 2}'``). Later
-    items override earlier ones.
-
-    >>> parse_env_args(["num_turns=2,turn_weights=[1.2, 0.8]", '{"split": "eval"}'])
-    {'num_turns': 2, 'turn_weights': [1.2, 0.8], 'split': 'eval'}
-    """
-    if items is None:
-        return {}
-    result: dict[str, Any] = {}
-    for item in [items] if isinstance(items, str) else items:
-        text = item.strip()
-        if not text or text in ("None", "null"):
-            continue
-        if text.startswith("{"):
-            try:
-                mapping = yaml.safe_load(text)
-            except yaml.YAMLError as error:
-                raise ValueError(
-                    f"environment arguments: not a mapping: {text!r} ({error})"
-                ) from None
-            if not isinstance(mapping, dict):
-                raise ValueError(f"environment arguments: not a mapping: {text!r}")
-            result.update(mapping)
-            continue
-        result.update(parse_assignments(_split_top_level(text), "an environment argument"))
-    return result
-
-
-def _split_top_level(text: str) -> list[str]:
-    """``text`` split at the commas that are not inside brackets, braces or quotes."""
-    parts, depth, quote, current = [], 0, "", []
-    for char in text:
-        if quote:
-            quote = "" if char == quote else quote
-        elif char in "'\"":
-            quote = char
-        elif char in "[{(":
-            depth += 1
-        elif char in "]})":
-            depth -= 1
-        elif char == "," and depth == 0:
-            parts.append("".join(current).strip())
-            current = []
-            continue
-        current.append(char)
-    parts.append("".join(current).strip())
-    return [part for part in parts if part]
 
 
 def summary_table(results: Mapping[str, RolloutResult]) -> str:

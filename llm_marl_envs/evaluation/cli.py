@@ -346,12 +346,12 @@ def _resources(text: str) -> dict[str, float]:
 
 def run_eval(args: argparse.Namespace) -> int:
     """``llm-marl eval``: 0 when done, 130 on Ctrl-C (the finished episodes are kept)."""
-    from llm_marl_envs.commands import parse_assignments
     from llm_marl_envs.evaluation.evaluate import Team, evaluate
     from llm_marl_envs.evaluation.run_folder import RESULTS_FILE, slug
     from llm_marl_envs.evaluation.suite import load_suite
     from llm_marl_envs.policies import GenerationConfig
     from llm_marl_envs.policies.generation import resolve_batch_size
+    from llm_marl_envs.registry import parse_assignments
 
     args.batch_size = resolve_batch_size(args.batch_size, args.device)  # cross-play's too
     suite = load_suite(args.suite)
