@@ -8,8 +8,8 @@ import argparse
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs.cli import _generation
-from llm_marl_envs.commands import run_demo, run_rollout
+from llm_marl_envs.cli.dispatch import _generation
+from llm_marl_envs.cli.commands import run_demo, run_rollout
 from llm_marl_envs.policies import GenerationConfig, PolicyFactory
 from llm_marl_envs.registry import DEFAULT_TOKEN_BUDGET, load_registry, token_budget
 

@@ -65,7 +65,7 @@ def test_the_old_paths_warn_and_give_the_moved_modules():
 
 def test_importing_the_package_loads_nothing_heavy():
     loaded = _run(
-        "import sys, llm_marl_envs.leaderboard, llm_marl_envs.leaderboard.cli\n"
+        "import sys, llm_marl_envs.leaderboard, llm_marl_envs.cli.leaderboard\n"
         "print(' '.join(sorted(sys.modules)))"
     ).split()
     assert "llm_marl_envs.leaderboard.board" not in loaded

@@ -17,7 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from llm_marl_envs.cli import main
-from llm_marl_envs.commands import parse_assignments, run_play
+from llm_marl_envs.cli.commands import run_play
+from llm_marl_envs.registry import parse_assignments
 from llm_marl_envs.rollout import read_jsonl
 
 
@@ -353,7 +354,7 @@ def test_ctrl_c_stops_with_the_kept_summary_and_exit_130(tmp_path, fake_openai):
 def test_rollout_with_out_keeps_no_record_and_prints_the_same_summary(tmp_path):
     """``llm-marl rollout --out`` kept every record in memory (issue 33); now it keeps none,
     and its summary (from running totals) and ``--show`` (read back) are what they were."""
-    from llm_marl_envs.commands import run_rollout
+    from llm_marl_envs.cli.commands import run_rollout
 
     printed = {}
     results = {}

@@ -10,7 +10,7 @@ siblings share (server transport, placement, executors).
     ``--pairings A B ...`` plays cross-play instead (:mod:`llm_marl_envs.evaluation.pairings`):
     solo, homogeneous and heterogeneous pairs in both seat orders, into ``crossplay.json``.
 The board's own subcommand, ``llm-marl leaderboard``, lives in
-:mod:`llm_marl_envs.leaderboard.cli`.
+:mod:`llm_marl_envs.cli.leaderboard`.
 """
 
 from __future__ import annotations

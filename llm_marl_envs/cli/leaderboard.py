@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import argparse
 
-from llm_marl_envs.evaluation.cli import (
+from llm_marl_envs.cli.eval import (
     add_placement_options,
     add_server_options,
     os_error,
