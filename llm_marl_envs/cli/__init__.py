@@ -49,6 +49,7 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
 
 from __future__ import annotations
 
-from llm_marl_envs.cli.dispatch import env_pages, env_table, main
+from llm_marl_envs.cli.commands import env_pages, env_table
+from llm_marl_envs.cli.dispatch import main
 
 __all__ = ["env_pages", "env_table", "main"]

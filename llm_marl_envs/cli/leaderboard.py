@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import argparse
 
-from llm_marl_envs.cli.eval import (
+from llm_marl_envs.cli.eval import os_error
+from llm_marl_envs.cli.options import (
     add_placement_options,
     add_server_options,
-    os_error,
     placement,
     server_options,
 )
@@ -23,6 +23,7 @@ __all__ = ["add_leaderboard_parser", "run_leaderboard"]
 
 
 def add_leaderboard_parser(sub) -> None:
+    """The ``leaderboard`` subcommand's parser and its own subcommands, added to ``sub``."""
     p_board = sub.add_parser(
         "leaderboard",
         help="add, verify and publish benchmark entries",

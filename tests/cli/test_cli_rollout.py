@@ -354,7 +354,7 @@ def test_ctrl_c_stops_with_the_kept_summary_and_exit_130(tmp_path, fake_openai):
 def test_rollout_with_out_keeps_no_record_and_prints_the_same_summary(tmp_path):
     """``llm-marl rollout --out`` kept every record in memory (issue 33); now it keeps none,
     and its summary (from running totals) and ``--show`` (read back) are what they were."""
-    from llm_marl_envs.cli.commands import run_rollout
+    from llm_marl_envs.cli.commands import RolloutOutput, run_rollout
 
     printed = {}
     results = {}
@@ -367,11 +367,10 @@ def test_rollout_with_out_keeps_no_record_and_prints_the_same_summary(tmp_path):
             batch_size=3,
             seed=1,
             env_kwargs={"num_agents": 4},
-            out=str(tmp_path / f"{keep}.jsonl"),
-            show=2,
-            progress=False,
+            output=RolloutOutput(
+                out=str(tmp_path / f"{keep}.jsonl"), show=2, progress=False, keep=keep
+            ),
             write=lines.append,
-            keep=keep,
         )
         printed[keep] = [line for line in lines if " turns in " not in line]  # timings differ
     assert results[None].episodes == [] and results[None].finished == 7
