@@ -1,0 +1,7 @@
+"""Deprecated: moved to :mod:`llm_marl_envs.cli.eval` (the option groups it shared to
+:mod:`llm_marl_envs.cli.options`, still importable from here); this alias goes in the next
+release."""
+
+from llm_marl_envs.core.moved import alias
+
+alias(__name__, "llm_marl_envs.cli.eval")
