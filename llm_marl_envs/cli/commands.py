@@ -196,11 +196,17 @@ class RolloutOutput:
     show: int = 0
     progress: bool | None = None
 
-    def kept(self) -> str:
-        """The ``keep`` given, or its default."""
-        if self.keep is not None:
-            return self.keep
-        return "none" if self.out else "all"
+    def rollout_kwargs(self) -> dict[str, Any]:
+        """These settings as :func:`~llm_marl_envs.rollout.rollout`'s arguments (``keep``'s
+        default filled in)."""
+        keep = self.keep if self.keep is not None else ("none" if self.out else "all")
+        return {
+            "out": self.out,
+            "include_tokens": self.include_tokens,
+            "progress": self.progress,
+            "max_record_bytes": self.max_record_bytes,
+            "keep": keep,
+        }
 
 
 def run_rollout(
@@ -249,13 +255,9 @@ def run_rollout(
             seed=seed,
             group_size=group_size,
             env_kwargs=env_kwargs,
-            out=output.out,
-            include_tokens=output.include_tokens,
-            progress=output.progress,
-            max_record_bytes=output.max_record_bytes,
             executor=executor,
             num_workers=num_workers,
-            keep=output.kept(),
+            **output.rollout_kwargs(),
         )
     except RolloutError as error:
         write(f"rollout stopped: {error}")

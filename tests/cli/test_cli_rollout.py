@@ -377,3 +377,19 @@ def test_rollout_with_out_keeps_no_record_and_prints_the_same_summary(tmp_path):
     assert len(results["all"].episodes) == 7
     assert printed[None] == printed["all"]
     assert "| episode 0 |" in printed[None][0] and "| episode 1 |" in printed[None][1]
+
+
+def test_rollout_output_keeps_no_record_in_memory_only_with_a_file():
+    """``RolloutOutput.keep`` unset: ``"none"`` with ``out`` (the records are in the file),
+    else ``"all"``; a ``keep`` given is passed on as it is."""
+    from llm_marl_envs.cli.commands import RolloutOutput
+
+    assert RolloutOutput().rollout_kwargs()["keep"] == "all"
+    assert RolloutOutput(out="r.jsonl").rollout_kwargs()["keep"] == "none"
+    assert RolloutOutput(out="r.jsonl", keep="all").rollout_kwargs() == {
+        "out": "r.jsonl",
+        "include_tokens": False,
+        "progress": None,
+        "max_record_bytes": 64 * 2**20,
+        "keep": "all",
+    }
