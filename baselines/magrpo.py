@@ -101,8 +101,8 @@ except ModuleNotFoundError as missing:
 
 import llm_marl_envs
 from llm_marl_envs.models.scoring import completion_logprobs
-from llm_marl_envs.commands import parse_env_args
 from llm_marl_envs.policies.hf import HFPolicy
+from llm_marl_envs.registry import parse_env_args
 from llm_marl_envs.rollout import rollout
 
 # baselines/training.py, the skeleton shared with cory.py (command line, checkpoints, logs,
@@ -211,7 +211,7 @@ def parse_args(argv=None) -> Args:
 
 def parse_env_kwargs(text: str) -> dict:
     """``'{"a": 1}'`` or ``'a=1,b=x'`` -> dict: the syntax of ``llm-marl --env-arg`` too
-    (:func:`llm_marl_envs.commands.parse_env_args`)."""
+    (:func:`llm_marl_envs.registry.parse_env_args`)."""
     return parse_env_args(text)
 
 

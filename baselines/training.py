@@ -57,8 +57,8 @@ import docstring_parser  # tyro's own reader of field docstrings (a dependency o
 import tyro
 
 from llm_marl_envs.models import checkpoints
-from llm_marl_envs.commands import parse_env_args
 from llm_marl_envs.policies.generation import resolve_device, resolve_dtype_for
+from llm_marl_envs.registry import parse_env_args
 
 T = TypeVar("T")
 

@@ -29,7 +29,7 @@ import platform
 import time
 from pathlib import Path
 
-from llm_marl_envs.commands import DEMO_ENV_KWARGS
+from llm_marl_envs.cli.commands import DEMO_ENV_KWARGS
 from llm_marl_envs.policies import GenerationConfig
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.registry import latest_envs, token_budget

@@ -24,6 +24,7 @@ from __future__ import annotations
 import difflib
 import functools
 import importlib
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -42,6 +43,8 @@ __all__ = [
     "load_registry",
     "make",
     "make_parallel",
+    "parse_assignments",
+    "parse_env_args",
     "registry_path",
     "spec",
     "token_budget",
@@ -211,6 +214,79 @@ def _named(env: Any, env_spec: EnvSpec) -> Any:
     """``env`` with its version's name in its own copy of the class's ``metadata``."""
     env.metadata = {**env.metadata, "name": env_spec.id.rpartition("/")[2]}
     return env
+
+
+def parse_assignments(items: Sequence[str] | None, what: str) -> dict[str, Any]:
+    """``["key=value", ...]`` to a dict; values are read as YAML (numbers, booleans, lists).
+    ``what`` names the option in the error (``"--agent"``).
+
+    >>> parse_assignments(["size=5", "walls=[1, 2]", "name=bob"], "--env-arg")
+    {'size': 5, 'walls': [1, 2], 'name': 'bob'}
+    """
+    result: dict[str, Any] = {}
+    for item in items or []:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ValueError(f"{what} must look like KEY=VALUE, got {item!r}")
+        try:
+            result[key] = yaml.safe_load(value) if value else ""
+        except yaml.YAMLError:
+            result[key] = value
+    return result
+
+
+def parse_env_args(items: str | Sequence[str] | None) -> dict[str, Any]:
+    """Environment arguments for :func:`make`, in the one syntax the CLI and both trainers accept.
+
+    Each item is ``KEY=VALUE`` (the value read as YAML: numbers, booleans, lists, ``null``),
+    several of them separated by commas (``split=train,num_turns=2``; commas inside brackets
+    or quotes stay in the value), or a JSON / YAML mapping (``'{"num_turns": 2}'``). Later
+    items override earlier ones.
+
+    >>> parse_env_args(["num_turns=2,turn_weights=[1.2, 0.8]", '{"split": "eval"}'])
+    {'num_turns': 2, 'turn_weights': [1.2, 0.8], 'split': 'eval'}
+    """
+    if items is None:
+        return {}
+    result: dict[str, Any] = {}
+    for item in [items] if isinstance(items, str) else items:
+        text = item.strip()
+        if not text or text in ("None", "null"):
+            continue
+        if text.startswith("{"):
+            try:
+                mapping = yaml.safe_load(text)
+            except yaml.YAMLError as error:
+                raise ValueError(
+                    f"environment arguments: not a mapping: {text!r} ({error})"
+                ) from None
+            if not isinstance(mapping, dict):
+                raise ValueError(f"environment arguments: not a mapping: {text!r}")
+            result.update(mapping)
+            continue
+        result.update(parse_assignments(_split_top_level(text), "an environment argument"))
+    return result
+
+
+def _split_top_level(text: str) -> list[str]:
+    """``text`` split at the commas that are not inside brackets, braces or quotes."""
+    parts, depth, quote, current = [], 0, "", []
+    for char in text:
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char in "[{(":
+            depth += 1
+        elif char in "]})":
+            depth -= 1
+        elif char == "," and depth == 0:
+            parts.append("".join(current).strip())
+            current = []
+            continue
+        current.append(char)
+    parts.append("".join(current).strip())
+    return [part for part in parts if part]
 
 
 def _register_with_pettingzoo() -> None:

@@ -30,11 +30,11 @@ LAYERS = {
     "rollout": 5,
     "algorithms": 6,
     "integrations": 6,
-    "commands": 6,
+    "commands": 6,  # the deprecated alias of cli.commands (a one-line file, no imports)
     "evaluation": 7,
     "leaderboard": 8,
     "bench": 9,  # the deprecated alias of evaluation
-    "cli": 9,
+    "cli": 9,  # the llm-marl command: main, the commands, their option groups, eval, leaderboard
 }
 
 

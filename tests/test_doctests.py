@@ -24,6 +24,8 @@ def _modules_with_examples() -> list[str]:
         if info.name.startswith(SKIP):
             continue
         spec = importlib.util.find_spec(info.name)
+        if spec is not None and spec.name != info.name:
+            continue  # a deprecated alias, already imported: the module it names is walked too
         source = spec.loader.get_source(info.name) if spec and spec.loader else None
         if source and ">>>" in source:
             names.append(info.name)

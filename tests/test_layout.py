@@ -1,7 +1,7 @@
 """The tests mirror the package: every package of ``llm_marl_envs`` has its ``tests/<package>``
 folder, and every test folder names a package, apart from the exceptions listed here.
 
-Tests of the top-level modules (``cli.py``, ``registry.py``, ...) and the cross-cutting tests
+Tests of the top-level modules (``registry.py``, ...) and the cross-cutting tests
 (conformance, robustness, faults, seeding over every registered id) sit in ``tests/`` itself.
 """
 

@@ -8,8 +8,8 @@ import argparse
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs.cli import _generation
-from llm_marl_envs.commands import run_demo, run_rollout
+from llm_marl_envs.cli.options import generation_config
+from llm_marl_envs.cli.commands import RolloutOutput, run_demo, run_rollout
 from llm_marl_envs.policies import GenerationConfig, PolicyFactory
 from llm_marl_envs.registry import DEFAULT_TOKEN_BUDGET, load_registry, token_budget
 
@@ -50,12 +50,12 @@ def _args(max_new_tokens, temperature=0.0):
 
 
 def test_cli_generation_uses_the_env_budget_unless_given():
-    assert _generation(_args(40)) == GenerationConfig(max_new_tokens=40)
-    unset = _generation(_args(None))
+    assert generation_config(_args(40)) == GenerationConfig(max_new_tokens=40)
+    unset = generation_config(_args(None))
     assert unset.max_new_tokens is None  # the factory gives each environment its budget
     coding = PolicyFactory("llm_marl_envs/CoopCoding-v2", generation=unset)
     assert coding.generation.max_new_tokens == 256
-    assert _generation(_args(None, 0.7)) == GenerationConfig(
+    assert generation_config(_args(None, 0.7)) == GenerationConfig(
         do_sample=True, temperature=0.7, top_p=0.9
     )
 
@@ -68,7 +68,7 @@ def test_rollout_policy_gets_the_env_budget():
         episodes=1,
         env_kwargs={"data_source": "bundled"},
         write=lambda _: None,
-        progress=False,
+        output=RolloutOutput(progress=False),
     )
     lengths = [len(t.completion_ids) for t in result.episodes[0].turns]
     assert max(lengths) <= 32 and min(lengths) >= 1

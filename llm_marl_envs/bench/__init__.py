@@ -20,7 +20,6 @@ warnings.warn(
 )
 
 for _name in (
-    "cli",
     "evaluate",
     "metrics",
     "pairings",
@@ -32,8 +31,13 @@ for _name in (
     sys.modules[f"{__name__}.{_name}"] = _module
     globals()[_name] = _module
 
-# The board moved to llm_marl_envs.leaderboard (issue 49): bench's old names point there.
-for _name, _new in (("leaderboard", "board"), ("site", "site.pages")):
-    _module = importlib.import_module(f"llm_marl_envs.leaderboard.{_new}")
+# The board moved to llm_marl_envs.leaderboard (issue 49), the eval command to
+# llm_marl_envs.cli (issue 51): bench's old names point there.
+for _name, _new in (
+    ("leaderboard", "leaderboard.board"),
+    ("site", "leaderboard.site.pages"),
+    ("cli", "cli.eval"),
+):
+    _module = importlib.import_module(f"llm_marl_envs.{_new}")
     sys.modules[f"{__name__}.{_name}"] = _module
     globals()[_name] = _module

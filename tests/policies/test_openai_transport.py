@@ -324,16 +324,16 @@ def test_token_ids_a_server_does_not_give_are_refused(serve):
 
 
 def test_include_tokens_with_a_policy_without_ids_warns_once_naming_it(tmp_path):
-    from llm_marl_envs.commands import run_rollout
+    from llm_marl_envs.cli.commands import RolloutOutput, run_rollout
 
     with pytest.warns(UserWarning, match="policy scripted.* gives no token ids") as caught:
         run_rollout(
             "llm_marl_envs/MazeCollab-v1",
             policy="scripted",
             episodes=2,
-            out=str(tmp_path / "r.jsonl"),
-            include_tokens=True,
-            progress=False,
+            output=RolloutOutput(
+                out=str(tmp_path / "r.jsonl"), include_tokens=True, progress=False
+            ),
             write=lambda line: None,
         )
     said = [str(w.message) for w in caught if "gives no token ids" in str(w.message)]

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("ray", reason="the ray extra")
 
 from llm_marl_envs.cli import main
-from llm_marl_envs.evaluation.cli import executor_options
+from llm_marl_envs.cli.options import executor_options
 from llm_marl_envs.rollout._ray_cluster import ClusterError, cluster_address, start_failure
 
 
@@ -88,7 +88,7 @@ def test_the_cli_stops_in_one_line_on_an_unreachable_head(ray_tmp, tmp_path, cap
 def _args(**given):
     import argparse
 
-    from llm_marl_envs.evaluation.cli import _RAY_OPTIONS
+    from llm_marl_envs.cli.options import _RAY_OPTIONS
 
     values = {name: None for name in _RAY_OPTIONS} | {"executor": "ray", "num_workers": None}
     return argparse.Namespace(**(values | given))

@@ -10,7 +10,7 @@ from pathlib import Path
 import llm_marl_envs
 from llm_marl_envs.cli import env_pages, env_table, main
 
-REPO = Path(__file__).resolve().parents[1]
+REPO = Path(__file__).resolve().parents[2]
 README = (REPO / "README.md").read_text(encoding="utf-8")
 ENVIRONMENTS = (REPO / "docs" / "environments.md").read_text(encoding="utf-8")
 

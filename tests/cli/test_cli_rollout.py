@@ -17,7 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from llm_marl_envs.cli import main
-from llm_marl_envs.commands import parse_assignments, run_play
+from llm_marl_envs.cli.commands import run_play
+from llm_marl_envs.registry import parse_assignments
 from llm_marl_envs.rollout import read_jsonl
 
 
@@ -353,7 +354,7 @@ def test_ctrl_c_stops_with_the_kept_summary_and_exit_130(tmp_path, fake_openai):
 def test_rollout_with_out_keeps_no_record_and_prints_the_same_summary(tmp_path):
     """``llm-marl rollout --out`` kept every record in memory (issue 33); now it keeps none,
     and its summary (from running totals) and ``--show`` (read back) are what they were."""
-    from llm_marl_envs.commands import run_rollout
+    from llm_marl_envs.cli.commands import RolloutOutput, run_rollout
 
     printed = {}
     results = {}
@@ -366,14 +367,29 @@ def test_rollout_with_out_keeps_no_record_and_prints_the_same_summary(tmp_path):
             batch_size=3,
             seed=1,
             env_kwargs={"num_agents": 4},
-            out=str(tmp_path / f"{keep}.jsonl"),
-            show=2,
-            progress=False,
+            output=RolloutOutput(
+                out=str(tmp_path / f"{keep}.jsonl"), show=2, progress=False, keep=keep
+            ),
             write=lines.append,
-            keep=keep,
         )
         printed[keep] = [line for line in lines if " turns in " not in line]  # timings differ
     assert results[None].episodes == [] and results[None].finished == 7
     assert len(results["all"].episodes) == 7
     assert printed[None] == printed["all"]
     assert "| episode 0 |" in printed[None][0] and "| episode 1 |" in printed[None][1]
+
+
+def test_rollout_output_keeps_no_record_in_memory_only_with_a_file():
+    """``RolloutOutput.keep`` unset: ``"none"`` with ``out`` (the records are in the file),
+    else ``"all"``; a ``keep`` given is passed on as it is."""
+    from llm_marl_envs.cli.commands import RolloutOutput
+
+    assert RolloutOutput().rollout_kwargs()["keep"] == "all"
+    assert RolloutOutput(out="r.jsonl").rollout_kwargs()["keep"] == "none"
+    assert RolloutOutput(out="r.jsonl", keep="all").rollout_kwargs() == {
+        "out": "r.jsonl",
+        "include_tokens": False,
+        "progress": None,
+        "max_record_bytes": 64 * 2**20,
+        "keep": "all",
+    }

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from llm_marl_envs import cli, commands
+from llm_marl_envs.cli import commands, dispatch
 from llm_marl_envs.cli import main
 from llm_marl_envs.policies import GenerationConfig
 
@@ -45,9 +45,9 @@ def no_cuda(monkeypatch):
 @pytest.mark.parametrize(
     ("argv", "module", "name"),
     [
-        (["rollout", MAZE], cli, "run_rollout"),
-        (["play", MAZE], cli, "run_play"),
-        (["demo"], cli, "run_demo"),
+        (["rollout", MAZE], dispatch, "run_rollout"),
+        (["play", MAZE], dispatch, "run_play"),
+        (["demo"], dispatch, "run_demo"),
         (["eval", "lite", "--policy", "tiny"], evaluate, "evaluate"),
         (["leaderboard", "verify", "some-entry"], leaderboard, "verify_entry"),
     ],

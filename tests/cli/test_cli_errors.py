@@ -8,7 +8,7 @@ import sys
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs import commands
+from llm_marl_envs.cli import commands
 from llm_marl_envs.cli import main
 from llm_marl_envs.data import coding as coding_data
 from llm_marl_envs.models.embedded import EmbeddedModelMissingError
@@ -142,9 +142,9 @@ def test_timing_line_never_claims_more_than_all_the_time():
 def test_one_syntax_for_environment_arguments_in_the_cli_and_both_trainers():
     from pathlib import Path
 
-    from llm_marl_envs.commands import parse_env_args
+    from llm_marl_envs.registry import parse_env_args
 
-    root = Path(__file__).resolve().parents[1] / "baselines"
+    root = Path(__file__).resolve().parents[2] / "baselines"
     sys.path.insert(0, str(root))
     try:
         import training
