@@ -110,11 +110,13 @@ class _Version(argparse.Action):
     run from a git checkout of the package); the commit is read only when asked."""
 
     def __call__(self, parser, namespace, values, option_string=None) -> None:  # noqa: ANN001
-        from llm_marl_envs.evaluation.results import _git_commit
+        from llm_marl_envs.evaluation.results import package_commit
 
-        commit = _git_commit()
-        checkout = f", checkout {commit[:7]}{'-dirty' if commit.endswith('-dirty') else ''}"
-        print(f"llm-marl {llm_marl_envs.__version__}{checkout if commit else ''}")
+        commit = package_commit()  # None for an installed package
+        checkout = ""
+        if commit:
+            checkout = f", checkout {commit[:7]}{'-dirty' if commit.endswith('-dirty') else ''}"
+        print(f"llm-marl {llm_marl_envs.__version__}{checkout}")
         parser.exit()
 
 

@@ -37,7 +37,15 @@ from llm_marl_envs.evaluation.run_folder import RESULTS_SCHEMA
 from llm_marl_envs.evaluation.stats import Interval, score_interval, stable_seed, widen
 from llm_marl_envs.evaluation.suite import PlanError
 
-__all__ = ["RESAMPLES", "item_values", "manifest", "overall_interval", "score", "score_items"]
+__all__ = [
+    "RESAMPLES",
+    "item_values",
+    "manifest",
+    "overall_interval",
+    "package_commit",
+    "score",
+    "score_items",
+]
 
 #: Bootstrap resamples for every interval of a result.
 RESAMPLES = 2000
@@ -172,7 +180,7 @@ def score_items(
 
 # --------------------------------------------------------------------------- manifest
 @functools.lru_cache(maxsize=1)
-def _git_commit(here: Path | None = None) -> str | None:
+def package_commit(here: Path | None = None) -> str | None:
     """The commit of this package's own checkout (with ``-dirty`` for local changes), when it
     runs from one (an editable install: the package folder sits at the top of a git work
     tree); None for an installed package, even one inside someone else's git work tree (a
@@ -260,7 +268,7 @@ def manifest(
         "package": {
             "name": "llm-marl-envs",
             "version": llm_marl_envs.__version__,
-            "commit": _git_commit(),
+            "commit": package_commit(),
         },
         "suite": {**run["suite"], "source": suite.source, "seed": suite.raw.get("seed", 0)},
         "tasks": tasks,

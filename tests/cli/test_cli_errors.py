@@ -33,6 +33,16 @@ def test_version(capsys):
     assert len(out) < 60 and "/" not in out  # one short line: no path to wrap
 
 
+def test_version_of_an_installed_package_names_no_checkout(capsys, monkeypatch):
+    from llm_marl_envs.evaluation import results
+
+    monkeypatch.setattr(results, "package_commit", lambda: None)  # as from a wheel
+    with pytest.raises(SystemExit) as stop:
+        main(["--version"])
+    assert stop.value.code == 0
+    assert capsys.readouterr().out == f"llm-marl {llm_marl_envs.__version__}\n"
+
+
 def test_help_shows_defaults_and_a_real_description(capsys):
     with pytest.raises(SystemExit):
         main(["rollout", "--help"])

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from llm_marl_envs.evaluation.results import _git_commit
+from llm_marl_envs.evaluation.results import package_commit
 
 PACKAGE = Path(__file__).resolve().parents[2] / "llm_marl_envs"
 
@@ -26,14 +26,14 @@ def test_an_installed_package_inside_someone_elses_repository_records_no_commit(
         ["git", "-C", str(user), "-c", "user.email=a@b", "-c", "user.name=a", "commit", "-qm", "x"],
         check=True,
     )
-    assert _git_commit(installed) is None
+    assert package_commit(installed) is None
     outside = tmp_path / "site-packages" / "llm_marl_envs"
     outside.mkdir(parents=True)
-    assert _git_commit(outside) is None
+    assert package_commit(outside) is None
 
 
 def test_an_editable_checkout_records_its_own_commit():
     if not (PACKAGE.parent / ".git").exists():
         pytest.skip("not run from a git checkout of the package")
-    commit = _git_commit(PACKAGE)
+    commit = package_commit(PACKAGE)
     assert commit is not None and re.fullmatch(r"[0-9a-f]{40}(-dirty)?", commit)
