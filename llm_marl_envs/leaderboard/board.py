@@ -76,31 +76,23 @@ from llm_marl_envs.leaderboard.entry import (
     open_entry,
 )
 from llm_marl_envs.leaderboard.replay import first_difference, published, replay_stream
+from llm_marl_envs.leaderboard.copies import COPY_SHARE, clash, copy_of, identity, prints
 from llm_marl_envs.leaderboard.rules import (  # re-exported: the board's public names
-    COPY_SHARE as COPY_SHARE,
     DEFAULT_BOARD as DEFAULT_BOARD,
-    _copy_message,
-    _entry_folders,
-    _is_shipped as _is_shipped,
-    _others,
-    _plays_a_model,
-    _shipped_crossplay as _shipped_crossplay,
     board_meta as board_meta,
     check_result as check_result,
-    copy_of,
     entries,
+    entry_folders,
     entry_problems,
-    identity,
     kind_problem,
     name_taken,
     played_by as played_by,
-    clash,
-    prints,
+    plays_a_model,
     read_ledger,
-    standing,
     same_play as same_play,
     seats,
     shipped_entries,
+    standing,
 )
 from llm_marl_envs.leaderboard.standings import (  # re-exported: the site's rule texts
     TRANSCRIPT_EPISODES as TRANSCRIPT_EPISODES,
@@ -150,7 +142,7 @@ def add_entry(
     with open_entry(folder.resolve()) as entry:
         problems = entry_problems(entry)
         name = display_name(name or entry.results.get("entry") or "")
-        kind = kind or ("model" if _plays_a_model(entry.results) else "baseline")
+        kind = kind or ("model" if plays_a_model(entry.results) else "baseline")
         problems += [p for p in [kind_problem(kind, entry.results)] if p]
         if problems:
             raise LeaderboardError(refused + "; ".join(problems))
@@ -167,7 +159,7 @@ def add_entry(
             problems = _score_problems(entry.results, rescored)
             if problems:
                 raise LeaderboardError(refused + "; ".join(problems))
-            others = {i: identity(f) for i, f in _others(board).items()}
+            others = {i: identity(f) for i, f in entries(board).items()}
             copied = copy_of(entry.suite.label, entry.fingerprints, prints(others))
             if copied:
                 raise LeaderboardError(_copy_message(folder, copied))
@@ -184,7 +176,7 @@ def add_entry(
             with _board_lock(board):
                 _new_id(requested, name, board)  # again: another add may have taken it
                 ledger = _ledger(board, entry_id)
-                late = {i: identity(f) for i, f in _others(board).items() if i not in others}
+                late = {i: identity(f) for i, f in entries(board).items() if i not in others}
                 problem = clash(ledger, written, {**others, **late})
                 if problem:
                     raise LeaderboardError(f"{folder} cannot join the board: {problem}")
@@ -216,6 +208,13 @@ def _staging(board: Path, requested: str):
             prefix = f".tmp-{slug(requested, 'entry')[:40]}-"
             tmp = stack.enter_context(staging_folder(board / "entries", prefix))
         yield tmp
+
+
+def _copy_message(folder: Path, other: str) -> str:
+    return (
+        f"{folder} cannot join the board: its episodes are entry {other!r}'s (the same actions "
+        f"for at least {COPY_SHARE:.0%} of its items); one evaluation is one entry"
+    )
 
 
 def _package_board(board: Path) -> bool:
@@ -354,7 +353,7 @@ def _new_id(requested: str, name: str, board: Path) -> str:
         raise LeaderboardError(
             f"{entry_id!r} is the id of an entry shipped with the package; choose another --id"
         )
-    taken = {e.casefold() for e in _entry_folders(board / "entries")}
+    taken = {e.casefold() for e in entry_folders(board / "entries")}
     if entry_id.casefold() in taken or (board / "entries" / entry_id).exists():
         raise LeaderboardError(f"the board already has an entry {entry_id!r}; choose --id")
     other = name_taken(name, entries(board))

@@ -301,7 +301,7 @@ class EntryFolder:
         problem = _results_shape.check(self.results)
         if problem:
             raise LeaderboardError(f"{path / RESULTS}: {problem}")
-        self.suite, self.suite_problem = _claimed_suite(self.results, path)
+        self.suite, self.suite_problem = claimed_suite(self.results, path)
         if found.get("episodes") == "folder":
             self._episode_files()
 
@@ -562,7 +562,7 @@ def _played(episode: Episode) -> bytes:
     return json.dumps([episode.item.key, episode.sample, actions]).encode() + b"\n"
 
 
-def _claimed_suite(results: dict, folder: Path) -> tuple[Suite, str | None]:
+def claimed_suite(results: dict, folder: Path) -> tuple[Suite, str | None]:
     """The packaged suite (version) ``results`` claims, and why its hash is not this
     package's (None: it is)."""
     meta = results["suite"]

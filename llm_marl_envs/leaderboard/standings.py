@@ -35,6 +35,7 @@ from llm_marl_envs.evaluation.results import item_values, score_items
 from llm_marl_envs.evaluation.stats import Interval, tie_ranks
 from llm_marl_envs.evaluation.suite import Suite, load_suite, packaged_version
 from llm_marl_envs.leaderboard import (
+    copies,
     ledger as board_ledger,
     records as board_records,
     rules as board_rules,
@@ -133,7 +134,7 @@ def _trust(
     holds for its content (``digest``), or, for a shipped entry the board never verified, the
     package's own record; and those events (for the board's date). ``ledger`` is the error
     that made the board's ledger untrusted, if it was."""
-    shipped = board_rules._is_shipped(folder)
+    shipped = board_rules.is_shipped(folder)
     if isinstance(ledger, Exception):
         trust = {"verified": False, "problems": [f"the board's ledger cannot be trusted: {ledger}"]}
         trust["summary"] = summary(trust)
@@ -316,7 +317,7 @@ def _row(
             raise LeaderboardError("; ".join(problems))
         name, kind = board_rules.board_meta(entry, entry_id)
         scored = _scored(entry, transcripts)
-        known = board_rules.Identity(
+        known = copies.Identity(
             suite.label,
             board_ledger.digest(entry),
             dict(entry.fingerprints),
@@ -374,7 +375,7 @@ def _clash(row: dict, built: list[dict], ledger: Any, on_board: set[str]) -> str
             return f"its site pages would be named as entry {other['id']!r}'s"
     live = {o["id"]: o["_identity"] for o in built}
     ledger = ledger if isinstance(ledger, board_ledger.Ledger) else board_ledger.Ledger()
-    return board_rules.clash(ledger, row["_identity"], live, on_board, row["id"])
+    return copies.clash(ledger, row["_identity"], live, on_board, row["id"])
 
 
 def build_board(
@@ -421,7 +422,7 @@ def build_board(
         row.pop("_identity")
     tasks = [_task_display(t) for t in suite.tasks]
     _rank(built, tasks)
-    crossplay = board_rules._shipped_crossplay(suite) if shipped else {}
+    crossplay = board_rules.shipped_crossplay(suite) if shipped else {}
     return {
         "title": f"llm_marl_envs leaderboard: suite {suite.label}",
         "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
