@@ -27,14 +27,19 @@ import json
 import platform
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from leaderboard_limits import CHILD, REPO, TEAM, baseline_tree  # noqa: E402
+from leaderboard_child import (  # noqa: E402
+    REPO,
+    TEAM,
+    baseline_tree,
+    remove_baseline_tree,
+    run_command,
+)
 
 from llm_marl_envs.evaluation.evaluate import Team, evaluate  # noqa: E402
 from llm_marl_envs.evaluation.suite import load_suite  # noqa: E402
@@ -44,26 +49,10 @@ COMMANDS = ("add", "verify", "build")
 
 def run(code: Path, argv: list[str], keys: Path) -> dict:
     """``llm-marl ARGV`` in a fresh process importing the package from ``code``."""
-    env = {
-        "PYTHONPATH": str(code),
-        "HF_HUB_OFFLINE": "1",
-        "PATH": "/usr/bin:/bin",
-        "LLM_MARL_BOARD_KEYS": str(keys),
-        "HOME": str(keys.parent),
-    }
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=code,
-        timeout=900,
-    )
-    outcome = json.loads(done.stdout.strip().splitlines()[-1])
-    if not outcome.pop("code").startswith(str(code)):
-        raise SystemExit(f"the child imported llm_marl_envs from outside {code}")
+    keys_env = {"LLM_MARL_BOARD_KEYS": str(keys), "HOME": str(keys.parent)}
+    outcome, stderr = run_command(code, argv, keys_env)
     if outcome["status"] not in (0, None):
-        raise SystemExit(f"{' '.join(argv)} failed under {code}: {done.stderr.strip()[-400:]}")
+        raise SystemExit(f"{' '.join(argv)} failed under {code}: {stderr.strip()[-400:]}")
     return {"seconds": outcome["seconds"], "peak_mib": outcome["peak_kib"] / 1024}
 
 
@@ -136,10 +125,7 @@ def main() -> None:
                     runs[label].setdefault(command, []).append(outcome)
                 print(n, label, {c: round(o[-1]["seconds"], 2) for c, o in runs[label].items()})
     finally:
-        subprocess.run(
-            ["git", "-C", str(REPO), "worktree", "remove", "--force", str(scratch / "baseline")],
-            capture_output=True,
-        )
+        remove_baseline_tree(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
 
     def summary(outcomes: list[dict]) -> dict:

@@ -32,10 +32,10 @@ import gzip
 import json
 import platform
 import shutil
-import subprocess
-import sys
 import tempfile
 from pathlib import Path
+
+from leaderboard_child import REPO, TEAM, baseline_tree, remove_baseline_tree, run_command
 
 from llm_marl_envs.evaluation.evaluate import Team, evaluate, load_runs
 from llm_marl_envs.evaluation.results import score
@@ -44,32 +44,7 @@ from llm_marl_envs.leaderboard import entry as submission
 from llm_marl_envs.leaderboard.replay import replay_episode
 from llm_marl_envs.rollout.records import EpisodeRecord, TurnRecord
 
-REPO = Path(__file__).resolve().parents[1]
-TEAM = {"0": "scripted", "pioneer_0": "random"}
 TARGET_MIB = 512
-#: Runs ``llm-marl leaderboard add`` with the package found on PYTHONPATH (the editable
-#: install's finder removed, so the baseline's tree is the one imported) and prints, last, its
-#: peak resident set: ``VmHWM`` of this process image (``ru_maxrss`` would count the
-#: benchmark's own memory, inherited at the fork).
-CHILD = (
-    "import json, sys, time\n"
-    "sys.meta_path[:] = [f for f in sys.meta_path\n"
-    "    if not str(getattr(f, '__module__', '')).startswith('__editable__')]\n"
-    "import llm_marl_envs\n"
-    "from llm_marl_envs.cli import main\n"
-    "start = time.perf_counter()\n"
-    "try:\n"
-    "    status = main(sys.argv[1:])\n"
-    "except SystemExit as stop:\n"
-    "    status = stop.code\n"
-    "except BaseException as error:\n"
-    "    status = f'{type(error).__name__}: {str(error)[:120]}'\n"
-    "seconds = time.perf_counter() - start\n"
-    "status_lines = open('/proc/self/status').read().splitlines()\n"
-    "peak = next(int(line.split()[1]) for line in status_lines if line.startswith('VmHWM'))\n"
-    "print(json.dumps({'status': status, 'seconds': seconds, 'peak_kib': peak,\n"
-    "                  'code': llm_marl_envs.__file__}))\n"
-)
 
 
 # --------------------------------------------------------------------------- the cases
@@ -197,34 +172,12 @@ def _size(folder: Path) -> tuple[int, int]:
 
 def run_add(code: Path, folder: Path, board: Path) -> dict:
     argv = ["leaderboard", "add", str(folder), "--board", str(board), "--id", "x"]
-    env = {"PYTHONPATH": str(code), "HF_HUB_OFFLINE": "1", "PATH": "/usr/bin:/bin"}
-    done = subprocess.run(
-        [sys.executable, "-c", CHILD, *argv],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=code,
-        timeout=900,
-    )
-    outcome = json.loads(done.stdout.strip().splitlines()[-1])
-    if not outcome.pop("code").startswith(str(code)):
-        raise SystemExit(f"the child imported llm_marl_envs from outside {code}")
-    said = done.stderr.strip().splitlines()
+    outcome, stderr = run_command(code, argv)
+    said = stderr.strip().splitlines()
     outcome["said"] = (said[-1] if said else "")[:160]
     outcome["peak_mib"] = round(outcome.pop("peak_kib") / 1024, 1)
     outcome["seconds"] = round(outcome["seconds"], 2)
     return outcome
-
-
-def baseline_tree(revision: str, scratch: Path) -> Path:
-    """A checkout of ``revision`` (a git worktree in ``scratch``)."""
-    tree = scratch / "baseline"
-    subprocess.run(
-        ["git", "-C", str(REPO), "worktree", "add", "--detach", str(tree), revision],
-        check=True,
-        capture_output=True,
-    )
-    return tree
 
 
 def main() -> None:
@@ -259,18 +212,7 @@ def main() -> None:
             rows.append(row)
     finally:
         if args.baseline:
-            subprocess.run(
-                [
-                    "git",
-                    "-C",
-                    str(REPO),
-                    "worktree",
-                    "remove",
-                    "--force",
-                    str(scratch / "baseline"),
-                ],
-                capture_output=True,
-            )
+            remove_baseline_tree(scratch)
         shutil.rmtree(scratch, ignore_errors=True)
     report = {
         "machine": f"{platform.machine()}, {platform.python_version()}",

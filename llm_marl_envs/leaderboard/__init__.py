@@ -7,14 +7,18 @@ It stands above :mod:`llm_marl_envs.evaluation` (the harness that writes the res
 reads), which never imports it. Its parts:
 
 * :mod:`.board`: add, verify, override and build, the board's operations;
-* :mod:`.entry`: an entry folder read within its limits (:func:`~.entry.open_entry`);
+* :mod:`.entry`: an entry folder read within its limits (:func:`~.entry.open_entry`), its files
+  through :mod:`.descriptors`; :mod:`.errors`: the board's one error;
 * :mod:`.schema`: the shape of a ``results.json``; :mod:`.rules`: the rules every command
-  applies to an entry, and the listing of a board's entries;
+  applies to an entry, and the listing of a board's entries; :mod:`.copies`: an entry's
+  identity by its content, and the rule against copies;
 * :mod:`.ledger`: what the board found about each entry, known by its content, in an
   append-only, hash-chained, sealed ledger; :mod:`.records`: the board's key, the seal and
   the badge rule;
-* :mod:`.standings`: the site's data (scores, ranks, ties) from the entries;
-* :mod:`.verify`, :mod:`.sampling` and :mod:`.replay`: verification by replaying recorded
+* :mod:`.standings`: the site's data (scores, ranks, ties) from the entries; :mod:`.ranks`: who
+  is ranked, and how;
+* :mod:`.verify`, :mod:`.sampling` (the forger's problem in :mod:`.forgery`), :mod:`.replay`
+  and :mod:`.rescore` (a whole entry scored from its replay): verification by replaying recorded
   actions and regenerating a secret sample; :mod:`.names`: names a visitor can tell apart;
 * :mod:`.site`: the static pages; :mod:`.cli`: ``llm-marl leaderboard``;
 * ``entries/``: the entries that ship with the package.

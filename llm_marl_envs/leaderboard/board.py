@@ -45,7 +45,6 @@ its own (lower bound above its upper bound), the rule LMArena uses.
 
 from __future__ import annotations
 
-import gzip
 import json
 import os
 import secrets
@@ -54,7 +53,7 @@ from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 from llm_marl_envs.evaluation import run_folder
-from llm_marl_envs.evaluation.run_folder import episode_line, slug
+from llm_marl_envs.evaluation.run_folder import slug
 from llm_marl_envs.evaluation.files import (
     folder_flock,
     folder_lock,
@@ -62,8 +61,7 @@ from llm_marl_envs.evaluation.files import (
     remove_stale,
     staging_folder,
 )
-from llm_marl_envs.evaluation.results import item_values, score_items
-from llm_marl_envs.evaluation.suite import Suite, data_hash
+from llm_marl_envs.evaluation.suite import Suite
 from llm_marl_envs.leaderboard import (
     ledger as board_ledger,
     records as board_records,
@@ -75,32 +73,28 @@ from llm_marl_envs.leaderboard.entry import (
     display_name,
     open_entry,
 )
-from llm_marl_envs.leaderboard.replay import first_difference, published, replay_stream
+from llm_marl_envs.leaderboard.copies import COPY_SHARE, clash, copy_of, identity, prints
+from llm_marl_envs.leaderboard.rescore import (  # replay_entry: re-exported
+    replay_entry,
+    score_problems,
+    write_synced,
+)
 from llm_marl_envs.leaderboard.rules import (  # re-exported: the board's public names
-    COPY_SHARE as COPY_SHARE,
     DEFAULT_BOARD as DEFAULT_BOARD,
-    _copy_message,
-    _entry_folders,
-    _is_shipped as _is_shipped,
-    _others,
-    _plays_a_model,
-    _shipped_crossplay as _shipped_crossplay,
     board_meta as board_meta,
     check_result as check_result,
-    copy_of,
     entries,
+    entry_folders,
     entry_problems,
-    identity,
     kind_problem,
     name_taken,
     played_by as played_by,
-    clash,
-    prints,
+    plays_a_model,
     read_ledger,
-    standing,
     same_play as same_play,
     seats,
     shipped_entries,
+    standing,
 )
 from llm_marl_envs.leaderboard.standings import (  # re-exported: the site's rule texts
     TRANSCRIPT_EPISODES as TRANSCRIPT_EPISODES,
@@ -150,7 +144,7 @@ def add_entry(
     with open_entry(folder.resolve()) as entry:
         problems = entry_problems(entry)
         name = display_name(name or entry.results.get("entry") or "")
-        kind = kind or ("model" if _plays_a_model(entry.results) else "baseline")
+        kind = kind or ("model" if plays_a_model(entry.results) else "baseline")
         problems += [p for p in [kind_problem(kind, entry.results)] if p]
         if problems:
             raise LeaderboardError(refused + "; ".join(problems))
@@ -158,33 +152,15 @@ def add_entry(
         entry_id = _new_id(requested, name, board)  # refused early, before the replay
         with ExitStack() as stack:
             tmp = stack.enter_context(_staging(board, requested))
-            rescored, replay, differ = replay_entry(entry, tmp)
-            if differ:
-                shown = differ[:3] + ([f"and {len(differ) - 3} more"] if len(differ) > 3 else [])
-                raise LeaderboardError(
-                    f"{refused}{len(differ)} episode(s) do not replay: " + "; ".join(shown)
-                )
-            problems = _score_problems(entry.results, rescored)
-            if problems:
-                raise LeaderboardError(refused + "; ".join(problems))
-            others = {i: identity(f) for i, f in _others(board).items()}
-            copied = copy_of(entry.suite.label, entry.fingerprints, prints(others))
-            if copied:
-                raise LeaderboardError(_copy_message(folder, copied))
-            stored = {key: entry.results.get(key) for key in ("schema", "entry", "team", "suite")}
-            stored["manifest"] = entry.results["manifest"]
-            stored.update({key: rescored[key] for key in ("complete", "overall", "tasks")})
-            stored["board"] = {"id": entry_id, "name": name, "kind": kind}
-            _write_synced(tmp / run_folder.RESULTS_FILE, json.dumps(stored, indent=1) + "\n")
-            fsync_folder(tmp / run_folder.EPISODES_DIR)
-            fsync_folder(tmp)
+            block = {"id": entry_id, "name": name, "kind": kind}
+            replay, others = _write_replayed(entry, tmp, folder, board, block)
             written = identity(tmp)
             if written is None:
                 raise LeaderboardError(f"{refused}the entry written for it cannot be read back")
             with _board_lock(board):
                 _new_id(requested, name, board)  # again: another add may have taken it
                 ledger = _ledger(board, entry_id)
-                late = {i: identity(f) for i, f in _others(board).items() if i not in others}
+                late = {i: identity(f) for i, f in entries(board).items() if i not in others}
                 problem = clash(ledger, written, {**others, **late})
                 if problem:
                     raise LeaderboardError(f"{folder} cannot join the board: {problem}")
@@ -202,6 +178,38 @@ def add_entry(
     return target
 
 
+def _write_replayed(
+    entry: EntryFolder, tmp: Path, folder: Path, board: Path, block: dict
+) -> tuple[dict, dict]:
+    """Replay ``entry`` (from ``folder``) into the staging folder ``tmp`` and write its
+    ``results.json`` there, scored from the replay, with the ``board`` block (id, name, kind);
+    returns the replay's count and the identities of ``board``'s entries its episodes were
+    found to copy none of. Raises :class:`LeaderboardError` when an episode or a score does
+    not follow from the replay, or the episodes are another entry's."""
+    refused = f"{folder} cannot join the board: "
+    rescored, replay, differ = replay_entry(entry, tmp)
+    if differ:
+        shown = differ[:3] + ([f"and {len(differ) - 3} more"] if len(differ) > 3 else [])
+        raise LeaderboardError(
+            f"{refused}{len(differ)} episode(s) do not replay: " + "; ".join(shown)
+        )
+    problems = score_problems(entry.results, rescored)
+    if problems:
+        raise LeaderboardError(refused + "; ".join(problems))
+    others = {i: identity(f) for i, f in entries(board).items()}
+    copied = copy_of(entry.suite.label, entry.fingerprints, prints(others))
+    if copied:
+        raise LeaderboardError(_copy_message(folder, copied))
+    stored = {key: entry.results.get(key) for key in ("schema", "entry", "team", "suite")}
+    stored["manifest"] = entry.results["manifest"]
+    stored.update({key: rescored[key] for key in ("complete", "overall", "tasks")})
+    stored["board"] = block
+    write_synced(tmp / run_folder.RESULTS_FILE, json.dumps(stored, indent=1) + "\n")
+    fsync_folder(tmp / run_folder.EPISODES_DIR)
+    fsync_folder(tmp)
+    return replay, others
+
+
 @contextmanager
 def _staging(board: Path, requested: str):
     """The hidden folder an ``add`` fills (:func:`~llm_marl_envs.evaluation.files.
@@ -216,6 +224,13 @@ def _staging(board: Path, requested: str):
             prefix = f".tmp-{slug(requested, 'entry')[:40]}-"
             tmp = stack.enter_context(staging_folder(board / "entries", prefix))
         yield tmp
+
+
+def _copy_message(folder: Path, other: str) -> str:
+    return (
+        f"{folder} cannot join the board: its episodes are entry {other!r}'s (the same actions "
+        f"for at least {COPY_SHARE:.0%} of its items); one evaluation is one entry"
+    )
 
 
 def _package_board(board: Path) -> bool:
@@ -259,72 +274,6 @@ def _ledger(board: Path, entry_id: str) -> board_ledger.Ledger:
         raise LeaderboardError(_untrusted(entry_id, error)) from None
 
 
-def replay_entry(entry: EntryFolder, out: Path | None = None) -> tuple[dict, dict, list[str]]:
-    """Replay every episode of the open ``entry`` (streamed: a chunk at a time) and score it
-    from the replay alone: the scores, the replay's count and where episodes differ from their
-    replay (task, item, sample, field). With ``out``, the checked records are written, gzipped,
-    into ``out/episodes`` as they are replayed (what ``add`` publishes): each with the replay's
-    values of what was played and paid (:func:`~llm_marl_envs.leaderboard.replay.published`)."""
-    if out is not None:
-        (out / run_folder.EPISODES_DIR).mkdir()
-    per_task, differ, total = {}, [], 0
-    for task in entry.tasks():
-        per_item: dict[str, dict] = {}
-        with _episodes_writer(out, task.name) as write:
-            group: list = []
-            for (item, sample, record), again, found in replay_stream(task, entry.episodes(task)):
-                total += 1
-                if found:
-                    differ.append(f"task {task.name}, item {item.key} sample {sample}: {found}")
-                if out is not None:  # the replay's values, kept (an entry that differs is refused)
-                    kept = record.to_dict(shallow=True) if found else published(record, again)
-                    line = json.dumps(kept, ensure_ascii=False)
-                    write((episode_line(task, item, sample, line) + "\n").encode("utf-8"))
-                group.append(again)
-                if sample == task.samples - 1:  # the item's last sample (plan order)
-                    per_item[item.key] = item_values(task, group)
-                    group = []
-        if out is not None:
-            meta = {
-                "wall_seconds": entry.meta.get(task.name, {}).get("wall_seconds"),
-                "data_hash": data_hash(task),
-            }
-            _write_synced(run_folder.meta_file(out, task.name), json.dumps(meta) + "\n")
-        per_task[task.name] = (per_item, seats(entry.results)[task.name])
-    rescored = score_items(entry.suite, per_task, entry=str(entry.results.get("entry")), team=None)
-    return rescored, {"replayed": total - len(differ), "episodes": total}, differ
-
-
-@contextmanager
-def _episodes_writer(out: Path | None, task: str):
-    """A function that appends bytes to ``out/episodes/<task>.jsonl.gz`` (fsync-ed at the
-    end), or discards them when ``out`` is None."""
-    if out is None:
-        yield lambda data: None
-        return
-    with open(run_folder.episodes_file(out, task, gz=True), "wb") as raw:
-        with gzip.GzipFile(fileobj=raw, mode="wb", mtime=0) as packed:
-            yield packed.write
-        raw.flush()
-        os.fsync(raw.fileno())
-
-
-def _score_problems(results: dict, rescored: dict) -> list[str]:
-    """Where the scores ``results`` claims differ from the ones its replay gives."""
-    problems = []
-    for name in sorted(set(results["tasks"]) | set(rescored["tasks"])):
-        found = first_difference(
-            results["tasks"].get(name), rescored["tasks"].get(name), f"tasks.{name}"
-        )
-        if found:
-            problems.append(f"task {name}: the scores do not follow from its episodes ({found})")
-    for key in ("overall", "complete"):
-        found = first_difference(results.get(key), rescored[key], key)
-        if found:
-            problems.append(f"{key}: the score does not follow from the episodes ({found})")
-    return problems
-
-
 def _board_lock(board: Path):
     """The board's lock: one process at a time publishes an entry or writes a record (or makes
     the board's key). The lock file holds nothing (the board may be published)."""
@@ -354,7 +303,7 @@ def _new_id(requested: str, name: str, board: Path) -> str:
         raise LeaderboardError(
             f"{entry_id!r} is the id of an entry shipped with the package; choose another --id"
         )
-    taken = {e.casefold() for e in _entry_folders(board / "entries")}
+    taken = {e.casefold() for e in entry_folders(board / "entries")}
     if entry_id.casefold() in taken or (board / "entries" / entry_id).exists():
         raise LeaderboardError(f"the board already has an entry {entry_id!r}; choose --id")
     other = name_taken(name, entries(board))
@@ -364,13 +313,6 @@ def _new_id(requested: str, name: str, board: Path) -> str:
             "another --name"
         )
     return entry_id
-
-
-def _write_synced(path: Path, data: bytes | str) -> None:
-    with open(path, "wb") as handle:
-        handle.write(data.encode("utf-8") if isinstance(data, str) else data)
-        handle.flush()
-        os.fsync(handle.fileno())
 
 
 # --------------------------------------------------------------------------- verify

@@ -20,7 +20,7 @@ to it without following links (``O_NOFOLLOW``) and checked on the open descripto
 a plain file, one link), and then read from that descriptor, so a file swapped for a symlink
 between a check and a read cannot pull an outside file in. The sha256 of every file is taken
 over the bytes that were parsed (:attr:`EntryFolder.hashes`), which is what a verification
-binds.
+binds (the descriptors' pieces: :mod:`~llm_marl_envs.leaderboard.descriptors`).
 
 **Bounded reading.** Limits on bytes and on parsed structure, each refusal one line naming the
 file, the line and the limit (:class:`LeaderboardError`):
@@ -51,7 +51,6 @@ import gzip
 import hashlib
 import json
 import os
-import stat
 import zlib
 from collections.abc import Iterator
 from pathlib import Path
@@ -59,8 +58,17 @@ from typing import Any, NamedTuple
 
 from llm_marl_envs.evaluation import run_folder
 from llm_marl_envs.evaluation.suite import Item, Suite, Task, available_suites, packaged_version
-from llm_marl_envs.leaderboard import schema as _results_shape
 from llm_marl_envs.core.bounded_json import BoundsError, loads
+from llm_marl_envs.leaderboard import schema as _results_shape
+from llm_marl_envs.leaderboard.descriptors import (
+    HashingReader,
+    file_hash,
+    kinds,
+    open_checked,
+    read_bounded,
+    record_lines,
+)
+from llm_marl_envs.leaderboard.errors import LeaderboardError
 from llm_marl_envs.leaderboard.names import display_name as _display_name, name_key, same_name
 from llm_marl_envs.rollout.records import EpisodeRecord
 
@@ -78,6 +86,7 @@ __all__ = [
     "Episode",
     "EntryFolder",
     "LeaderboardError",
+    "claimed_suite",
     "display_name",
     "name_key",
     "open_entry",
@@ -120,15 +129,6 @@ EVAL_WORKING_FILES = run_folder.WORKING_FILES
 TASK_FILE_FORMS = (*run_folder.EPISODE_FORMS, run_folder.META_FORM)
 RESULTS = run_folder.RESULTS_FILE
 
-_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
-_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
-_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
-_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
-
-
-class LeaderboardError(ValueError):
-    """A result that cannot join the board, or an entry that is not there."""
-
 
 class Episode(NamedTuple):
     """One episode of an entry: its item, its sample number and its record."""
@@ -146,101 +146,6 @@ def display_name(text: str) -> str:
         return _display_name(text, MAX_NAME_CHARS)
     except ValueError as error:
         raise LeaderboardError(str(error)) from None
-
-
-# --------------------------------------------------------------------------- descriptors
-def _open(name: str, dir_fd: int | None, where: Path, folder: bool = False) -> int:
-    """``name`` opened relative to ``dir_fd`` without following a link, checked on the
-    descriptor: a plain file with one link, or a folder."""
-    flags = os.O_RDONLY | _NOFOLLOW | _NONBLOCK | _CLOEXEC | (_DIRECTORY if folder else 0)
-    try:
-        fd = os.open(name, flags, dir_fd=dir_fd)
-    except OSError as error:
-        if os.path.islink(where):
-            raise LeaderboardError(
-                f"{where} is a symlink: a submission holds its own files only; copy the file "
-                "in its place"
-            ) from None
-        raise LeaderboardError(f"{where} cannot be read ({error.strerror or error})") from None
-    info = os.fstat(fd)
-    problem = None
-    if folder and not stat.S_ISDIR(info.st_mode):
-        problem = f"{where} is not a folder"
-    elif not folder and not stat.S_ISREG(info.st_mode):
-        problem = f"{where} is not a plain file or folder: remove it"
-    elif not folder and info.st_nlink != 1:
-        problem = (
-            f"{where} is a hard link (one of {info.st_nlink} names of a file): a submission "
-            "holds its own files only; copy the file in its place"
-        )
-    if problem:
-        os.close(fd)
-        raise LeaderboardError(problem)
-    return fd
-
-
-def _kinds(dir_fd: int, where: Path) -> dict[str, str]:
-    """Each entry of the folder open at ``dir_fd``: ``"file"``, ``"folder"``, or refused."""
-    found = {}
-    for name in sorted(os.listdir(dir_fd)):
-        try:
-            mode = os.stat(name, dir_fd=dir_fd, follow_symlinks=False).st_mode
-        except FileNotFoundError:  # gone since the listing: not part of the folder
-            continue
-        if stat.S_ISLNK(mode):
-            raise LeaderboardError(
-                f"{where / name} is a symlink: a submission holds its own files only; copy the "
-                "file in its place"
-            )
-        if stat.S_ISREG(mode):
-            found[name] = "file"
-        elif stat.S_ISDIR(mode):
-            found[name] = "folder"
-        else:
-            raise LeaderboardError(f"{where / name} is not a plain file or folder: remove it")
-    return found
-
-
-def _read_all(fd: int, limit: int, where: Path, what: str) -> bytes:
-    size = os.fstat(fd).st_size
-    if size > limit:
-        raise LeaderboardError(
-            f"{where} is {size:,} bytes, over the limit of {limit:,} bytes ({what})"
-        )
-    with os.fdopen(os.dup(fd), "rb") as handle:
-        data = handle.read(limit + 1)
-    if len(data) > limit:
-        raise LeaderboardError(f"{where} is over the limit of {limit:,} bytes ({what})")
-    return data
-
-
-def _sha256(data: bytes) -> str:
-    return "sha256:" + hashlib.sha256(data).hexdigest()
-
-
-class _Hashing:
-    """A binary reader over a descriptor that hashes every byte it hands out."""
-
-    def __init__(self, fd: int) -> None:
-        self._handle = os.fdopen(os.dup(fd), "rb")
-        self._handle.seek(0)  # a second reading of the file starts at its start too
-        self.digest = hashlib.sha256()
-
-    def read(self, size: int = -1) -> bytes:
-        data = self._handle.read(size)
-        self.digest.update(data)
-        return data
-
-    def readinto(self, buffer) -> int:  # gzip reads through readinto
-        count = self._handle.readinto(buffer)
-        self.digest.update(memoryview(buffer)[:count])
-        return count
-
-    def readable(self) -> bool:
-        return True
-
-    def close(self) -> None:
-        self._handle.close()
 
 
 # --------------------------------------------------------------------------- the folder
@@ -265,7 +170,7 @@ class EntryFolder:
                 raise LeaderboardError(
                     f"no results.json in {path} (no such folder): run llm-marl eval first"
                 )
-            self._fds["."] = _open(str(path), None, path, folder=True)
+            self._fds["."] = open_checked(str(path), None, path, folder=True)
             self._read_folder()
         except BaseException:
             self.close()
@@ -274,7 +179,7 @@ class EntryFolder:
     # ..................................................................... opening
     def _read_folder(self) -> None:
         path, top = self.path, self._fds["."]
-        found = _kinds(top, path)
+        found = kinds(top, path)
         if "crossplay.json" in found:
             raise LeaderboardError(
                 f"{path} is a cross-play result: cross-play cannot be added to a board (the "
@@ -301,16 +206,16 @@ class EntryFolder:
         problem = _results_shape.check(self.results)
         if problem:
             raise LeaderboardError(f"{path / RESULTS}: {problem}")
-        self.suite, self.suite_problem = _claimed_suite(self.results, path)
+        self.suite, self.suite_problem = claimed_suite(self.results, path)
         if found.get("episodes") == "folder":
             self._episode_files()
 
     def _working_folder(self, name: str) -> None:
         """``progress/``: never read, but at most :data:`MAX_PROGRESS_FILES` files, named as
         the harness names them (:data:`~llm_marl_envs.evaluation.run_folder.PROGRESS_FILE`)."""
-        fd = _open(name, self._fds["."], self.path / name, folder=True)
+        fd = open_checked(name, self._fds["."], self.path / name, folder=True)
         try:
-            found = _kinds(fd, self.path / name)
+            found = kinds(fd, self.path / name)
             if len(found) > MAX_PROGRESS_FILES:
                 raise LeaderboardError(f"{self.path / name}: over {MAX_PROGRESS_FILES} files")
             for inner, kind in found.items():
@@ -323,13 +228,13 @@ class EntryFolder:
 
     def _file(self, name: str, limit: int, what: str, folder: str = ".") -> bytes:
         where = self.path / name if folder == "." else self.path / folder / name
-        fd = _open(name, self._fds[folder], where)
+        fd = open_checked(name, self._fds[folder], where)
         try:
-            data = _read_all(fd, limit, where, what)
+            data = read_bounded(fd, limit, where, what)
         finally:
             os.close(fd)
         relative = name if folder == "." else f"{folder}/{name}"
-        self.hashes[relative] = _sha256(data)
+        self.hashes[relative] = file_hash(data)
         return data
 
     @staticmethod
@@ -341,9 +246,9 @@ class EntryFolder:
 
     def _episode_files(self) -> None:
         where = self.path / "episodes"
-        self._fds["episodes"] = fd = _open("episodes", self._fds["."], where, folder=True)
+        self._fds["episodes"] = fd = open_checked("episodes", self._fds["."], where, folder=True)
         tasks = {task.name for task in self.suite.tasks}
-        for name, kind in _kinds(fd, where).items():
+        for name, kind in kinds(fd, where).items():
             task, _, form = name.partition(".")
             if kind != "file" or task not in tasks or form not in TASK_FILE_FORMS:
                 known = f"{self.suite.label} has tasks {', '.join(sorted(tasks))}"
@@ -362,7 +267,7 @@ class EntryFolder:
             else:
                 self.files[task] = name
         for name in self.files.values():
-            self._fds[f"episodes/{name}"] = _open(name, fd, where / name)
+            self._fds[f"episodes/{name}"] = open_checked(name, fd, where / name)
 
     def _meta(self, data: bytes, where: Path) -> dict:
         meta = self._json(data, where, 1_000)
@@ -393,33 +298,13 @@ class EntryFolder:
         name = self.files[task.name]
         where = self.path / "episodes" / name
         plan = task.episode_plan()
-        raw = _Hashing(self._fds[f"episodes/{name}"])
+        raw = HashingReader(self._fds[f"episodes/{name}"])
         prints: list[str] = []
         content = hashlib.sha256()
         try:
             handle = gzip.GzipFile(fileobj=raw, mode="rb") if name.endswith(".gz") else raw
-            position = blank = unpacked = number = 0
-            reader = _lines(handle, where)
-            for number, line in reader:
-                unpacked += len(line)
-                self._budget -= len(line)
-                if unpacked > MAX_EPISODE_FILE_BYTES:
-                    raise LeaderboardError(
-                        f"{where}: over the limit of {MAX_EPISODE_FILE_BYTES:,} bytes unpacked "
-                        "for one task's episodes (MAX_EPISODE_FILE_BYTES)"
-                    )
-                if self._budget < 0:
-                    raise LeaderboardError(
-                        f"{self.path}: over the limit of {MAX_ENTRY_BYTES:,} bytes unpacked for "
-                        "a whole entry (MAX_ENTRY_BYTES)"
-                    )
-                if not line.strip():
-                    blank += 1
-                    if blank > MAX_BLANK_LINES:
-                        raise LeaderboardError(
-                            f"{where} line {number}: more than {MAX_BLANK_LINES} blank lines"
-                        )
-                    continue
+            position = 0
+            for number, line in self._lines(handle, where):
                 if position >= len(plan):
                     raise LeaderboardError(
                         f"{where} line {number}: more episodes than the plan's {len(plan)} "
@@ -447,6 +332,32 @@ class EntryFolder:
         self.hashes[f"episodes/{name}"] = "sha256:" + raw.digest.hexdigest()
         self.fingerprints[task.name] = prints
         self.contents[task.name] = "sha256:" + content.hexdigest()
+
+    def _lines(self, handle, where: Path) -> Iterator[tuple[int, bytes]]:
+        """(line number, line) for each non-blank line of an episodes file, within the limits:
+        one record, the task's file and the whole entry unpacked, and the blank lines."""
+        blank = unpacked = 0
+        for number, line in record_lines(handle, where, MAX_RECORD_BYTES):
+            unpacked += len(line)
+            self._budget -= len(line)
+            if unpacked > MAX_EPISODE_FILE_BYTES:
+                raise LeaderboardError(
+                    f"{where}: over the limit of {MAX_EPISODE_FILE_BYTES:,} bytes unpacked "
+                    "for one task's episodes (MAX_EPISODE_FILE_BYTES)"
+                )
+            if self._budget < 0:
+                raise LeaderboardError(
+                    f"{self.path}: over the limit of {MAX_ENTRY_BYTES:,} bytes unpacked for "
+                    "a whole entry (MAX_ENTRY_BYTES)"
+                )
+            if not line.strip():
+                blank += 1
+                if blank > MAX_BLANK_LINES:
+                    raise LeaderboardError(
+                        f"{where} line {number}: more than {MAX_BLANK_LINES} blank lines"
+                    )
+                continue
+            yield number, line
 
     def _episode(self, line: bytes, where: str, task: Task, plan: list, position: int) -> Episode:
         data = self._json(line, where, MAX_RECORD_VALUES)
@@ -503,42 +414,6 @@ class EntryFolder:
         self.close()
 
 
-def _lines(handle, where: Path) -> Iterator[tuple[int, bytes]]:
-    """(line number, line) for each line of ``handle``, refusing one over the record limit
-    before it is read whole."""
-    number = 0
-    buffered = handle if hasattr(handle, "readline") else None
-    reader = buffered or _LineReader(handle)
-    while line := reader.readline(MAX_RECORD_BYTES + 1):
-        number += 1
-        if len(line) > MAX_RECORD_BYTES:
-            raise LeaderboardError(
-                f"{where} line {number}: an episode record over the limit of "
-                f"{MAX_RECORD_BYTES:,} bytes (MAX_RECORD_BYTES)"
-            )
-        yield number, line
-
-
-class _LineReader:
-    """``readline(limit)`` over a reader that only has ``read`` (the hashing reader of a plain
-    ``.jsonl`` file)."""
-
-    def __init__(self, raw: _Hashing) -> None:
-        self._raw = raw
-        self._buffer = b""
-
-    def readline(self, limit: int) -> bytes:
-        while b"\n" not in self._buffer and len(self._buffer) < limit:
-            chunk = self._raw.read(2**16)
-            if not chunk:
-                break
-            self._buffer += chunk
-        end = self._buffer.find(b"\n")
-        cut = min(limit, len(self._buffer)) if end < 0 else min(end + 1, limit)
-        line, self._buffer = self._buffer[:cut], self._buffer[cut:]
-        return line
-
-
 def _misplaced(said: str, task: Task, plan: list, position: int, key: Any, sample: Any) -> str:
     """Why a line is not the plan's next episode."""
     keys = {item.key for item in task.items}
@@ -562,7 +437,7 @@ def _played(episode: Episode) -> bytes:
     return json.dumps([episode.item.key, episode.sample, actions]).encode() + b"\n"
 
 
-def _claimed_suite(results: dict, folder: Path) -> tuple[Suite, str | None]:
+def claimed_suite(results: dict, folder: Path) -> tuple[Suite, str | None]:
     """The packaged suite (version) ``results`` claims, and why its hash is not this
     package's (None: it is)."""
     meta = results["suite"]

@@ -351,26 +351,12 @@ def badge(
     override failed; a failure sticks until an override."""
     verifications = [e for e in events if e.get("event") == "verification"]
     overrides = [e for e in events if e.get("event") == "override"]
-    last_override = max(
-        (i for i, e in enumerate(events) if e.get("event") == "override"), default=-1
-    )
     failed = [e for e in verifications if e.get("verified") is not True]
-    sticking = [
-        e
-        for i, e in enumerate(events)
-        if i > last_override and e.get("event") == "verification" and e.get("verified") is not True
-    ]
-    replayed = [
-        e
-        for e in events
-        if e.get("event") in ("added", "verification")
-        and (hashes is None or e.get("files") == dict(hashes))
-        and isinstance(e.get("replay"), dict)
-    ]
+    sticking = _sticking(events)
     shown: dict[str, Any] = {
         "verified": None,
         "problems": [],
-        "replay": replayed[-1]["replay"] if replayed else None,
+        "replay": _last_replay(events, hashes),
         "verifications": len(verifications),
         "failed": len(failed),
         "overrides": [{"at": o.get("at"), "reason": o.get("reason")} for o in overrides],
@@ -400,6 +386,32 @@ def badge(
     else:
         shown["verified"] = True
     return shown
+
+
+def _sticking(events: list[dict]) -> list[dict]:
+    """The failed verifications since the latest override (all of them when there is none):
+    a failure sticks until an override."""
+    last_override = max(
+        (i for i, e in enumerate(events) if e.get("event") == "override"), default=-1
+    )
+    return [
+        e
+        for i, e in enumerate(events)
+        if i > last_override and e.get("event") == "verification" and e.get("verified") is not True
+    ]
+
+
+def _last_replay(events: list[dict], hashes: Mapping[str, str] | None) -> dict | None:
+    """The ``replay`` of the latest event (an add or a verification) that replayed files
+    hashing to ``hashes`` (None: any files)."""
+    replayed = [
+        e
+        for e in events
+        if e.get("event") in ("added", "verification")
+        and (hashes is None or e.get("files") == dict(hashes))
+        and isinstance(e.get("replay"), dict)
+    ]
+    return replayed[-1]["replay"] if replayed else None
 
 
 def _strong(sample: Any, power: float, gain: float) -> bool:

@@ -16,7 +16,7 @@ pull-request route) meets the same rules as one that came through ``add``:
   visitor could not tell apart from another entry's (:func:`name_taken`), the same content
   (its :class:`Identity`'s digest), or, for at least :data:`COPY_SHARE` of its episodes, the
   same actions for the same item as an entry on the board or one the ledger recorded
-  (:func:`clash`, :func:`copy_of`).
+  (:func:`clash`, :func:`copy_of`: :mod:`~llm_marl_envs.leaderboard.copies`).
 
 The team an entry shows is the seats its manifest lists (:func:`seats`, :func:`played_by`):
 what the replay used and a verification regenerated with, never ``results.json``'s own
@@ -28,19 +28,31 @@ from __future__ import annotations
 import json
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping
 from contextlib import closing
 from importlib import resources
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.evaluation.run_folder import RESULTS_FILE
 from llm_marl_envs.evaluation.suite import Suite, Task, data_hash, packaged_version
 from llm_marl_envs.leaderboard import ledger as board_ledger, records as board_records
+
+# An entry's identity by its content and the rule against copies live in copies.py; their
+# names stay importable from here, where they were.
+from llm_marl_envs.leaderboard.copies import (
+    COPY_SHARE as COPY_SHARE,
+    Identity as Identity,
+    clash as clash,
+    copy_of as copy_of,
+    fingerprints as fingerprints,
+    identity as identity,
+    prints as prints,
+)
 from llm_marl_envs.leaderboard.entry import (
     EntryFolder,
     LeaderboardError,
+    claimed_suite,
     display_name,
     open_entry,
     same_name,
@@ -88,12 +100,12 @@ def entries(board: str | Path | None = DEFAULT_BOARD, shipped: bool = True) -> d
     ``results.json``; what is in them is checked by whoever reads them). A board entry never
     replaces or shadows a shipped one: one whose id is a shipped entry's (in any case) is left
     out, with a warning."""
-    found = _entry_folders(shipped_entries()) if shipped else {}
-    protected = {entry_id.casefold() for entry_id in _entry_folders(shipped_entries())}
+    found = entry_folders(shipped_entries()) if shipped else {}
+    protected = {entry_id.casefold() for entry_id in entry_folders(shipped_entries())}
     added = Path(board) / "entries" if board else None
     if added is not None and added.resolve() == shipped_entries().resolve():
         added = None  # the package's own board (scripts/ship_leaderboard_entries.py)
-    for entry_id, folder in _entry_folders(added).items():
+    for entry_id, folder in entry_folders(added).items():
         if entry_id.casefold() in protected:
             warnings.warn(f"{folder} left out: {entry_id!r} is a shipped entry's id", stacklevel=2)
         else:
@@ -101,7 +113,9 @@ def entries(board: str | Path | None = DEFAULT_BOARD, shipped: bool = True) -> d
     return found
 
 
-def _entry_folders(folder: Path | None) -> dict[str, Path]:
+def entry_folders(folder: Path | None) -> dict[str, Path]:
+    """Entry id -> folder of the entries in ``folder`` (an ``entries/`` folder; none when it is
+    missing): the sub-folders with an id's name and a ``results.json``, by name."""
     if folder is None or not folder.is_dir():
         return {}
     return {
@@ -111,7 +125,8 @@ def _entry_folders(folder: Path | None) -> dict[str, Path]:
     }
 
 
-def _is_shipped(folder: Path) -> bool:
+def is_shipped(folder: Path) -> bool:
+    """Whether ``folder`` is an entry that ships with the package."""
     return folder.parent == shipped_entries()
 
 
@@ -120,9 +135,7 @@ def check_result(results: dict, folder: Path) -> tuple[Suite, list[str]]:
     """The suite ``results`` claims (one of this package's, name and version) and why it
     cannot join that suite's board: a suite hash, an env spec hash, a data hash or generation
     settings that are not this package's (empty: it may)."""
-    from llm_marl_envs.leaderboard.entry import _claimed_suite
-
-    suite, problem = _claimed_suite(results, folder)
+    suite, problem = claimed_suite(results, folder)
     if problem:
         return suite, [problem]
     problems = []
@@ -223,7 +236,8 @@ def played_by(results: dict) -> list[str]:
     return specs
 
 
-def _plays_a_model(results: dict) -> bool:
+def plays_a_model(results: dict) -> bool:
+    """Whether some seat of the entry loads a model (a policy spec not in :data:`NOT_MODELS`)."""
     return any(spec not in NOT_MODELS for spec in played_by(results))
 
 
@@ -232,7 +246,7 @@ def kind_problem(kind: str, results: dict) -> str | None:
     ``trained`` entry has a model in some seat."""
     if kind not in KINDS:
         return f"kind {kind!r} is not one of {', '.join(KINDS)}"
-    if kind in ("model", "trained") and not _plays_a_model(results):
+    if kind in ("model", "trained") and not plays_a_model(results):
         return (
             f"kind {kind} needs a model in some seat; this team is "
             f"{', '.join(played_by(results))} (give --kind baseline)"
@@ -248,7 +262,7 @@ def board_meta(entry: EntryFolder, entry_id: str) -> tuple[str, str]:
     block = results.get("board")
     if block is None:
         name = display_name(results.get("entry") or entry_id)
-        return name, "model" if _plays_a_model(results) else "baseline"
+        return name, "model" if plays_a_model(results) else "baseline"
     if block["id"] != entry_id:
         raise LeaderboardError(
             f"{folder}: its results.json is entry {block['id'][:80]!r}, not {entry_id!r} "
@@ -276,11 +290,7 @@ def entry_problems(entry: EntryFolder) -> list[str]:
     return problems + _seat_problems(entry)
 
 
-# --------------------------------------------------------------------------- names, copies
-def _others(board: Path | None, but: str | None = None) -> dict[str, Path]:
-    return {i: f for i, f in entries(board).items() if i != but}
-
-
+# --------------------------------------------------------------------------- names, order
 def _shown_name(folder: Path, entry_id: str) -> str | None:
     """The name an entry shows (None: a folder that cannot be read)."""
     try:
@@ -300,142 +310,6 @@ def name_taken(name: str, others: Mapping[str, Path]) -> str | None:
     return None
 
 
-#: The share of its episodes an entry may have in common with another entry (the same item,
-#: sample and actions) before it is that entry's copy.
-COPY_SHARE = 0.9
-
-
-@dataclass(frozen=True)
-class Identity:
-    """What an entry folder is, by its content: its suite label, its digest
-    (:func:`~llm_marl_envs.leaderboard.ledger.digest`), each task's episode fingerprints (one
-    per episode, in plan order: a hash of its item, sample and actions) and its files' hashes."""
-
-    suite: str
-    digest: str
-    fingerprints: dict[str, list[str]]
-    hashes: dict[str, str]
-
-
-def identity(folder: Path, strict: bool = False) -> Identity | None:
-    """The :class:`Identity` of the entry in ``folder`` (every episode read); None when it
-    cannot be read (``strict``: the reader's error, naming why)."""
-    try:
-        with open_entry(folder) as entry:
-            for task in entry.tasks():
-                for _ in entry.episodes(task):
-                    pass
-            return Identity(
-                entry.suite.label,
-                board_ledger.digest(entry),
-                dict(entry.fingerprints),
-                dict(entry.hashes),
-            )
-    except (LeaderboardError, OSError):
-        if strict:
-            raise
-        return None
-
-
-def fingerprints(folder: Path) -> tuple[str, dict[str, list[str]]] | None:
-    """The suite label and each task's episode fingerprints of the entry in ``folder``
-    (:class:`Identity`); None when it cannot be read."""
-    found = identity(folder)
-    return (found.suite, found.fingerprints) if found else None
-
-
-def copy_of(
-    label: str,
-    mine: Mapping[str, Sequence[str]],
-    others: Iterable[tuple[str, tuple[str, Mapping[str, Sequence[str]]] | None]],
-) -> str | None:
-    """The first of ``others`` (id, (suite label, fingerprints)) on the same suite version with
-    which ``mine`` shares at least :data:`COPY_SHARE` of its episodes (the same actions for the
-    same item and sample): ``mine`` is a copy of it, whole, in part, or with a few actions
-    touched up."""
-    total = sum(len(prints) for prints in mine.values())
-    if not total:
-        return None
-    for other, theirs in others:
-        if not theirs or theirs[0] != label:
-            continue
-        same = sum(
-            a == b
-            for task, prints in mine.items()
-            for a, b in zip(prints, theirs[1].get(task, ()), strict=False)
-        )
-        if same >= COPY_SHARE * total:
-            return other
-    return None
-
-
-def prints(found: dict[str, Identity | None]):
-    return ((i, (f.suite, f.fingerprints) if f else None) for i, f in found.items())
-
-
-def clash(
-    ledger: board_ledger.Ledger,
-    mine: Identity,
-    live: dict[str, Identity | None],
-    on_board: set[str] | None = None,
-    entry_id: str | None = None,
-) -> str | None:
-    """Why content ``mine`` (the entry ``entry_id``) cannot stand beside ``live`` entries
-    (None: it can): it is one of them (the same digest), a copy of one (:func:`copy_of`), or a
-    copy of an entry the ledger recorded whose content is no longer on the board (``on_board``:
-    the digests of every folder there; default ``live``'s). The very content of a removed
-    entry may come back (its record follows it); a near-copy of it, or an edited entry, may
-    not, until a maintainer's override accepts that content."""
-    for other, theirs in live.items():
-        if theirs is not None and theirs.digest == mine.digest:
-            return (
-                f"its content is entry {other!r}'s (the same digest); one evaluation is one entry"
-            )
-    copied = copy_of(mine.suite, mine.fingerprints, prints(live))
-    if copied:
-        return (
-            f"its episodes are entry {copied!r}'s (the same actions for at least "
-            f"{COPY_SHARE:.0%} of its items); one evaluation is one entry"
-        )
-    if any(e.get("event") == "override" for e in ledger.events(mine.digest)):
-        return None  # a maintainer accepted this content as it is, saying why
-    if on_board is None:
-        on_board = {f.digest for f in live.values() if f is not None}
-    gone = {
-        digest: block
-        for digest, block in ledger.recorded().items()
-        if digest not in on_board and digest != mine.digest and block["fingerprints"]
-    }
-    copied = copy_of(
-        mine.suite,
-        mine.fingerprints,
-        ((d, (b.get("suite"), b["fingerprints"])) for d, b in gone.items()),
-    )
-    if copied is None:
-        return None
-    block = gone[copied]
-    where = f"ledger line {block['position']}"
-    if entry_id is not None and block["entry"] == entry_id:
-        return (
-            f"its content changed since the board recorded it ({where}): the ledger's record "
-            "of an entry follows the content it holds; put that content back, or a maintainer "
-            f"who knows why accepts this one: llm-marl leaderboard override {entry_id} --reason "
-            "TEXT"
-        )
-    return (
-        f"its episodes are those of entry {block['entry']!r} ({where}, no longer on the "
-        f"board): the same actions for at least {COPY_SHARE:.0%} of its items; a removed "
-        "entry's record follows its content"
-    )
-
-
-def _copy_message(folder: Path, other: str) -> str:
-    return (
-        f"{folder} cannot join the board: its episodes are entry {other!r}'s (the same actions "
-        f"for at least {COPY_SHARE:.0%} of its items); one evaluation is one entry"
-    )
-
-
 def read_ledger(board: Path | None) -> board_ledger.Ledger:
     """The board's ledger (:func:`~llm_marl_envs.leaderboard.ledger.read`; empty for no
     board), or a :class:`~llm_marl_envs.leaderboard.ledger.LedgerError` saying why it is not
@@ -451,7 +325,7 @@ def standing(ledger: board_ledger.Ledger, entry_id: str, folder: Path, digest: s
     was first recorded, then content the ledger never saw, by digest. Of two folders with the
     same content, the one under the id the ledger last recorded for it comes first. Nothing a
     submitter can edit (a name, an id, a folder's name, a date) moves an entry."""
-    if _is_shipped(folder):
+    if is_shipped(folder):
         return (0, 0, "", entry_id)
     position = ledger.position(digest)
     if position is not None:
@@ -459,7 +333,7 @@ def standing(ledger: board_ledger.Ledger, entry_id: str, folder: Path, digest: s
     return (2, 0, digest or "~", entry_id)
 
 
-def _shipped_crossplay(suite: Suite) -> dict:
+def shipped_crossplay(suite: Suite) -> dict:
     """The cross-play that ships with the package. A cross-play file in a board folder is never
     read: cross-play cannot be added to a board (``add`` refuses it), so nothing unchecked
     overrides the shipped matrix."""

@@ -62,12 +62,18 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
-from fractions import Fraction
-from typing import TYPE_CHECKING, TypeVar
+from typing import TypeVar
 
-if TYPE_CHECKING:
-    import numpy as np
+from llm_marl_envs.leaderboard.forgery import (  # EXACT_STATES, GRID: importable here, as before
+    EXACT_STATES as EXACT_STATES,
+    GRID as GRID,
+    Number,
+    drawn_counts,
+    plan_power,
+    prepare,
+    rational,
+    solve,
+)
 
 __all__ = [
     "EXACT_STATES",
@@ -81,18 +87,6 @@ __all__ = [
 ]
 
 T = TypeVar("T")
-#: A weight or a gain: a float, or an exact ``int`` or ``Fraction``.
-Number = int | float | Fraction
-
-#: The largest number of exact weight units (``X / u``) the exact computation uses; beyond it
-#: the weights are quantised (rounded up) to a grid of ``GRID`` units per ``X``.
-EXACT_STATES = 20_000
-#: Units per gain ``X`` of the quantised computation.
-GRID = 4_096
-#: A float weight is read as the simplest fraction this close to it (relative), ...
-_RATIONAL_TOLERANCE = 4e-16
-#: ... of denominator at most this.
-_RATIONAL_DENOMINATOR = 10**9
 
 
 # --------------------------------------------------------------------------- one task
@@ -112,190 +106,6 @@ def miss(size: int, drawn: int, forged: int) -> float:
     for i in range(forged):
         chance *= (size - drawn - i) / (size - i)
     return chance
-
-
-def _log_miss(size: int, drawn: int, most: int) -> np.ndarray:
-    """``log miss(size, drawn, k)`` for ``k = 0 .. min(most, size - drawn)`` (the ``k`` whose
-    miss is not 0), as cumulative sums of ``log1p(-drawn / (size - i))``."""
-    import numpy as np
-
-    top = min(most, size - drawn)
-    steps = np.log1p(-drawn / (size - np.arange(top, dtype=np.float64)))
-    return np.concatenate(([0.0], np.cumsum(steps)))
-
-
-# --------------------------------------------------------------------------- the forger's problem
-def _rational(value: Number) -> Fraction:
-    """``value`` as a fraction: exact for ``int`` and ``Fraction``; a float as the simplest
-    fraction within a few units in its last place (``1 / 112`` gives ``1/112``), or exactly."""
-    if isinstance(value, (int, Fraction)):
-        return Fraction(value)
-    exact = Fraction(value)
-    simple = exact.limit_denominator(_RATIONAL_DENOMINATOR)
-    return simple if abs(simple - exact) <= abs(exact) * _RATIONAL_TOLERANCE else exact
-
-
-@dataclass(frozen=True)
-class _Plan:
-    """The forger's problem, independent of the allocation: the tasks in the order the dynamic
-    programme visits them (the one with the most useful forgeries last), their sizes, and for
-    each ``k = 0 .. most`` the state units that ``k`` forged episodes add (capped at
-    ``target``, the units of the gain)."""
-
-    tasks: tuple[str, ...]
-    sizes: tuple[int, ...]
-    steps: tuple[np.ndarray, ...]
-    target: int
-    exact: bool
-    reachable: bool
-
-
-def _plan(
-    sizes: Mapping[str, int], weights: Mapping[str, Number], gain: Number, grid: int | None
-) -> _Plan:
-    """Measure the weights in integer units of the gain: exact units when they are few enough
-    (and ``grid`` is None), else ``grid`` units per gain with each task's forged weight
-    rounded up (see the module docstring)."""
-    import numpy as np
-
-    names = list(sizes)
-    for task in names:
-        if sizes[task] < 0 or weights[task] < 0:
-            raise ValueError(f"task {task!r}: a size and a weight must be >= 0")
-    exact_weights = {task: _rational(weights[task]) for task in names}
-    target_gain = _rational(gain)
-    live = [task for task in names if sizes[task] > 0 and exact_weights[task] > 0]
-    reachable = sum(sizes[t] * exact_weights[t] for t in names) >= target_gain
-    if target_gain <= 0 or not live:
-        # Forging nothing already "reaches" a gain <= 0; with no live task nothing else helps.
-        empty = tuple(np.zeros(1, dtype=np.int64) for _ in names)
-        return _Plan(tuple(names), tuple(sizes[t] for t in names), empty, 0, True, reachable)
-
-    denominator = math.lcm(*(exact_weights[t].denominator for t in live))
-    numerators = {
-        t: exact_weights[t].numerator * (denominator // exact_weights[t].denominator) for t in live
-    }
-    common = math.gcd(*numerators.values())
-    exact_target = math.ceil(target_gain * denominator / common)
-    exact = grid is None and exact_target <= EXACT_STATES
-    steps: dict[str, np.ndarray] = {}
-    if exact:
-        target = exact_target
-        for task in names:
-            unit = numerators.get(task, 0) // common
-            most = min(sizes[task], -(-target // unit)) if unit else 0
-            steps[task] = np.minimum(np.arange(most + 1, dtype=np.int64) * unit, target)
-    else:
-        target = GRID if grid is None else grid
-        for task in names:
-            if task not in numerators:
-                steps[task] = np.zeros(1, dtype=np.int64)
-                continue
-            # k forged episodes weigh k w / gain * target units, rounded up: ceil(k p / q).
-            ratio = Fraction(weights[task]) * target / Fraction(gain)
-            p, q = ratio.numerator, ratio.denominator
-            most = min(sizes[task], -(-target * q // p))
-            units = [min(-(-k * p // q), target) for k in range(most + 1)]
-            steps[task] = np.array(units, dtype=np.int64)
-    # Visit the task with the most useful forgeries last: its step is a vectorised look-up.
-    last = max(range(len(names)), key=lambda i: (len(steps[names[i]]), -i))
-    order = [*names[:last], *names[last + 1 :], names[last]]
-    return _Plan(
-        tuple(order),
-        tuple(sizes[t] for t in order),
-        tuple(steps[t] for t in order),
-        target,
-        exact,
-        reachable,
-    )
-
-
-def _drawn_counts(plan: _Plan, drawn: Mapping[str, int]) -> tuple[int, ...]:
-    """The allocation in the plan's task order (0 for a task ``drawn`` leaves out)."""
-    unknown = set(drawn) - set(plan.tasks)
-    if unknown:
-        raise ValueError(f"drawn names tasks without a size: {sorted(unknown)}")
-    counts = tuple(drawn.get(task, 0) for task in plan.tasks)
-    for task, size, count in zip(plan.tasks, plan.sizes, counts, strict=True):
-        if not 0 <= count <= size:
-            raise ValueError(f"task {task!r}: cannot draw {count} of {size} episodes")
-    return counts
-
-
-def _solve(plan: _Plan, counts: tuple[int, ...], track: bool) -> tuple[float, list[int] | None]:
-    """The largest log-miss of a forgery reaching the target, and (``track``) the forgery
-    that attains it (ties: the fewest forged episodes in the later tasks, then the lowest
-    state), or ``None`` when every forgery reaching the target is caught for certain.
-
-    ``best[s]`` is the largest log-miss over the tasks visited so far of a forgery that has
-    gathered ``s`` units (``target``: at least that many). Adding ``k`` forged episodes of the
-    next task moves ``s`` to ``min(s + step[k], target)`` and adds ``log miss(k)``.
-    """
-    import numpy as np
-
-    target = plan.target
-    best = np.full(target + 1, -np.inf)
-    best[0] = 0.0
-    choices: list[tuple[np.ndarray, np.ndarray] | None] = []
-    for size, count, step in zip(plan.sizes[:-1], counts[:-1], plan.steps[:-1], strict=True):
-        log_miss = _log_miss(size, count, len(step) - 1)
-        if len(log_miss) == 1:
-            choices.append(None)  # only k = 0: the states are unchanged
-            continue
-        new = best.copy()  # k = 0
-        taken = np.zeros(target + 1, dtype=np.int64) if track else None
-        source = np.arange(target + 1, dtype=np.int64) if track else None
-        for k in range(1, len(log_miss)):
-            shift = int(step[k])
-            candidate = best + log_miss[k]
-            if shift < target:
-                moved, current = candidate[: target - shift], new[shift:target]
-                if track:
-                    better = np.nonzero(moved > current)[0]
-                    taken[shift + better] = k
-                    source[shift + better] = better
-                np.maximum(current, moved, out=current)
-            tail = candidate[target - shift :]
-            j = int(tail.argmax())
-            if tail[j] > new[target]:
-                new[target] = tail[j]
-                if track:
-                    taken[target] = k
-                    source[target] = target - shift + j
-        best = new
-        choices.append((taken, source) if track else None)
-
-    if not plan.tasks:
-        value = float(best[target])
-        return value, ([] if value > -np.inf else None)
-    # The last task: the best state at or above target - step[k], for every k at once.
-    log_miss = _log_miss(plan.sizes[-1], counts[-1], len(plan.steps[-1]) - 1)
-    step = plan.steps[-1][: len(log_miss)]
-    suffix = np.maximum.accumulate(best[::-1])[::-1]
-    values = suffix[target - step] + log_miss
-    last = int(values.argmax())
-    value = float(values[last])
-    if not track or value == -np.inf:
-        return value, None
-    forged = [0] * len(plan.tasks)
-    forged[-1] = last
-    start = target - int(step[last])
-    state = start + int(best[start:].argmax())
-    for index in reversed(range(len(plan.tasks) - 1)):
-        choice = choices[index]
-        if choice is not None:
-            forged[index] = int(choice[0][state])
-            state = int(choice[1][state])
-    assert state == 0, "the forgery must trace back to nothing forged"
-    return value, forged
-
-
-def _power(plan: _Plan, counts: tuple[int, ...]) -> float:
-    """``power(n, X)`` of a prepared problem: ``1 - exp(largest log-miss)``."""
-    if not plan.reachable:
-        return 1.0
-    value, _ = _solve(plan, counts, track=False)
-    return -math.expm1(value)
 
 
 # --------------------------------------------------------------------------- public
@@ -318,8 +128,8 @@ def catch_power(
     only understate the power. ``1.0`` when no forgery reaches ``gain``; ``0.0`` when
     ``gain <= 0`` (forging nothing reaches it, and is never caught).
     """
-    plan = _plan(sizes, weights, gain, _grid)
-    return _power(plan, _drawn_counts(plan, drawn))
+    plan = prepare(sizes, weights, gain, _grid)
+    return plan_power(plan, drawn_counts(plan, drawn))
 
 
 def worst_forgery(
@@ -339,17 +149,17 @@ def worst_forgery(
     forged, heaviest weight first, only as many episodes of the last as the gain needs.
     Raises ``ValueError`` when no forgery reaches ``gain``.
     """
-    plan = _plan(sizes, weights, gain, _grid)
+    plan = prepare(sizes, weights, gain, _grid)
     if not plan.reachable:
         raise ValueError(f"no forgery reaches a gain of {gain}: forging everything gains less")
-    _, forged = _solve(plan, _drawn_counts(plan, drawn), track=True)
+    _, forged = solve(plan, drawn_counts(plan, drawn), track=True)
     if forged is not None:
         by_task = dict(zip(plan.tasks, forged, strict=True))
         return {task: by_task[task] for task in sizes}
-    spread, left = dict.fromkeys(sizes, 0), _rational(gain)
+    spread, left = dict.fromkeys(sizes, 0), rational(gain)
     names = list(sizes)
-    for task in sorted(names, key=lambda t: (-_rational(weights[t]), names.index(t))):
-        weight = _rational(weights[task])
+    for task in sorted(names, key=lambda t: (-rational(weights[t]), names.index(t))):
+        weight = rational(weights[task])
         if left <= 0 or weight <= 0:
             break
         spread[task] = min(sizes[task], math.ceil(left / weight))
@@ -373,13 +183,13 @@ def allocate(
     to remove more from the others (:func:`_improve`). Every episode when even that is needed
     (or not enough: ``gain <= 0``, ``power > 1``).
     """
-    plan = _plan(sizes, weights, gain, None)
+    plan = prepare(sizes, weights, gain, None)
     floor = {task: max(0, min(minimum, size)) for task, size in sizes.items()}
     full = dict(sizes)
-    rate = {task: float(_rational(weights[task])) for task in sizes}
+    rate = {task: float(rational(weights[task])) for task in sizes}
 
     def power_of(counts: Mapping[str, int]) -> float:
-        return _power(plan, _drawn_counts(plan, counts))
+        return plan_power(plan, drawn_counts(plan, counts))
 
     def meets(counts: Mapping[str, int]) -> bool:
         return power_of(counts) >= power
@@ -397,7 +207,7 @@ def allocate(
 
     # Forging nothing in a task of weight 0 gains nothing, so its draws never matter.
     limit = {task: size if rate[task] > 0 else floor[task] for task, size in sizes.items()}
-    low, high = 0.0, -math.log(max(1.0 - power, 1e-12)) / max(float(_rational(gain)), 1e-12)
+    low, high = 0.0, -math.log(max(1.0 - power, 1e-12)) / max(float(rational(gain)), 1e-12)
     while not meets(continuous(high)):
         if continuous(high) == limit:
             break  # as good as drawing everything, which meets the power

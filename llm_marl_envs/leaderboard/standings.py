@@ -32,16 +32,21 @@ from typing import Any
 
 from llm_marl_envs.evaluation.metrics import item_value, metric_info
 from llm_marl_envs.evaluation.results import item_values, score_items
-from llm_marl_envs.evaluation.stats import Interval, tie_ranks
 from llm_marl_envs.evaluation.suite import Suite, load_suite, packaged_version
 from llm_marl_envs.leaderboard import (
+    copies,
     ledger as board_ledger,
     records as board_records,
     rules as board_rules,
     verify as verification,
 )
 from llm_marl_envs.leaderboard.entry import EntryFolder, LeaderboardError, open_entry
-from llm_marl_envs.policies.specs import not_replayable
+from llm_marl_envs.leaderboard.ranks import (  # unranked, INCOMPLETE: importable here, as before
+    INCOMPLETE as INCOMPLETE,
+    RANK_RULE,
+    rank_entries,
+    unranked as unranked,
+)
 from llm_marl_envs.registry import make
 
 __all__ = ["TRANSCRIPT_EPISODES", "VERIFICATION_RULE", "build_board", "summary"]
@@ -133,7 +138,7 @@ def _trust(
     holds for its content (``digest``), or, for a shipped entry the board never verified, the
     package's own record; and those events (for the board's date). ``ledger`` is the error
     that made the board's ledger untrusted, if it was."""
-    shipped = board_rules._is_shipped(folder)
+    shipped = board_rules.is_shipped(folder)
     if isinstance(ledger, Exception):
         trust = {"verified": False, "problems": [f"the board's ledger cannot be trusted: {ledger}"]}
         trust["summary"] = summary(trust)
@@ -316,7 +321,7 @@ def _row(
             raise LeaderboardError("; ".join(problems))
         name, kind = board_rules.board_meta(entry, entry_id)
         scored = _scored(entry, transcripts)
-        known = board_rules.Identity(
+        known = copies.Identity(
             suite.label,
             board_ledger.digest(entry),
             dict(entry.fingerprints),
@@ -374,7 +379,7 @@ def _clash(row: dict, built: list[dict], ledger: Any, on_board: set[str]) -> str
             return f"its site pages would be named as entry {other['id']!r}'s"
     live = {o["id"]: o["_identity"] for o in built}
     ledger = ledger if isinstance(ledger, board_ledger.Ledger) else board_ledger.Ledger()
-    return board_rules.clash(ledger, row["_identity"], live, on_board, row["id"])
+    return copies.clash(ledger, row["_identity"], live, on_board, row["id"])
 
 
 def build_board(
@@ -420,22 +425,15 @@ def build_board(
     for row in built:
         row.pop("_identity")
     tasks = [_task_display(t) for t in suite.tasks]
-    _rank(built, tasks)
-    crossplay = board_rules._shipped_crossplay(suite) if shipped else {}
+    rank_entries(built, tasks)
+    crossplay = board_rules.shipped_crossplay(suite) if shipped else {}
     return {
         "title": f"llm_marl_envs leaderboard: suite {suite.label}",
         "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
         "generated": max(times, default=""),
         # the board's ledger as this page saw it: a later page shows a longer one
         "ledger": order.shown() if board else None,
-        "rank_rule": (
-            "rank = 1 + the number of entries whose 95% interval lies wholly above "
-            "this entry's (lower bound above its upper bound), LMArena's rule: an entry never "
-            "ranks below one it cannot be told apart from; entries that did not play every "
-            "item of the suite are not ranked, nor are entries with a seat no replay can "
-            "regenerate (a person, a remote server) or whose verification failed: they are shown "
-            "below the ranked ones, each with its reason"
-        ),
+        "rank_rule": RANK_RULE,
         "verification_rule": VERIFICATION_RULE,
         "tasks": tasks,
         "entries": rank_order(built, lambda e: e["overall"]),
@@ -443,71 +441,6 @@ def build_board(
         # entries measured on another kept version of the suite: label -> how many
         "other_versions": dict(sorted(elsewhere.items())),
     }
-
-
-#: Why an entry that did not play every item has no rank.
-INCOMPLETE = "not ranked: it did not play every item"
-
-
-def unranked(entry: dict, task: str | None = None) -> str | None:
-    """Why ``entry`` (a board row) has no rank overall, or in ``task``; None: it is ranked.
-
-    Only entries whose every episode could be checked stand among each other: an entry with a
-    seat whose answers cannot be regenerated (a person, a remote server) is shown, unranked
-    and below the ranked ones, and so is one whose verification failed (until a maintainer's
-    override), whatever its scores."""
-    if task is None:
-        complete = bool(entry["complete"] and entry["overall"])
-    else:
-        complete = bool((entry["tasks"].get(task) or {}).get("complete"))
-    if not complete:
-        return INCOMPLETE
-    for name, seats in (entry.get("team") or {}).items():
-        if task and name != task:
-            continue
-        for spec in seats.values():
-            why = not_replayable(str(spec))
-            if why:
-                return (
-                    f"not ranked: task {name} has {why}, which no replay can regenerate; only "
-                    "entries whose episodes can be checked are ranked"
-                )
-    if entry.get("verified") is False:
-        return "not ranked: its verification failed (the rank returns with a passing one)"
-    return None
-
-
-def _rank(built: list[dict], tasks: list[dict]) -> None:
-    """Tie ranks overall and per task (primary metric), in place, among the entries that
-    :func:`unranked` ranks; each of the others gets its reason (``unranked``)."""
-    scored = []
-    for entry in built:
-        why = unranked(entry)
-        if why:
-            entry["unranked"] = why
-        else:
-            scored.append(entry)
-    ranks = tie_ranks([Interval.from_dict(e["overall"]) for e in scored])
-    for entry, rank in zip(scored, ranks, strict=True):
-        entry["overall"]["rank"] = rank
-    for task in tasks:
-        name, primary = task["name"], task["primary"]
-        have = []
-        for entry in built:
-            block = entry["tasks"].get(name)
-            if block is None or not block["metrics"].get(primary):
-                continue
-            why = unranked(entry, name)
-            if why:
-                block["unranked"] = why
-            else:
-                have.append(entry)
-        ranks = tie_ranks(
-            [Interval.from_dict(e["tasks"][name]["metrics"][primary]) for e in have],
-            higher_is_better=task["higher_is_better"][primary],
-        )
-        for entry, rank in zip(have, ranks, strict=True):
-            entry["tasks"][name]["rank"] = rank
 
 
 def _model_names(built: list[dict]) -> dict[str, str]:

@@ -55,16 +55,16 @@ def test_a_newer_version_shows_the_older_cross_play_of_unchanged_tasks_only(tmp_
     # a v1 table that (hypothetically) also held coding, which v2 plays on CoopCoding-v4
     v1["coding"] = {**v1["maze"], "env": "llm_marl_envs/CoopCoding-v2"}
     (shipped / "crossplay-lite-v1.json").write_text(json.dumps(v1))
-    carried = board_rules._shipped_crossplay(load_suite("lite-v2"))
+    carried = board_rules.shipped_crossplay(load_suite("lite-v2"))
     assert sorted(carried) == ["donor", "maze"]  # coding changed: its v1 table is not shown
     assert all(block["measured_on"] == "lite-v1" for block in carried.values())
     assert carried["maze"]["matrix"] == v1["maze"]["matrix"]
     # the version's own table, once it ships, is the one shown (nothing carried over)
     own = {"maze": {**v1["maze"], "matrix": [[None] * 4] * 4}}
     (shipped / "crossplay-lite-v2.json").write_text(json.dumps(own))
-    assert board_rules._shipped_crossplay(load_suite("lite-v2")) == own
+    assert board_rules.shipped_crossplay(load_suite("lite-v2")) == own
     # the older version's board shows its own table as it is
-    assert "measured_on" not in board_rules._shipped_crossplay(load_suite("lite-v1"))["maze"]
+    assert "measured_on" not in board_rules.shipped_crossplay(load_suite("lite-v1"))["maze"]
 
 
 def test_the_site_says_where_a_carried_over_table_was_played(tmp_path, monkeypatch):

@@ -331,7 +331,7 @@ def test_a_failed_verification_removes_the_rank():
     """Board rows (as build_board makes them): a complete entry whose verification failed
     keeps its scores and loses its rank, overall and per task, with the reason; one never
     verified (None) and one verified stay ranked."""
-    from llm_marl_envs.leaderboard.standings import _rank
+    from llm_marl_envs.leaderboard.ranks import rank_entries
 
     def row(entry_id, mean, verified):
         interval = {"mean": mean, "lo": mean - 0.01, "hi": mean + 0.01, "n": 10}
@@ -346,7 +346,7 @@ def test_a_failed_verification_removes_the_rank():
 
     rows = [row("failed", 0.9, False), row("verified", 0.5, True), row("unchecked", 0.3, None)]
     tasks = [{"name": "maze", "primary": "success", "higher_is_better": {"success": True}}]
-    _rank(rows, tasks)
+    rank_entries(rows, tasks)
     failed, verified, unchecked = rows
     assert "rank" not in failed["overall"] and "verification failed" in failed["unranked"]
     assert "rank" not in failed["tasks"]["maze"] and failed["tasks"]["maze"]["unranked"]

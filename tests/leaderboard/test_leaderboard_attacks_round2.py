@@ -620,7 +620,7 @@ def test_a_file_swapped_for_a_symlink_after_the_listing_is_refused(copy, tmp_pat
     """Attack: the file passes the listing's check, then becomes a link to an outside file."""
     secret = tmp_path / "outside.json"
     secret.write_text(json.dumps({"schema": "llm-marl-envs/results/1", "secret": "yes"}))
-    listing = submission._kinds
+    listing = submission.kinds
 
     def swap_after_listing(fd, where):
         found = listing(fd, where)
@@ -629,7 +629,7 @@ def test_a_file_swapped_for_a_symlink_after_the_listing_is_refused(copy, tmp_pat
             os.symlink(secret, copy / "results.json")
         return found
 
-    monkeypatch.setattr(submission, "_kinds", swap_after_listing)
+    monkeypatch.setattr(submission, "kinds", swap_after_listing)
     refused(copy, tmp_path / "b", "results.json is a symlink")
 
 

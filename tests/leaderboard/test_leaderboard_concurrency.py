@@ -196,7 +196,7 @@ def test_a_full_disk_during_add_is_one_line_and_leaves_the_board_unchanged(
     def full(path, data):
         raise OSError(errno.ENOSPC, "No space left on device", str(path))
 
-    monkeypatch.setattr(leaderboard, "_write_synced", full, raising=False)
+    monkeypatch.setattr(leaderboard, "write_synced", full)
     argv = ["leaderboard", "add", str(evaluated), "--id", "x", "--board", str(board)]
     assert main(argv) == 2
     err = capsys.readouterr().err.strip()

@@ -1,10 +1,11 @@
 """The HTML pieces of the leaderboard site's index: safe text, file names, interval bars,
-score and rank cells, the overall and task tables and the cross-play heatmaps.
+score and rank cells, the overall and task tables (the cross-play heatmaps are in
+:mod:`~llm_marl_envs.leaderboard.site.crossplay`).
 
 Separate from :mod:`llm_marl_envs.leaderboard.site.pages`, which re-exports these names and keeps the
 whole pages (index, entry, transcript) and the one-swap install: everything here is pure (board
 data in, an HTML string out), writes no file and escapes every piece of text from the data
-with :func:`_e`.
+with :func:`escape`.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ _SAFE = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*")
 # as HTML text in UTF-8: they show as U+FFFD.
 _UNPRINTABLE = re.compile(r"[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\ud800-\udfff]")
 VERIFIED = {True: "verified", False: "not reproduced", None: "not checked"}
+
 
 # --------------------------------------------------------------------------- text
 def file_id(entry_id: str) -> str:
@@ -39,7 +41,7 @@ def task_file(name: str) -> str:
     return file_id(name)
 
 
-def _e(value: Any) -> str:
+def escape(value: Any) -> str:
     """``value`` as HTML text, safe in element content and in quoted attributes."""
     text = html.escape(str(value), quote=True)
     return _UNPRINTABLE.sub("\ufffd", text) if _UNPRINTABLE.search(text) else text
@@ -49,23 +51,27 @@ def _finite(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
 
 
-def _fmt(value: Any) -> str:
+def number_text(value: Any) -> str:
+    """A number as a cell shows it: three decimals (thousands grouped past 1000), a dash for
+    None, anything else escaped as text."""
     if value is None:
         return "—"
     if not _finite(value):
-        return _e(value)
+        return escape(value)
     return f"{value:.3f}" if abs(value) < 1000 else f"{value:,.0f}"
 
 
-def _sort_key(value: Any) -> str:
+def sort_key(value: Any) -> str:
     """A ``data-sort`` number: ``repr`` of a finite float, else empty (sorted last)."""
     return repr(float(value)) if _finite(value) else ""
 
 
-def _interval_text(value: dict) -> str:
+def interval_text(value: dict) -> str:
+    """An interval as ``mean [lo, hi] (n)``, in HTML."""
     return (
-        f"{_fmt(value['mean'])} <small>[{_fmt(value['lo'])}, {_fmt(value['hi'])}] "
-        f"({_e(value['n'])})</small>"
+        f"{number_text(value['mean'])} "
+        f"<small>[{number_text(value['lo'])}, {number_text(value['hi'])}] "
+        f"({escape(value['n'])})</small>"
     )
 
 
@@ -121,25 +127,25 @@ SHARE = Scale(0.0, 1.0)
 DIFFERENCE = Scale(-1.0, 1.0)
 
 
-def _score_cell(value: dict | None, scale: Scale | None, link: str | None = None) -> str:
+def score_cell(value: dict | None, scale: Scale | None, link: str | None = None) -> str:
     """A table cell: the bar (when there is a ``scale``) and ``mean [lo, hi] (n)``, linked; a
     dash when there is no value."""
     if not value:
         return '<td class="num none" data-sort="">—</td>'
-    text = _interval_text(value)
+    text = interval_text(value)
     if link:
-        text = f'<a href="{_e(link)}">{text}</a>'
+        text = f'<a href="{escape(link)}">{text}</a>'
     if scale is None:
-        return f'<td class="num" data-sort="{_sort_key(value["mean"])}">{text}</td>'
-    return f'<td class="num b" data-sort="{_sort_key(value["mean"])}">{scale.bar(value)}{text}</td>'
+        return f'<td class="num" data-sort="{sort_key(value["mean"])}">{text}</td>'
+    return f'<td class="num b" data-sort="{sort_key(value["mean"])}">{scale.bar(value)}{text}</td>'
 
 
 def _header(columns: list[tuple[str, str, str]]) -> str:
     """``<thead>`` of sortable columns: (label, "num" | "text", tooltip)."""
     cells = "".join(
         f'<th scope="col" data-type="{kind}" aria-sort="none"'
-        + (f' title="{_e(tip)}"' if tip else "")
-        + f'><button type="button">{_e(label).replace("/", "/<wbr>")}</button></th>'
+        + (f' title="{escape(tip)}"' if tip else "")
+        + f'><button type="button">{escape(label).replace("/", "/<wbr>")}</button></th>'
         for label, kind, tip in columns
     )
     return f"<thead><tr>{cells}</tr></thead>"
@@ -159,7 +165,8 @@ def rank_order(entries: list[dict], interval_of, higher_is_better: bool = True) 
     return sorted(entries, key=key)
 
 
-def _rank_text(rank: int | None, shared: int) -> str:
+def rank_text(rank: int | None, shared: int) -> str:
+    """A rank as shown: ``2=`` when ``shared`` by more than one entry, a dash when unranked."""
     return "—" if rank is None else (f"{rank}=" if shared > 1 else str(rank))
 
 
@@ -179,13 +186,12 @@ def _rank_rows(
         tip = (
             f' title="{shared} entries share rank {rank}"'
             if shared > 1
-            else f' title="{_e(reason or "not ranked: it did not play every item")}"'
+            else f' title="{escape(reason or "not ranked: it did not play every item")}"'
             if rank is None
             else ""
         )
         cell = (
-            f'<td class="num rank" data-sort="{_sort_key(rank)}"{tip}>'
-            f"{_rank_text(rank, shared)}</td>"
+            f'<td class="num rank" data-sort="{sort_key(rank)}"{tip}>{rank_text(rank, shared)}</td>'
         )
         rows.append((f"band{band}", cell))
     return rows
@@ -199,18 +205,18 @@ def _verification(entry: dict) -> tuple[str, str]:
     return state.replace(" ", "-"), str(summary) if summary else state
 
 
-def _badges(entry: dict) -> str:
+def entry_badges(entry: dict) -> str:
     """The entry's verification badge, an incomplete mark for a partial run, and why a complete
     entry is not ranked (a seat no replay can regenerate, a failed verification)."""
     css, text = _verification(entry)
-    badges = f'<span class="badge {css}">{_e(text)}</span>'
+    badges = f'<span class="badge {css}">{escape(text)}</span>'
     if entry.get("complete") is False:
         items = entry.get("items") or {}
         played = f": {items['played']} of {items['expected']} episodes" if items else ""
-        badges += f' <span class="badge incomplete">incomplete{_e(played)}</span>'
+        badges += f' <span class="badge incomplete">incomplete{escape(played)}</span>'
     why = entry.get("unranked")
     if why and entry.get("complete") is not False:  # (an incomplete one says so above)
-        badges += f' <span class="badge incomplete">{_e(why)}</span>'
+        badges += f' <span class="badge incomplete">{escape(why)}</span>'
     return badges
 
 
@@ -229,21 +235,22 @@ def played_by(entry: dict) -> str:
 
 def _entry_cell(entry: dict) -> str:
     """The entry's name (linked to its page), who played it, its kind and badges."""
-    kind = f'<span class="kind">{_e(entry["kind"])}</span> ' if entry.get("kind") else ""
+    kind = f'<span class="kind">{escape(entry["kind"])}</span> ' if entry.get("kind") else ""
     claim = "" if entry.get("verified") else " (claimed)"
     played = (
-        f'<span class="played">played by {_e(played_by(entry))}{claim}</span>'
+        f'<span class="played">played by {escape(played_by(entry))}{claim}</span>'
         if entry.get("played_by")
         else ""
     )
     return (
-        f'<td class="name" data-sort="{_e(entry["name"].lower())}"><a href="entries/'
-        f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a>{played}'
-        f'<span class="meta">{kind}{_badges(entry)}</span></td>'
+        f'<td class="name" data-sort="{escape(entry["name"].lower())}"><a href="entries/'
+        f'{file_id(entry["id"])}.html">{escape(entry["name"])}</a>{played}'
+        f'<span class="meta">{kind}{entry_badges(entry)}</span></td>'
     )
 
 
-def _transcript_link(entry: dict, task: str) -> str:
+def transcript_link(entry: dict, task: str) -> str:
+    """The path of an entry's transcript page of ``task``, relative to the version folder."""
     return f"transcripts/{file_id(entry['id'])}/{task_file(task)}.html"
 
 
@@ -268,7 +275,8 @@ OVERALL_TIP = (
 )
 
 
-def _overall_table(board: dict) -> str:
+def overall_table(board: dict) -> str:
+    """The index's overall table: rank, entry, overall score and the task scores it averages."""
     tasks = board["tasks"]
     entries = rank_order(board["entries"], lambda e: e.get("overall"))
     columns = [
@@ -284,11 +292,11 @@ def _overall_table(board: dict) -> str:
     reasons = [e.get("unranked") for e in entries]
     rows = []
     for entry, (band, rank_cell) in zip(entries, _rank_rows(ranks, reasons), strict=True):
-        cells = [rank_cell, _entry_cell(entry), _score_cell(entry.get("overall"), SHARE)]
+        cells = [rank_cell, _entry_cell(entry), score_cell(entry.get("overall"), SHARE)]
         for task in tasks:
             ran = task["name"] in entry["tasks"]
-            link = _transcript_link(entry, task["name"]) if ran else None
-            cells.append(_score_cell(_task_score(entry, task), SHARE, link))
+            link = transcript_link(entry, task["name"]) if ran else None
+            cells.append(score_cell(_task_score(entry, task), SHARE, link))
         rows.append(f'<tr class="{band}">{"".join(cells)}</tr>')
     return (
         '<p class="note">The task columns are the <strong>task scores</strong> the overall '
@@ -310,7 +318,8 @@ def _caveats(task: dict) -> dict[str, str]:
     return notes
 
 
-def _task_section(board: dict, task: dict) -> str:
+def task_section(board: dict, task: dict) -> str:
+    """The index's section of one task: its table of every metric, and its caveats."""
     name, metrics, primary = task["name"], task["metrics"], task["primary"]
     better = (task.get("higher_is_better") or {}).get(primary, True)
     ran = [e for e in board["entries"] if name in e["tasks"]]
@@ -328,25 +337,26 @@ def _task_section(board: dict, task: dict) -> str:
     rows = []
     for entry, (band, rank_cell) in zip(ran, _rank_rows(ranks, reasons), strict=True):
         block = entry["tasks"][name]
-        link = _transcript_link(entry, name)
+        link = transcript_link(entry, name)
         cells = [rank_cell, _entry_cell(entry)]
         for metric in metrics:
             shown = scale if metric == primary else None
-            cells.append(_score_cell(block["metrics"].get(metric), shown, link))
+            cells.append(score_cell(block["metrics"].get(metric), shown, link))
         rows.append(f'<tr class="{band}">{"".join(cells)}</tr>')
     missing = len(board["entries"]) - len(ran)
     note = f" {missing} entries did not run it." if missing else ""
-    description = f"{_e(task['description'].rstrip('.'))}. " if task.get("description") else ""
+    description = f"{escape(task['description'].rstrip('.'))}. " if task.get("description") else ""
     caveats = "".join(
-        f"<li><code>{_e(metric)}</code>: {_e(text)}</li>" for metric, text in _caveats(task).items()
+        f"<li><code>{escape(metric)}</code>: {escape(text)}</li>"
+        for metric, text in _caveats(task).items()
     )
     if caveats:
         caveats = f'<div class="caveats"><p>Not measures of quality:</p><ul>{caveats}</ul></div>'
 
     return (
-        f'<section class="task" id="task-{_e(task_file(name))}"><h3>{_e(name)} '
-        f"<small>{_e(task['env'])}</small></h3><p>{description}Ranked by "
-        f"<code>{_e(primary)}</code>; hover a column name for its direction.{note}</p>"
+        f'<section class="task" id="task-{escape(task_file(name))}"><h3>{escape(name)} '
+        f"<small>{escape(task['env'])}</small></h3><p>{description}Ranked by "
+        f"<code>{escape(primary)}</code>; hover a column name for its direction.{note}</p>"
         f'<div class="scroll"><table class="sortable">{_header(columns)}<tbody>{"".join(rows)}'
         f"</tbody></table></div>{caveats}</section>"
     )
@@ -356,140 +366,3 @@ def _ranked(block: dict, primary: str) -> dict | None:
     """A task block's primary interval with the block's rank."""
     value = (block.get("metrics") or {}).get(primary)
     return {**value, "rank": block.get("rank")} if value else {"rank": block.get("rank")}
-
-
-def _heat_cell(value: dict | None, row: str, col: str) -> str:
-    if not value:
-        return '<td class="num heat none" data-sort="">—</td>'
-    share = SHARE.pct(value["mean"]) / 100
-    light = round(96 - 52 * share)
-    ink = " dark" if light < 62 else ""
-    tip = (
-        f"{row} with {col}: {_fmt(value['mean'])} [{_fmt(value['lo'])}, {_fmt(value['hi'])}] "
-        f"n={value['n']}"
-    )
-    return (
-        f'<td class="num heat{ink}" data-sort="{_sort_key(value["mean"])}" title="{_e(tip)}" '
-        f'style="background:hsl(212,62%,{light}%)">{_fmt(value["mean"])}<small>'
-        f"[{_fmt(value['lo'])}, {_fmt(value['hi'])}]</small></td>"
-    )
-
-
-def _seats(data: dict) -> tuple[str, str]:
-    """The seats of the row model and of the column model, in words."""
-    groups = data.get("seat_groups")
-    if groups and len(groups) == 2 and all(groups):
-        return tuple(" and ".join(str(seat) for seat in group) for group in groups)
-    seats = data.get("seats") or ["the first seat", "the second seat"]
-    return str(seats[0]), str(seats[-1])
-
-
-def _effects(data: dict, model) -> str:
-    """The solo scores and collaboration gaps, then the seat-order effects, of one task."""
-    models = data["models"]
-    solo, gap = data.get("solo") or {}, data.get("gap") or {}
-    named = [m for m in models if m in solo or m in gap]
-    named += sorted(m for m in {*solo, *gap} if m not in named)
-    if named:
-        effects = (
-            '<div class="scroll"><table class="effects"><thead><tr><th scope="col">model</th>'
-            '<th scope="col">solo</th><th scope="col">collaboration gap (with itself minus '
-            "solo)</th></tr></thead><tbody>"
-            + "".join(
-                f'<tr><th scope="row">{model(m)}</th>{_score_cell(solo.get(m), SHARE)}'
-                f"{_score_cell(gap.get(m), DIFFERENCE)}</tr>"
-                for m in named
-            )
-            + "</tbody></table></div>"
-        )
-    else:
-        effects = (
-            '<p class="note">No solo condition: this task has no fully observed variant, so '
-            "no collaboration gap.</p>"
-        )
-    order = data.get("seat_order") or {}
-    if order:
-        first = _seats(data)[0]
-        effects += (
-            '<div class="scroll"><table class="effects"><thead><tr><th scope="col">pair A | B'
-            f'</th><th scope="col">seat order: A first minus B first (first = {_e(first)})'
-            "</th></tr></thead><tbody>"
-            + "".join(
-                f'<tr><th scope="row">{_pair(pair, model)}</th>{_score_cell(v, DIFFERENCE)}</tr>'
-                for pair, v in order.items()
-            )
-            + "</tbody></table></div>"
-        )
-    return effects
-
-
-def _pair(pair: str, model) -> str:
-    first, _, second = pair.partition("|")
-    return f"{model(first)} | {model(second)}" if second else _e(pair)
-
-
-CROSSPLAY_INTRO = (
-    "Each task's primary metric on 0..1 (1 best) for every pair of models. <strong>Solo</strong>"
-    ": the model alone, in every seat of the task's fully observed variant (the maze with one "
-    "player who sees all the walls and the treasure); the <strong>collaboration gap</strong> is "
-    "the model paired with a copy of itself on the ordinary, partially observed task minus "
-    "solo, paired by item (negative: it does worse when the task is split). The "
-    "<strong>seat-order effect</strong> of a pair is A first minus B first. Differences are "
-    "drawn on -1..1 with a line at 0."
-)
-
-
-def _measured_on(data: dict) -> str:
-    """The note on a cross-play block carried over from an older suite version."""
-    label = data.get("measured_on")
-    if not isinstance(label, str) or not label:
-        return ""
-    return (
-        f" Played on {_e(label)}, which plays this task exactly as this version does (same "
-        "environment spec, items and scoring): the same games."
-    )
-
-
-def _crossplay_section(board: dict) -> str:
-    crossplay = board.get("crossplay") or {}
-    order = [t["name"] for t in board["tasks"] if t["name"] in crossplay]
-    order += sorted(name for name in crossplay if name not in order)
-    ids = {e["id"] for e in board["entries"]}
-    primaries = {t["name"]: t["primary"] for t in board["tasks"]}
-    blocks = []
-    for name in order:
-        data = crossplay[name]
-        names = data.get("names") or {}
-
-        def model(spec: str, names: dict = names) -> str:
-            label = _e(names.get(spec, spec))
-            tip = f' title="policy spec {_e(spec)}"' if names.get(spec, spec) != spec else ""
-            if spec in ids:
-                return f'<a href="entries/{file_id(spec)}.html"{tip}>{label}</a>'
-            return f"<span{tip}>{label}</span>" if tip else label
-
-        models, matrix = data["models"], data["matrix"]
-        row_seats, column_seats = _seats(data)
-        metric = data.get("primary") or primaries.get(name, "")
-        head = "".join(f'<th scope="col">{model(m)}</th>' for m in models)
-        rows = "".join(
-            f'<tr><th scope="row">{model(m)}</th>'
-            + "".join(
-                _heat_cell(v, names.get(m, m), names.get(other, other))
-                for v, other in zip(row, models, strict=True)
-            )
-            + "</tr>"
-            for m, row in zip(models, matrix, strict=True)
-        )
-        blocks.append(
-            f'<section class="crossplay" id="crossplay-{_e(task_file(name))}"><h3>{_e(name)} '
-            f"<small>{_e(metric)}</small></h3>"
-            f'<p class="note">Row: the model in {_e(row_seats)}; column: the model in '
-            f"{_e(column_seats)}. Mean [95% interval]; darker is higher.{_measured_on(data)}</p>"
-            '<div class="scroll"><table class="heatmap"><thead>'
-            f"<tr><td></td>{head}</tr></thead><tbody>{rows}</tbody></table></div>"
-            f"{_effects(data, model)}</section>"
-        )
-    if not blocks:
-        return ""
-    return f'<h2 id="crossplay">Cross-play</h2><p>{CROSSPLAY_INTRO}</p>' + "".join(blocks)

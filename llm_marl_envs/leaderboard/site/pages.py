@@ -35,8 +35,8 @@ Entry ids may hold ``/`` or ``:`` (``hf:Qwen/Qwen2.5-0.5B``): their files are na
 :func:`file_id`, a safe slug plus a short hash of the id.
 
 This module holds the pages and the install; the board checks (:func:`validate_board`) live in
-``check.py`` and the index's HTML pieces (cells, tables, heatmaps, :func:`file_id`,
-:func:`rank_order`) in ``html.py``, both re-exported here.
+``check.py``, the index's HTML pieces (cells, tables, :func:`file_id`, :func:`rank_order`) in
+``html.py`` and its cross-play heatmaps in ``crossplay.py``, all re-exported here.
 
 The board (keys marked ``?`` may be left out)::
 
@@ -80,57 +80,33 @@ from typing import Any
 
 from llm_marl_envs.evaluation.files import folder_flock, fsync_folder, write_atomic
 
-# The board checks and the index's HTML pieces live in two siblings, check.py and html.py
-# (this module keeps the pages and the install). Every name they held here is imported back
-# (``name as name``: a re-export where this module does not use it), so what was importable
-# from this module before they were split off still is.
-from llm_marl_envs.leaderboard.site.check import (
-    INTERVAL_KEYS as INTERVAL_KEYS,
-    _check_crossplay as _check_crossplay,
-    _check_interval as _check_interval,
-    _check_task_block as _check_task_block,
-    _fail as _fail,
-    _need as _need,
-    validate_board,
+# The board checks and the index's HTML pieces live in siblings: check.py, html.py and
+# crossplay.py (this module keeps the pages and the install). Their public names that were
+# importable from this module before they were split off still are (``name as name``: a
+# re-export where this module does not use it).
+from llm_marl_envs.leaderboard.site.check import INTERVAL_KEYS as INTERVAL_KEYS, validate_board
+from llm_marl_envs.leaderboard.site.crossplay import (
+    CROSSPLAY_INTRO as CROSSPLAY_INTRO,
+    crossplay_section,
 )
 from llm_marl_envs.leaderboard.site.html import (
-    _SAFE as _SAFE,
-    _UNPRINTABLE as _UNPRINTABLE,
-    CROSSPLAY_INTRO as CROSSPLAY_INTRO,
     DIFFERENCE as DIFFERENCE,
     OVERALL_TIP as OVERALL_TIP,
     SHARE as SHARE,
     VERIFIED as VERIFIED,
     Scale as Scale,
-    _badges,
-    _caveats as _caveats,
-    _crossplay_section,
-    _e,
-    _effects as _effects,
-    _entry_cell as _entry_cell,
-    _finite as _finite,
-    _fmt,
-    _header as _header,
-    _heat_cell as _heat_cell,
-    _interval_text,
-    _measured_on as _measured_on,
-    _metric_tip as _metric_tip,
-    _overall_table,
-    _pair as _pair,
-    _rank_rows as _rank_rows,
-    _rank_text,
-    _ranked as _ranked,
-    _score_cell as _score_cell,
-    _seats as _seats,
-    _sort_key as _sort_key,
-    _task_score as _task_score,
-    _task_section,
-    _transcript_link,
-    _verification as _verification,
+    entry_badges,
+    escape,
     file_id,
+    number_text,
+    interval_text,
+    overall_table,
     played_by,
     rank_order,
+    rank_text,
     task_file,
+    task_section,
+    transcript_link,
 )
 
 __all__ = ["build_site", "file_id", "rank_order", "validate_board"]
@@ -150,7 +126,7 @@ def _page(title: str, body: str, depth: int = 0, script: bool = False) -> str:
     return (
         '<!DOCTYPE html>\n<html lang="en"><head><meta charset="utf-8">'
         '<meta name="viewport" content="width=device-width, initial-scale=1">'
-        f'<title>{_e(title)}</title><link rel="stylesheet" href="{up}style.css"></head>\n'
+        f'<title>{escape(title)}</title><link rel="stylesheet" href="{up}style.css"></head>\n'
         f"<body>\n{body}\n{tail}</body></html>\n"
     )
 
@@ -162,8 +138,8 @@ def _ledger_line(board: dict) -> str:
     if not isinstance(ledger, dict):
         return ""
     return (
-        f'<p class="ledger">Ledger: <span id="ledger-length">{_e(ledger.get("length"))}'
-        f'</span> lines, head <code id="ledger-head">{_e(ledger.get("head"))}</code>. A later '
+        f'<p class="ledger">Ledger: <span id="ledger-length">{escape(ledger.get("length"))}'
+        f'</span> lines, head <code id="ledger-head">{escape(ledger.get("head"))}</code>. A later '
         "page of this board shows a ledger at least this long; a shorter one, or another head "
         "at this length, is a board rolled back.</p>"
     )
@@ -171,18 +147,19 @@ def _ledger_line(board: dict) -> str:
 
 def _index(board: dict) -> str:
     suite = board["suite"]
-    generated = f", generated {_e(board['generated'])}" if board.get("generated") else ""
+    generated = f", generated {escape(board['generated'])}" if board.get("generated") else ""
     nav = "".join(
-        f'<a href="#task-{_e(task_file(t["name"]))}">{_e(t["name"])}</a>' for t in board["tasks"]
+        f'<a href="#task-{escape(task_file(t["name"]))}">{escape(t["name"])}</a>'
+        for t in board["tasks"]
     )
     if board.get("crossplay"):
         nav += '<a href="#crossplay">cross-play</a>'
-    tasks = "".join(_task_section(board, task) for task in board["tasks"])
+    tasks = "".join(task_section(board, task) for task in board["tasks"])
     body = (
-        f"<header><h1>{_e(board['title'])}</h1><p>Suite <code>{_e(suite['name'])}</code> "
-        f"version {_e(suite['version'])}, hash <code>{_e(suite['hash'])}</code>; "
+        f"<header><h1>{escape(board['title'])}</h1><p>Suite <code>{escape(suite['name'])}</code> "
+        f"version {escape(suite['version'])}, hash <code>{escape(suite['hash'])}</code>; "
         f"{len(board['entries'])} entries{generated}.</p>{_ledger_line(board)}"
-        f'<p class="rule"><strong>Ranks.</strong> {_e(board["rank_rule"].rstrip("."))}.</p>'
+        f'<p class="rule"><strong>Ranks.</strong> {escape(board["rank_rule"].rstrip("."))}.</p>'
         "<p>Each score is <em>mean [lo, hi] (n)</em>: the mean, its 95% interval (Wilson for "
         "pass/fail outcomes, else a bootstrap at least one item's swing wide) and the number "
         "of items. The bar draws the interval on the metric's own range (0..1 for shares), "
@@ -190,8 +167,8 @@ def _index(board: dict) -> str:
         "one shade share a rank (a tie group, marked <em>=</em>). Click a column name to "
         "sort, a score to read its episodes, an entry for its manifest.</p></header>"
         f'<nav><a href="#overall-section">overall</a>{nav}</nav>'
-        f'<main><section id="overall-section"><h2>Overall</h2>{_overall_table(board)}</section>'
-        f"<h2>Tasks</h2>{tasks}{_crossplay_section(board)}</main>"
+        f'<main><section id="overall-section"><h2>Overall</h2>{overall_table(board)}</section>'
+        f"<h2>Tasks</h2>{tasks}{crossplay_section(board)}</main>"
     )
     return _page(board["title"], body, script=True)
 
@@ -209,49 +186,60 @@ def _shared_ranks(board: dict, entry: dict) -> tuple[int, dict[str, int]]:
     return overall, tasks
 
 
-def _entry_page(board: dict, entry: dict) -> str:
-    shared_overall, shared = _shared_ranks(board, entry)
+def _task_rows(board: dict, entry: dict, shared: dict[str, int]) -> list[str]:
+    """The rows of an entry page's task table: each task's rank (``shared``: how many entries
+    share it), primary metric (linked to the transcripts) and episodes kept."""
     rows = []
     for task in board["tasks"]:
         name = task["name"]
         block = entry["tasks"].get(name)
         if block is None:
             rows.append(
-                f'<tr><th scope="row">{_e(name)}</th><td class="num">—</td>'
+                f'<tr><th scope="row">{escape(name)}</th><td class="num">—</td>'
                 '<td class="num none">— (not run)</td><td class="num">0</td></tr>'
             )
             continue
         value = (block.get("metrics") or {}).get(task["primary"])
-        text = _interval_text(value) if value else "—"
-        rank = _rank_text(block.get("rank"), shared.get(name, 0))
+        text = interval_text(value) if value else "—"
+        rank = rank_text(block.get("rank"), shared.get(name, 0))
         rows.append(
-            f'<tr><th scope="row">{_e(name)}</th><td class="num rank">{_e(rank)}</td>'
-            f'<td class="num"><a href="../{_transcript_link(entry, name)}">{text}</a> '
-            f"<small>{_e(task['primary'])}</small></td>"
+            f'<tr><th scope="row">{escape(name)}</th><td class="num rank">{escape(rank)}</td>'
+            f'<td class="num"><a href="../{transcript_link(entry, name)}">{text}</a> '
+            f"<small>{escape(task['primary'])}</small></td>"
             f'<td class="num">{len(block.get("episodes") or [])}</td></tr>'
         )
+    return rows
+
+
+def _entry_page(board: dict, entry: dict) -> str:
+    shared_overall, shared = _shared_ranks(board, entry)
+    rows = _task_rows(board, entry, shared)
     overall = entry.get("overall")
-    rank = _rank_text(overall.get("rank"), shared_overall) if overall else "—"
+    rank = rank_text(overall.get("rank"), shared_overall) if overall else "—"
     summary = (
-        f"Overall {_interval_text(overall)}, rank {_e(rank)}." if overall else "No overall score."
+        f"Overall {interval_text(overall)}, rank {escape(rank)}."
+        if overall
+        else "No overall score."
     )
     manifest = json.dumps(entry["manifest"], indent=2, ensure_ascii=False, default=str)
     claimed = json.dumps(entry.get("claimed") or {}, indent=2, ensure_ascii=False, default=str)
     team = json.dumps(entry.get("team"), ensure_ascii=False, default=str)
-    kind = f"{_e(entry['kind'])}, " if entry.get("kind") else ""
+    kind = f"{escape(entry['kind'])}, " if entry.get("kind") else ""
     checked = "checked" if entry.get("verified") else "claimed, not verified"
     body = (
         f'<nav><a href="../../index.html">&larr; leaderboard</a></nav>'
-        f'<h1 class="name">{_e(entry["name"])}</h1><p>Entry <code>{_e(entry["id"])}</code>, '
-        f"{kind}{_badges(entry)}. {summary}</p>"
+        f'<h1 class="name">{escape(entry["name"])}</h1>'
+        f"<p>Entry <code>{escape(entry['id'])}</code>, "
+        f"{kind}{entry_badges(entry)}. {summary}</p>"
         + (
-            f'<p>Content digest <code class="digest">{_e(entry["digest"])}</code>: what the '
+            f'<p>Content digest <code class="digest">{escape(entry["digest"])}</code>: what the '
             "board knows this entry by (its episodes and what the score depends on); its id "
             "and name are labels.</p>"
             if entry.get("digest")
             else ""
         )
-        + f"<p>Played by {_e(played_by(entry))} ({checked}). Seats: <code>{_e(team)}</code></p>"
+        + f"<p>Played by {escape(played_by(entry))} ({checked}). "
+        f"Seats: <code>{escape(team)}</code></p>"
         '<h2>Tasks</h2><div class="scroll"><table class="plain"><thead><tr>'
         '<th scope="col">task</th><th scope="col">rank</th><th scope="col">primary metric '
         '(links to the transcripts)</th><th scope="col">episodes kept</th></tr></thead>'
@@ -260,11 +248,11 @@ def _entry_page(board: dict, entry: dict) -> str:
         "environment spec, data rows and generation settings, and, for a verified entry, the "
         "seats whose answers a regeneration reproduced and the models it loaded (their "
         "weights hashed).</p>"
-        f'<pre class="manifest">{_e(manifest)}</pre>'
+        f'<pre class="manifest">{escape(manifest)}</pre>'
         "<h2>Claimed</h2><p>What the result says about itself that nobody checked (package "
         "version, libraries, hardware, times, and the seats and models of an entry that is "
         "not verified: a replay checks what the actions score, not who wrote them).</p>"
-        f'<pre class="claims">{_e(claimed)}</pre>'
+        f'<pre class="claims">{escape(claimed)}</pre>'
     )
     return _page(f"{entry['name']}: {board['title']}", body, depth=1)
 
@@ -273,9 +261,9 @@ def _cut(text: Any, limit: int) -> str:
     """``text``, or its first ``limit`` characters and a note of how many were cut."""
     text = str(text)
     if len(text) <= limit:
-        return _e(text)
+        return escape(text)
     return (
-        f'{_e(text[:limit])}<span class="cut">[… {len(text) - limit:,} more characters not '
+        f'{escape(text[:limit])}<span class="cut">[… {len(text) - limit:,} more characters not '
         "shown; the episode file holds them all]</span>"
     )
 
@@ -283,9 +271,9 @@ def _cut(text: Any, limit: int) -> str:
 def _turn(turn: dict) -> str:
     error = turn.get("format_error")
     flag = f' <span class="error">format error: {_cut(error, ACTION_LIMIT)}</span>' if error else ""
-    reward = f" <small>reward {_fmt(turn.get('reward'))}</small>" if "reward" in turn else ""
+    reward = f" <small>reward {number_text(turn.get('reward'))}</small>" if "reward" in turn else ""
     return (
-        f'<li class="turn"><p class="who">{_e(turn["agent"])}{reward}{flag}</p>'
+        f'<li class="turn"><p class="who">{escape(turn["agent"])}{reward}{flag}</p>'
         f"<details><summary>observation</summary><pre>"
         f"{_cut(turn['observation'], OBSERVATION_LIMIT)}</pre></details>"
         f'<pre class="action">{_cut(turn["action"], ACTION_LIMIT)}</pre></li>'
@@ -297,10 +285,10 @@ def _episodes(episodes: list[dict]) -> tuple[list[str], int]:
     out."""
     parts, size = [], 0
     for k, episode in enumerate(episodes):
-        score = f": score {_fmt(episode.get('score'))}" if "score" in episode else ""
+        score = f": score {number_text(episode.get('score'))}" if "score" in episode else ""
         part = (
             f'<details class="episode" id="episode-{k}"{" open" if k == 0 else ""}><summary>'
-            f"{_e(episode['key'])}{score} <small>({len(episode['turns'])} turns)</small>"
+            f"{escape(episode['key'])}{score} <small>({len(episode['turns'])} turns)</small>"
             f'</summary><ol class="turns">{"".join(_turn(t) for t in episode["turns"])}</ol>'
             "</details>"
         )
@@ -327,8 +315,9 @@ def _transcript_page(board: dict, entry: dict, task: str, block: dict) -> str:
         )
     body = (
         f'<nav><a href="../../../index.html">&larr; leaderboard</a> · <a href="../../entries/'
-        f'{file_id(entry["id"])}.html">{_e(entry["name"])}</a></nav>'
-        f'<h1 class="name">{_e(entry["name"])}: {_e(task)}</h1><p>Seats: <code>{_e(team)}'
+        f'{file_id(entry["id"])}.html">{escape(entry["name"])}</a></nav>'
+        f'<h1 class="name">{escape(entry["name"])}: {escape(task)}</h1>'
+        f"<p>Seats: <code>{escape(team)}"
         f"</code>. {shown}</p>" + "".join(parts)
     )
     return _page(f"{entry['name']}: {task}", body, depth=2)
