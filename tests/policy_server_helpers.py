@@ -6,7 +6,8 @@ import threading
 from typing import Any
 
 from llm_marl_envs.policies.base import Policy
-from llm_marl_envs.policies.server import PolicyServer, _RequestError
+from llm_marl_envs.policies.server import PolicyServer
+from llm_marl_envs.policies.server.answers import RequestError
 
 
 class FaultyPolicyServer(PolicyServer):
@@ -39,9 +40,9 @@ class FaultyPolicyServer(PolicyServer):
     def _admit(self, number: int, method: str, path: str, headers: dict, body: Any) -> None:
         self.requests.append({"method": method, "path": path, "headers": headers, "body": body})
         if self.delay and self._closing.wait(self.delay):
-            raise _RequestError(503, "the server is shutting down", "server_error")
+            raise RequestError(503, "the server is shutting down", "server_error")
         if number <= self.fail_first:
-            raise _RequestError(
+            raise RequestError(
                 self.fail_status, f"injected failure {number}/{self.fail_first}", "server_error"
             )
 

@@ -181,7 +181,7 @@ class ModelCache:
 
     def _load(self, spec: str, config: GenerationConfig) -> Policy:
         if spec.startswith("openai:"):
-            from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+            from llm_marl_envs.policies.openai import OpenAIPolicy
 
             return OpenAIPolicy.from_config(spec[len("openai:") :], config, **self.server_options)
         if spec.startswith("ckpt:"):

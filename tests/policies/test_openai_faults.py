@@ -19,7 +19,7 @@ from collections.abc import Callable
 import pytest
 
 from llm_marl_envs.policies import PolicyError, Prompt
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+from llm_marl_envs.policies.openai import OpenAIPolicy
 
 Handler = Callable[[socket.socket, threading.Event], None]
 
@@ -365,7 +365,7 @@ def test_a_huge_answer_is_refused_while_reading(socket_server, make_client, decl
 
 
 def test_the_default_caps_leave_normal_answers_alone():
-    from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
+    from llm_marl_envs.policies.openai import DEFAULT_MAX_RESPONSE_BYTES
 
     policy = OpenAIPolicy("http://127.0.0.1:1/v1")
     assert policy.max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES >= 16 * 2**20

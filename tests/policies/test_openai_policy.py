@@ -17,7 +17,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from llm_marl_envs.policies import CallablePolicy, Completion, Policy, PolicyError, Prompt
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+from llm_marl_envs.policies.openai import OpenAIPolicy
 from policy_server_helpers import FaultyPolicyServer
 
 SECRET = "sk-test-0123456789-secret"
@@ -404,7 +404,7 @@ def test_older_vllm_gives_completion_ids_through_logprob_tokens(raw_server, make
     body = {"choices": [{"message": {"content": "ok"}, "logprobs": {"content": content}}]}
     url, _ = raw_server(json.dumps(body).encode())
     client = make_client(url, return_token_ids=True)
-    with caplog.at_level("WARNING", logger="llm_marl_envs.policies.openai_compat"):
+    with caplog.at_level("WARNING", logger="llm_marl_envs.policies.openai.policy"):
         [completion] = client.generate([chat_prompt("x")])
         client.generate([chat_prompt("y")])
     assert completion.completion_ids == [5, 6] and completion.logprobs == [-0.5, -0.5]

@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from llm_marl_envs.policies import CallablePolicy, Completion, Policy, PolicyError, Prompt
-from llm_marl_envs.policies._openai_answers import _read_stream, clean_text
-from llm_marl_envs.policies._openai_flow import START, Window, deadline
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy, split_spec
+from llm_marl_envs.policies.openai.answers import read_stream, clean_text
+from llm_marl_envs.policies.openai.flow import START, Window, deadline
+from llm_marl_envs.policies.openai import OpenAIPolicy, split_spec
 from policy_server_helpers import FaultyPolicyServer
 
 
@@ -247,7 +247,7 @@ def chunk(**choice) -> str:
 
 
 def test_a_stream_is_put_together_into_one_answer():
-    answer = _read_stream(
+    answer = read_stream(
         _stream(
             ": a comment",
             chunk(delta={"role": "assistant"}),
@@ -263,7 +263,7 @@ def test_a_stream_is_put_together_into_one_answer():
     assert answer["choices"][0]["finish_reason"] == "stop"
     assert answer["choices"][0]["logprobs"]["content"] == [{"logprob": -0.5}, {"logprob": -0.25}]
     assert answer["usage"] == {"completion_tokens": 2} and answer["model"] == "m"
-    text = _read_stream(_stream(chunk(text="a"), chunk(text="b", finish_reason="length")), 1000)
+    text = read_stream(_stream(chunk(text="a"), chunk(text="b", finish_reason="length")), 1000)
     assert text["choices"][0]["text"] == "ab"  # a completions stream, ended by the connection
 
 
@@ -278,19 +278,19 @@ def test_a_stream_is_put_together_into_one_answer():
 )
 def test_a_bad_stream_fails_in_one_line(events, error, words):
     with pytest.raises(error, match=words):
-        _read_stream(_stream(*events), cap=300)
+        read_stream(_stream(*events), cap=300)
 
 
 def test_a_tool_call_only_stream_is_unusable_not_empty():
-    from llm_marl_envs.policies._openai_answers import _parse_completion
+    from llm_marl_envs.policies.openai.answers import parse_completion
 
-    answer = _read_stream(
+    answer = read_stream(
         _stream(chunk(delta={"tool_calls": [{}]}, finish_reason="tool_calls")), 1000
     )
     with pytest.raises(PolicyError, match="tool_calls only"):
-        _parse_completion(answer, "url")
-    empty = _read_stream(_stream(chunk(delta={"role": "assistant"}, finish_reason="stop")), 1000)
-    assert _parse_completion(empty, "url").text == ""  # a model that stopped at once
+        parse_completion(answer, "url")
+    empty = read_stream(_stream(chunk(delta={"role": "assistant"}, finish_reason="stop")), 1000)
+    assert parse_completion(empty, "url").text == ""  # a model that stopped at once
 
 
 # --------------------------------------------------------------------------- asked, not given
@@ -529,9 +529,9 @@ def test_a_server_that_reports_a_context_but_counts_nothing_gets_the_prompt_as_i
         def _admit(self, number, method, path, headers, body):
             super()._admit(number, method, path, headers, body)
             if path == "/v1/chat/completions":
-                from llm_marl_envs.policies._server_answers import _RequestError
+                from llm_marl_envs.policies.server.answers import RequestError
 
-                raise _RequestError(400, "This model's maximum context length is 100 tokens.")
+                raise RequestError(400, "This model's maximum context length is 100 tokens.")
 
     server = Refusing(CallablePolicy(lambda o, i: o), max_model_len=100)
     policy = OpenAIPolicy(server.url, max_tokens=8)

@@ -10,7 +10,7 @@ import pytest
 from llm_marl_envs.cli import main
 from llm_marl_envs.policies import Policy
 from llm_marl_envs.policies.hf import HFPolicy
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+from llm_marl_envs.policies.openai import OpenAIPolicy
 from llm_marl_envs.policies.server import serve_policy
 from llm_marl_envs.rollout import RolloutError, read_jsonl, rollout
 

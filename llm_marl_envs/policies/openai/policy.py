@@ -9,7 +9,7 @@ prompt order. A prompt with chat ``messages`` goes to ``{base_url}/chat/completi
 without (or every prompt when ``use_chat=False``) goes to ``{base_url}/completions`` with the
 observation as the prompt.
 
-**Requests in flight adapt to the server** (:mod:`~llm_marl_envs.policies._openai_flow`): the
+**Requests in flight adapt to the server** (:mod:`~llm_marl_envs.policies.openai.flow`): the
 window starts at 2, grows while each answer's time per token holds (or grows slower than the
 load: the server batches), doubling per round at first, then by one per round, and halves on a
 timeout or HTTP 429/503, never above ``concurrency``. vLLM gets ``concurrency`` within a few
@@ -22,7 +22,8 @@ with ``stream_options.include_usage``; ``stream=False`` sends whole-answer reque
 request abandoned at its deadline, or on ``close()``, drops its connection, which stops the
 generation on servers that stream (measured with ``transformers serve``: a non-streamed
 request abandoned after 1 s kept the server busy for 90 s, a streamed one for none). The
-chunks are put together into one answer (``_openai_answers._read_stream``).
+chunks are put together into one answer
+(:func:`~llm_marl_envs.policies.openai.answers.read_stream`).
 
 **Honest records.** The answer's text is stripped of leading and trailing whitespace, as the
 in-process policy does (one model's records are the same by either route); ``usage`` fills
@@ -31,7 +32,7 @@ generated. ``logprobs=True`` or ``return_token_ids=True`` against a server whose
 them is a :class:`PolicyError` at the first answer, naming the missing field, never a silent
 ``None``.
 
-**What the server says of itself** (:mod:`~llm_marl_envs.policies._openai_context`):
+**What the server says of itself** (:mod:`~llm_marl_envs.policies.openai.context`):
 :meth:`OpenAIPolicy.describe` adds, under ``server_``-prefixed keys apart from anything about
 the client's machine, the models ``/v1/models`` lists, the context length it reports (vLLM's
 ``max_model_len``) and the model its answers named; an evaluation identifies a server seat by
@@ -118,24 +119,24 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from llm_marl_envs.core.validation import check_int, check_number
-from llm_marl_envs.policies._openai_answers import (
-    _ERROR_BODY_CHARS,
-    _is_number,
-    _parse_completion,
-    _read_stream,
-    _token_ids,
+from llm_marl_envs.policies.openai.answers import (
+    ERROR_BODY_CHARS,
+    is_number,
+    parse_completion,
+    read_stream,
+    token_ids,
 )
-from llm_marl_envs.policies._openai_context import ContextFit, identity_at, served_models
-from llm_marl_envs.policies._openai_flow import START, Window, deadline
-from llm_marl_envs.policies._openai_http import (
-    _Attempt,
-    _classify,
-    _current,
-    _http_failure,
-    _read_capped,
-    _Retryable,
-    _WatchedHTTPHandler,
-    _WatchedHTTPSHandler,
+from llm_marl_envs.policies.openai.context import ContextFit, identity_at, served_models
+from llm_marl_envs.policies.openai.flow import START, Window, deadline
+from llm_marl_envs.policies.openai.http import (
+    Attempt,
+    classify,
+    current,
+    http_failure,
+    read_capped,
+    Retryable,
+    WatchedHTTPHandler,
+    WatchedHTTPSHandler,
 )
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
 from llm_marl_envs.policies.generation import GenerationConfig
@@ -250,7 +251,7 @@ class OpenAIPolicy(Policy):
         check_number("top_p", top_p, high=1, positive=True)
         if timeout is not None:
             check_number("timeout", timeout, positive=True)  # seconds
-        if warn_after is not None and (not _is_number(warn_after) or not warn_after > 0):
+        if warn_after is not None and (not is_number(warn_after) or not warn_after > 0):
             raise ValueError(
                 f"warn_after must be a positive number of seconds or None, got {warn_after!r}"
             )
@@ -290,8 +291,8 @@ class OpenAIPolicy(Policy):
         self.name = name or f"openai:{model}"
         self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
         # Our own opener (proxies read from the environment now), not urllib's global one; its
-        # connections hand their sockets to the current attempt's watchdog (see _Attempt).
-        self._opener = urllib.request.build_opener(_WatchedHTTPHandler(), _WatchedHTTPSHandler())
+        # connections hand their sockets to the current attempt's watchdog (see Attempt).
+        self._opener = urllib.request.build_opener(WatchedHTTPHandler(), WatchedHTTPSHandler())
         self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix="openai-policy")
         self._window = Window(concurrency)  # shared by with_generation copies, as the threads
         self._warned_no_prompt_ids = False
@@ -301,12 +302,12 @@ class OpenAIPolicy(Policy):
         self._closed = False
         self._closing = threading.Event()  # wakes retry back-off waits on close()
         self._lock = threading.Lock()
-        self._attempts: set[_Attempt] = set()  # in flight, so close() can abort them
+        self._attempts: set[Attempt] = set()  # in flight, so close() can abort them
 
     @property
     def timeout(self) -> float:
         """The total deadline of one attempt: the one given, else 30 s plus 0.25 s per token of
-        ``max_tokens`` (:func:`~llm_marl_envs.policies._openai_flow.deadline`)."""
+        ``max_tokens`` (:func:`~llm_marl_envs.policies.openai.flow.deadline`)."""
         return self.fixed_timeout if self.fixed_timeout is not None else deadline(self.max_tokens)
 
     @classmethod
@@ -489,7 +490,7 @@ class OpenAIPolicy(Policy):
                 payload = self._post(url, data, lambda attempt=attempt: warn_slow(attempt))
                 completion = self._completion(payload, url)
                 outcome = "ok"
-            except _Retryable as failure:
+            except Retryable as failure:
                 outcome = "full" if failure.full else "other"
                 message = self._redact(str(failure))
                 if attempt == attempts or self._closed:
@@ -540,11 +541,11 @@ class OpenAIPolicy(Policy):
     def _completion(self, payload: Any, url: str) -> Completion:
         """The answer as a Completion; a PolicyError when it lacks what was asked for
         (log-probabilities, token ids): never a silent None."""
-        completion = _parse_completion(payload, url)
+        completion = parse_completion(payload, url)
         if isinstance(payload, dict) and isinstance(payload.get("model"), str):
             self._answered_model = payload["model"]
         if self.return_token_ids:
-            completion.prompt_ids, completion.completion_ids = _token_ids(payload)
+            completion.prompt_ids, completion.completion_ids = token_ids(payload)
             if completion.completion_ids is None:
                 raise PolicyError(
                     "the answer has no completion token ids (return_token_ids=True, as "
@@ -592,7 +593,7 @@ class OpenAIPolicy(Policy):
         timeout: float | None = None,
     ) -> Any:
         """One HTTP attempt under the deadline (a POST of ``data``, a GET without): the decoded
-        JSON answer, or _Retryable / PolicyError."""
+        JSON answer, or Retryable / PolicyError."""
         stream = self.stream if stream is None else stream
         timeout = self.timeout if timeout is None else min(timeout, self.timeout)
         accept = "text/event-stream" if stream else "application/json"
@@ -601,28 +602,28 @@ class OpenAIPolicy(Policy):
             headers["Authorization"] = f"Bearer {self._api_key}"
         method = "GET" if data is None else "POST"
         request = urllib.request.Request(url, data=data, headers=headers, method=method)
-        attempt = _Attempt(timeout, min(self.slow_after, timeout), on_slow)
+        attempt = Attempt(timeout, min(self.slow_after, timeout), on_slow)
         with self._lock:
             self._attempts.add(attempt)
         if self._closed:  # close() took its snapshot before we registered
             attempt.abort("closed")
         failure: BaseException | None = None
         raw, streamed = b"", None
-        _current.attempt = attempt
+        current.attempt = attempt
         try:
             # The socket timeout bounds connect (which happens before the watchdog has a
             # socket to shut down); the watchdog bounds everything after it.
             with self._opener.open(request, timeout=max(attempt.remaining(), 0.001)) as response:
                 if stream and "event-stream" in (response.headers.get("Content-Type") or ""):
-                    streamed = _read_stream(response, self.max_response_bytes)
+                    streamed = read_stream(response, self.max_response_bytes)
                 else:  # a whole answer (or a server that answered a stream request whole)
-                    raw = _read_capped(response, self.max_response_bytes)
+                    raw = read_capped(response, self.max_response_bytes)
         except urllib.error.HTTPError as error:
-            failure = _http_failure(error)  # reads the error body, still under the deadline
+            failure = http_failure(error)  # reads the error body, still under the deadline
         except (OSError, http.client.HTTPException, PolicyError) as error:
             failure = error
         finally:
-            _current.attempt = None
+            current.attempt = None
             attempt.finish()  # after this the watchdog can no longer touch the attempt
             with self._lock:
                 self._attempts.discard(attempt)
@@ -631,13 +632,13 @@ class OpenAIPolicy(Policy):
         if attempt.reason == "deadline":
             failure = TimeoutError()  # whatever the shut-down socket made the read raise
         if failure is not None:
-            raise _classify(failure, timeout) from None
+            raise classify(failure, timeout) from None
         if streamed is not None:
             return streamed
         try:
             return json.loads(raw)
         except (UnicodeDecodeError, json.JSONDecodeError) as error:
-            snippet = raw[:_ERROR_BODY_CHARS].decode("utf-8", "replace")
+            snippet = raw[:ERROR_BODY_CHARS].decode("utf-8", "replace")
             raise PolicyError(f"the server answered invalid JSON ({error}): {snippet!r}") from None
 
     def _redact(self, text: str) -> str:

@@ -1,10 +1,11 @@
 """Reading an OpenAI-compatible answer: the action text, log-probabilities, token ids, usage.
 
-Held apart from ``openai_compat`` because it is pure logic on decoded JSON (no threads): what
-makes an answer unusable (a :class:`~llm_marl_envs.policies.base.PolicyError` saying what is
-missing), where chat and text completions keep their log-probabilities, where vLLM puts
-prompt and completion token ids, the token counts of ``usage``, and how a streamed answer
-(server-sent events, :func:`_read_stream`) is put together into the shape of a whole one.
+Held apart from :mod:`~llm_marl_envs.policies.openai.policy` because it is pure logic on
+decoded JSON (no threads): what makes an answer unusable (a
+:class:`~llm_marl_envs.policies.base.PolicyError` saying what is missing), where chat and text
+completions keep their log-probabilities, where vLLM puts prompt and completion token ids, the
+token counts of ``usage``, and how a streamed answer (server-sent events, :func:`read_stream`)
+is put together into the shape of a whole one.
 
 **One text per answer.** Every route strips the answer's leading and trailing whitespace
 (:func:`clean_text`), as the in-process transformers policy does after decoding, so one model's
@@ -18,7 +19,7 @@ from typing import Any
 
 from llm_marl_envs.policies.base import Completion, PolicyError
 
-_ERROR_BODY_CHARS = 300  # how much of an error response goes into a PolicyError
+ERROR_BODY_CHARS = 300  # how much of an error response goes into a PolicyError
 
 
 def clean_text(text: str) -> str:
@@ -27,11 +28,11 @@ def clean_text(text: str) -> str:
     return text.strip()
 
 
-def _parse_completion(payload: Any, url: str) -> Completion:
+def parse_completion(payload: Any, url: str) -> Completion:
     """A Completion from a chat or text completion answer; PolicyError if it has no usable text."""
     text, problem = _answer_text(payload)
     if problem is not None:
-        snippet = json.dumps(payload)[:_ERROR_BODY_CHARS]
+        snippet = json.dumps(payload)[:ERROR_BODY_CHARS]
         raise PolicyError(f"POST {url}: unusable answer: {problem}: {snippet}")
     choice = payload["choices"][0]
     prompt_tokens, completion_tokens = _usage(payload)
@@ -58,7 +59,7 @@ def _usage(payload: dict[str, Any]) -> tuple[int | None, int | None]:
     return count("prompt_tokens"), count("completion_tokens")
 
 
-def _read_stream(response: Any, cap: int) -> dict[str, Any]:
+def read_stream(response: Any, cap: int) -> dict[str, Any]:
     """A streamed answer (``stream: true``: server-sent ``data:`` events, ending with
     ``data: [DONE]`` or with the connection) put together into the shape of a whole answer:
     the text of every chunk, the last ``finish_reason``, every log-probability and token id,
@@ -157,7 +158,7 @@ def _read_stream(response: Any, cap: int) -> dict[str, Any]:
     return {"choices": [choice], "usage": usage, "model": model}
 
 
-def _token_ids(payload: dict[str, Any]) -> tuple[list[int] | None, list[int] | None]:
+def token_ids(payload: dict[str, Any]) -> tuple[list[int] | None, list[int] | None]:
     """``(prompt ids, completion ids)`` from an answer, as vLLM gives them (None if absent).
 
     Prompt ids: ``prompt_token_ids`` of the answer (chat) or of the choice (completions).
@@ -244,10 +245,10 @@ def _parse_logprobs(logprobs: Any) -> list[float] | None:
         values = logprobs["token_logprobs"]
     else:
         return None
-    if not all(_is_number(value) for value in values):
+    if not all(is_number(value) for value in values):
         return None
     return [float(value) for value in values]
 
 
-def _is_number(value: Any) -> bool:
+def is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)
