@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
 from llm_marl_envs.policies.base import Policy
+from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions
 from llm_marl_envs.policies.server import PolicyServer
 from llm_marl_envs.policies.server.answers import RequestError
+
+#: The names of :class:`ServerOptions`' fields.
+SERVER_FIELDS = {field.name for field in dataclasses.fields(ServerOptions)}
 
 
 class FaultyPolicyServer(PolicyServer):
@@ -49,3 +54,11 @@ class FaultyPolicyServer(PolicyServer):
     def close(self) -> None:
         self._closing.set()  # wakes handlers sleeping in an injected delay
         super().close()
+
+
+def openai_client(url: str, *args: Any, **kwargs: Any) -> OpenAIPolicy:
+    """An :class:`OpenAIPolicy` of ``url`` whose keyword arguments may mix the policy's own
+    with :class:`ServerOptions` fields (``timeout=``, ``backoff=``, ...): those become its
+    ``options``, as the tests wrote them before there was a class."""
+    fields = {name: kwargs.pop(name) for name in list(kwargs) if name in SERVER_FIELDS}
+    return OpenAIPolicy(url, *args, options=ServerOptions(**fields), **kwargs)

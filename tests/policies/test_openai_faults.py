@@ -19,7 +19,8 @@ from collections.abc import Callable
 import pytest
 
 from llm_marl_envs.policies import PolicyError, Prompt
-from llm_marl_envs.policies.openai import OpenAIPolicy
+from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions
+from policy_server_helpers import openai_client
 
 Handler = Callable[[socket.socket, threading.Event], None]
 
@@ -146,7 +147,7 @@ def make_client():
 
     def make(url: str, **kwargs) -> OpenAIPolicy:
         kwargs.setdefault("backoff", 0.01)
-        client = OpenAIPolicy(url, **kwargs)
+        client = openai_client(url, **kwargs)
         clients.append(client)
         return client
 
@@ -378,7 +379,7 @@ def test_the_default_caps_leave_normal_answers_alone():
         {"timeout": float("inf")},
     ):
         with pytest.raises((ValueError, TypeError)):
-            OpenAIPolicy("http://127.0.0.1:1/v1", **bad)
+            OpenAIPolicy("http://127.0.0.1:1/v1", options=ServerOptions(**bad))
 
 
 def test_ctrl_c_is_seen_while_waiting_even_if_a_worker_thread_gets_the_signal(

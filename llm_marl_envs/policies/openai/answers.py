@@ -245,10 +245,10 @@ def _parse_logprobs(logprobs: Any) -> list[float] | None:
         values = logprobs["token_logprobs"]
     else:
         return None
-    if not all(is_number(value) for value in values):
+    if not all(_is_number(value) for value in values):
         return None
     return [float(value) for value in values]
 
 
-def is_number(value: Any) -> bool:
+def _is_number(value: Any) -> bool:
     return isinstance(value, (int, float)) and not isinstance(value, bool)

@@ -9,6 +9,11 @@ prompt order. A prompt with chat ``messages`` goes to ``{base_url}/chat/completi
 without (or every prompt when ``use_chat=False``) goes to ``{base_url}/completions`` with the
 observation as the prompt.
 
+**How requests travel** is one frozen :class:`~llm_marl_envs.policies.openai.ServerOptions`
+(``options=``): ``concurrency``, ``timeout``, ``max_retries``, ``backoff``, ``warn_after``,
+``max_response_bytes``, ``stream`` and ``api_key``, the names used below. What is asked of the
+model (``max_tokens``, sampling, ``seed``, ``stop``, log-probabilities) stays with the policy.
+
 **Requests in flight adapt to the server** (:mod:`~llm_marl_envs.policies.openai.flow`): the
 window starts at 2, grows while each answer's time per token holds (or grows slower than the
 load: the server batches), doubling per round at first, then by one per round, and halves on a
@@ -119,9 +124,10 @@ from concurrent.futures import CancelledError, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 from llm_marl_envs.core.validation import check_int, check_number
+from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
+from llm_marl_envs.policies.generation import GenerationConfig
 from llm_marl_envs.policies.openai.answers import (
     ERROR_BODY_CHARS,
-    is_number,
     parse_completion,
     read_stream,
     token_ids,
@@ -130,21 +136,26 @@ from llm_marl_envs.policies.openai.context import ContextFit, identity_at, serve
 from llm_marl_envs.policies.openai.flow import START, Window, deadline
 from llm_marl_envs.policies.openai.http import (
     Attempt,
+    Retryable,
+    WatchedHTTPHandler,
+    WatchedHTTPSHandler,
     classify,
     current,
     http_failure,
     read_capped,
-    Retryable,
-    WatchedHTTPHandler,
-    WatchedHTTPSHandler,
 )
-from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
-from llm_marl_envs.policies.generation import GenerationConfig
+from llm_marl_envs.policies.openai.options import (
+    DEFAULT_MAX_RESPONSE_BYTES,
+    FIELDS,
+    ServerOptions,
+    fold_legacy,
+)
 
 __all__ = [
     "DEFAULT_MAX_RESPONSE_BYTES",
     "SPEC_OPTIONS",
     "OpenAIPolicy",
+    "ServerOptions",
     "SlowResponseWarning",
     "served_identity",
     "served_models",
@@ -161,10 +172,6 @@ _ASK_SECONDS = 10.0  # seconds: the deadline of a side request (model list, toke
 #: context size", TGI "must have less than N tokens").
 _TOO_LONG = re.compile(r"context (length|size|window)|must have less than \d+ .*tokens", re.I)
 
-#: Default cap on an answer body, in bytes. A normal answer is a few KB; 4096 tokens with 20
-#: top log-probabilities each come to about 5 MB.
-DEFAULT_MAX_RESPONSE_BYTES = 32 * 2**20
-
 
 class SlowResponseWarning(UserWarning):
     """A request has been running for more than ``warn_after`` seconds (once per prompt)."""
@@ -176,23 +183,10 @@ class OpenAIPolicy(Policy):
     Args:
         base_url: API root, e.g. ``http://127.0.0.1:8000/v1`` (used as given; trailing ``/`` ok).
         model: The ``model`` field of each request (vLLM wants its served model name).
-        api_key: Sent as ``Authorization: Bearer <key>``; default: ``$OPENAI_API_KEY`` if set.
         max_tokens: Most tokens to generate per answer.
         temperature: Sampling temperature (0 = greedy).
         top_p: Nucleus sampling mass, in (0, 1].
         stop: Stop string(s), or None.
-        timeout: Total deadline of one attempt, in seconds: connect, send, and read the whole
-            answer. Not a per-read timeout: a server that trickles bytes fails at the deadline.
-            None (default): 30 s plus 0.25 s per token of ``max_tokens``.
-        max_retries: Retries after the first attempt for retryable failures (0 = no retry).
-        warn_after: Seconds after which a still-running attempt issues a
-            :class:`SlowResponseWarning` (once per prompt); default ``timeout / 2``;
-            ``math.inf`` never warns.
-        max_response_bytes: Largest answer body accepted; a larger one is refused while it is
-            read (a :class:`PolicyError`, not retried).
-        backoff: Base of the exponential wait between retries, in seconds.
-        concurrency: Most requests in flight at once (across concurrent ``generate`` calls);
-            how many are, below it, adapts to the server (module docstring).
         seed: Sent as ``seed`` when given (servers that support it sample reproducibly).
         use_chat: Use ``/chat/completions`` for prompts with messages; False: always
             ``/completions`` with the observation text.
@@ -202,8 +196,11 @@ class OpenAIPolicy(Policy):
             ``Completion.prompt_ids`` / ``completion_ids`` (implies ``logprobs``; see above).
         extra_body: More JSON fields merged into every request body (they override ours).
         name: Name for records (default ``openai:<model>``).
-        stream: Stream each answer (default), so an abandoned request stops the server's work;
-            False: whole-answer requests, for a server that does not stream.
+        options: How requests travel (:class:`ServerOptions`: concurrency, deadline, retries,
+            back-off, slow-answer warning, size cap, streaming, API key); default its defaults.
+        **legacy: The transport settings as keyword arguments (``timeout=``,
+            ``concurrency=``, ...), as before :class:`ServerOptions`: folded into ``options``
+            with a ``DeprecationWarning`` (for one release); any other name is a TypeError.
 
     Raises:
         ValueError: An argument is out of range (bad URL scheme, non-positive timeout, ...).
@@ -214,85 +211,41 @@ class OpenAIPolicy(Policy):
         base_url: str,
         model: str = "default",
         *,
-        api_key: str | None = None,
         max_tokens: int = 256,
         temperature: float = 0.0,
         top_p: float = 1.0,
         stop: str | Sequence[str] | None = None,
-        timeout: float | None = None,
-        max_retries: int = 3,
-        warn_after: float | None = None,
-        max_response_bytes: int = DEFAULT_MAX_RESPONSE_BYTES,
-        backoff: float = 0.5,
-        concurrency: int = 8,
         seed: int | None = None,
         use_chat: bool = True,
         logprobs: bool = False,
         return_token_ids: bool = False,
         extra_body: dict[str, Any] | None = None,
         name: str | None = None,
-        stream: bool = True,
+        options: ServerOptions | None = None,
+        **legacy: Any,
     ) -> None:
-        if not isinstance(base_url, str):
-            raise TypeError(f"base_url must be a string, got {base_url!r}")
-        parsed = urllib.parse.urlsplit(base_url)
-        if parsed.scheme not in ("http", "https") or not parsed.netloc:
-            raise ValueError(f"base_url must be an http:// or https:// URL, got {base_url!r}")
+        self.options = fold_legacy(options, legacy, type(self).__name__)
+        self.base_url = _checked_url(base_url)
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
-        if api_key is not None and not isinstance(api_key, str):
-            raise TypeError("api_key must be a string or None")
-        check_int("max_tokens", max_tokens, 1)
-        check_int("max_retries", max_retries, 0)
-        check_int("concurrency", concurrency, 1)
-        check_int("max_response_bytes", max_response_bytes, 1)
-        check_int("seed", seed, none_ok=True)
-        check_number("temperature", temperature, 0)
-        check_number("top_p", top_p, high=1, positive=True)
-        if timeout is not None:
-            check_number("timeout", timeout, positive=True)  # seconds
-        if warn_after is not None and (not is_number(warn_after) or not warn_after > 0):
-            raise ValueError(
-                f"warn_after must be a positive number of seconds or None, got {warn_after!r}"
-            )
-        check_number("backoff", backoff, 0)  # seconds
-        if isinstance(stop, str):
-            stop = [stop]
-        elif stop is not None:
-            stop = list(stop)
-            if not all(isinstance(s, str) and s for s in stop):
-                raise ValueError(f"stop must be a string or non-empty strings, got {stop!r}")
-        if extra_body is not None and not isinstance(extra_body, dict):
-            raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}")
-        json.dumps(extra_body)  # TypeError now rather than in a worker thread
-        if "stream" in (extra_body or {}):
-            raise ValueError(
-                "extra_body={'stream': ...} is not supported: give stream=True or stream=False"
-            )
-
-        self.base_url = base_url.rstrip("/")
         self.model = model
-        self.max_tokens = max_tokens
-        self.temperature = float(temperature)
-        self.top_p = float(top_p)
-        self.stop = stop or None
-        self.fixed_timeout = None if timeout is None else float(timeout)
-        self.max_retries = max_retries
-        self.warn_after = None if warn_after is None else float(warn_after)
-        self.max_response_bytes = max_response_bytes
-        self.backoff = float(backoff)
-        self.concurrency = concurrency
-        self.stream = bool(stream)
-        self.seed = seed
+        self.max_tokens = check_int("max_tokens", max_tokens, 1)
+        self.temperature = check_number("temperature", temperature, 0)
+        self.top_p = check_number("top_p", top_p, high=1, positive=True)
+        self.stop = _checked_stop(stop)
+        self.seed = check_int("seed", seed, none_ok=True)
         self.use_chat = use_chat
         self.return_token_ids = bool(return_token_ids)
         self.logprobs = logprobs or self.return_token_ids
-        self.extra_body = dict(extra_body or {})
+        self.extra_body = _checked_extra_body(extra_body)
         self.name = name or f"openai:{model}"
-        self._api_key = api_key if api_key is not None else os.environ.get("OPENAI_API_KEY")
+        self._api_key = self.options.api_key
+        if self._api_key is None:
+            self._api_key = os.environ.get("OPENAI_API_KEY")
         # Our own opener (proxies read from the environment now), not urllib's global one; its
         # connections hand their sockets to the current attempt's watchdog (see Attempt).
         self._opener = urllib.request.build_opener(WatchedHTTPHandler(), WatchedHTTPSHandler())
+        concurrency = self.options.concurrency
         self._executor = ThreadPoolExecutor(concurrency, thread_name_prefix="openai-policy")
         self._window = Window(concurrency)  # shared by with_generation copies, as the threads
         self._warned_no_prompt_ids = False
@@ -304,6 +257,15 @@ class OpenAIPolicy(Policy):
         self._lock = threading.Lock()
         self._attempts: set[Attempt] = set()  # in flight, so close() can abort them
 
+    # The transport settings, as attributes of their own (read-only: they are ``options``').
+    concurrency = property(lambda self: self.options.concurrency)
+    max_retries = property(lambda self: self.options.max_retries)
+    backoff = property(lambda self: self.options.backoff)
+    warn_after = property(lambda self: self.options.warn_after)
+    max_response_bytes = property(lambda self: self.options.max_response_bytes)
+    stream = property(lambda self: self.options.stream)
+    fixed_timeout = property(lambda self: self.options.timeout)
+
     @property
     def timeout(self) -> float:
         """The total deadline of one attempt: the one given, else 30 s plus 0.25 s per token of
@@ -311,27 +273,42 @@ class OpenAIPolicy(Policy):
         return self.fixed_timeout if self.fixed_timeout is not None else deadline(self.max_tokens)
 
     @classmethod
-    def from_spec(cls, spec: str, **kwargs: Any) -> OpenAIPolicy:
+    def from_spec(
+        cls, spec: str, *, options: ServerOptions | None = None, **kwargs: Any
+    ) -> OpenAIPolicy:
         """A policy from ``"http://host:port/v1#model-name"`` (the ``#model`` part is optional),
         with transport options after a ``?``: ``#model?concurrency=4&timeout=120&retries=2``
-        (:func:`spec_options`; they override keyword arguments).
+        (:func:`split_spec`; they override ``options``).
 
-        Keyword arguments go to the constructor.
+        Keyword arguments go to the constructor (the transport ones the old way, deprecated:
+        folded into ``options``).
 
         >>> OpenAIPolicy.from_spec("http://127.0.0.1:8000/v1#tiny?concurrency=4").concurrency
         4
         """
-        address, options = split_spec(spec)
+        legacy = {name: kwargs.pop(name) for name in list(kwargs) if name in FIELDS}
+        options = fold_legacy(options, legacy, f"{cls.__name__}.from_spec")
+        address, spec_options = split_spec(spec)
         base_url, _, model = address.partition("#")
         if model:
             kwargs["model"] = model
-        return cls(base_url, **{**kwargs, **options})
+        return cls(base_url, options=options.replace(**spec_options), **kwargs)
 
     @classmethod
-    def from_config(cls, spec: str, config: GenerationConfig, **kwargs: Any) -> OpenAIPolicy:
+    def from_config(
+        cls,
+        spec: str,
+        config: GenerationConfig,
+        *,
+        options: ServerOptions | None = None,
+        **kwargs: Any,
+    ) -> OpenAIPolicy:
         """:meth:`from_spec` generating as ``config`` says (:meth:`with_generation`); the
-        server decides where its model runs. Keyword arguments go to the constructor."""
-        return cls.from_spec(spec, **kwargs, **_options(config))
+        server decides where its model runs. Keyword arguments go to the constructor (the
+        transport ones the old way, deprecated: folded into ``options``)."""
+        legacy = {name: kwargs.pop(name) for name in list(kwargs) if name in FIELDS}
+        options = fold_legacy(options, legacy, f"{cls.__name__}.from_config")
+        return cls.from_spec(spec, options=options, **kwargs, **_options(config))
 
     def with_generation(self, config: GenerationConfig) -> OpenAIPolicy:
         """A policy on this one's connection (its worker threads too: closing either closes
@@ -644,6 +621,40 @@ class OpenAIPolicy(Policy):
     def _redact(self, text: str) -> str:
         """The text with the API key, should a server echo it, blanked out."""
         return text.replace(self._api_key, "***") if self._api_key else text
+
+
+def _checked_url(base_url: Any) -> str:
+    """``base_url`` without its trailing ``/``; an error unless it is an http(s) URL."""
+    if not isinstance(base_url, str):
+        raise TypeError(f"base_url must be a string, got {base_url!r}")
+    parsed = urllib.parse.urlsplit(base_url)
+    if parsed.scheme not in ("http", "https") or not parsed.netloc:
+        raise ValueError(f"base_url must be an http:// or https:// URL, got {base_url!r}")
+    return base_url.rstrip("/")
+
+
+def _checked_stop(stop: str | Sequence[str] | None) -> list[str] | None:
+    """``stop`` as a list of non-empty strings, or None."""
+    if isinstance(stop, str):
+        stop = [stop]
+    elif stop is not None:
+        stop = list(stop)
+        if not all(isinstance(s, str) and s for s in stop):
+            raise ValueError(f"stop must be a string or non-empty strings, got {stop!r}")
+    return stop or None
+
+
+def _checked_extra_body(extra_body: dict[str, Any] | None) -> dict[str, Any]:
+    """A copy of ``extra_body`` (a JSON-able dict without ``stream``), ``{}`` for None."""
+    if extra_body is not None and not isinstance(extra_body, dict):
+        raise TypeError(f"extra_body must be a dict or None, got {type(extra_body).__name__}")
+    json.dumps(extra_body)  # TypeError now rather than in a worker thread
+    if "stream" in (extra_body or {}):
+        raise ValueError(
+            "extra_body={'stream': ...} is not supported: give ServerOptions(stream=True) or "
+            "ServerOptions(stream=False)"
+        )
+    return dict(extra_body or {})
 
 
 def _options(config: GenerationConfig) -> dict[str, Any]:
