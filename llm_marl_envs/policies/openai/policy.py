@@ -441,79 +441,97 @@ class OpenAIPolicy(Policy):
         url, body = self._request_body(prompt)
         body = self._context.fit(body, self.max_tokens, self.name)
         data = json.dumps(body).encode("utf-8")
-        attempts = self.max_retries + 1
-        warned = threading.Event()  # one slow-answer warning per prompt, whatever the retries
+        warn_slow = self._slow_warning(url)
+        refitted = False  # a prompt the server refused is fitted to its context once
+        attempt = 0
+        while True:
+            attempt += 1
+            ticket = self._window.acquire(lambda: self._closed)
+            if ticket is None:
+                raise PolicyError(f"{self!r} was closed while the request waited to be sent")
+            started, outcome, tokens = time.monotonic(), "other", None
+            try:
+                payload = self._post(url, data, lambda attempt=attempt: warn_slow(attempt))
+                completion = self._completion(payload, url)
+                outcome, tokens = "ok", completion.completion_tokens
+                return completion
+            except Retryable as failure:  # the room in the window is held through the back-off
+                outcome = "full" if failure.full else "other"
+                self._back_off(url, failure, attempt)
+            except PolicyError as error:  # not retryable: say how far we got
+                said = self._redact(str(error))
+                fitted = None if refitted else self._refit(said, body)
+                if fitted is None:
+                    said += self._explain(said, body)
+                    raise PolicyError(
+                        f"POST {url} failed after {attempt} attempt(s): {said}"
+                    ) from None
+                refitted, attempt = True, attempt - 1  # over the server's context: cut, resend
+                body, data = fitted, json.dumps(fitted).encode("utf-8")
+            finally:
+                self._window.release(outcome, time.monotonic() - started, tokens, ticket)
+
+    def _slow_warning(self, url: str) -> Callable[[int], None]:
+        """What an attempt calls when its answer is slow: one :class:`SlowResponseWarning` per
+        prompt, whatever the retries."""
+        warned = threading.Event()
 
         def warn_slow(attempt: int) -> None:
             if not warned.is_set():
                 warned.set()
                 warnings.warn(
                     f"POST {url}: no complete answer after {self.slow_after:g}s (attempt {attempt} "
-                    f"of {attempts}; deadline {self.timeout:g}s per attempt)",
+                    f"of {self.max_retries + 1}; deadline {self.timeout:g}s per attempt)",
                     SlowResponseWarning,
                     stacklevel=2,
                 )
 
-        refitted = False  # a prompt the server refused is fitted to its context once
-        attempt = 0
-        while attempt < attempts:
-            attempt += 1
-            ticket = self._window.acquire(lambda: self._closed)
-            if ticket is None:
-                raise PolicyError(f"{self!r} was closed while the request waited to be sent")
-            started = time.monotonic()
-            outcome = "other"
-            try:
-                payload = self._post(url, data, lambda attempt=attempt: warn_slow(attempt))
-                completion = self._completion(payload, url)
-                outcome = "ok"
-            except Retryable as failure:
-                outcome = "full" if failure.full else "other"
-                message = self._redact(str(failure))
-                if attempt == attempts or self._closed:
-                    hint = self._hint() if failure.full else ""
-                    raise PolicyError(
-                        f"POST {url} failed after {attempt} attempt(s): {message}{hint}"
-                    ) from None
-                wait = self.backoff * 2 ** (attempt - 1)
-                if failure.retry_after is not None:
-                    wait = max(wait, min(failure.retry_after, _MAX_RETRY_AFTER))
-                log.warning(
-                    "POST %s: %s; retry %d/%d in %.2fs (requests in flight now at most %d)",
-                    url,
-                    message,
-                    attempt,
-                    self.max_retries,
-                    wait,
-                    self._window.limit,
-                )
-                if self._closing.wait(wait):  # close() during the back-off: stop now
-                    raise PolicyError(
-                        f"POST {url}: {self!r} was closed after {attempt} attempt(s): {message}"
-                    ) from None
-                continue
-            except PolicyError as error:  # not retryable: say how far we got
-                said = self._redact(str(error))
-                if said.startswith("HTTP 400") and not refitted and _TOO_LONG.search(said):
-                    refitted = True
-                    fitted = self._context.refit(body, self.max_tokens, self.name)
-                    if fitted is not None:  # over the context the server reports: cut, resend
-                        body, data = fitted, json.dumps(fitted).encode("utf-8")
-                        attempt -= 1
-                        continue
-                if self.return_token_ids and said.startswith(("HTTP 400", "HTTP 422")):
-                    said += (
-                        " (the request asked for token ids, return_token_ids, which this server "
-                        "does not know: leave --include-tokens out for it)"
-                    )
-                elif said.startswith("HTTP 400"):
-                    said += self._context.explain(body, self.max_tokens)
-                raise PolicyError(f"POST {url} failed after {attempt} attempt(s): {said}") from None
-            finally:
-                tokens = completion.completion_tokens if outcome == "ok" else None
-                self._window.release(outcome, time.monotonic() - started, tokens, ticket)
-            return completion
-        raise AssertionError("unreachable")  # pragma: no cover - attempts >= 1
+        return warn_slow
+
+    def _back_off(self, url: str, failure: Retryable, attempt: int) -> None:
+        """Wait before retrying after ``failure`` (exponential, or the server's ``Retry-After``
+        if longer); a PolicyError when no retry is left or the policy is closed."""
+        message = self._redact(str(failure))
+        if attempt > self.max_retries or self._closed:
+            hint = self._hint() if failure.full else ""
+            raise PolicyError(
+                f"POST {url} failed after {attempt} attempt(s): {message}{hint}"
+            ) from None
+        wait = self.backoff * 2 ** (attempt - 1)
+        if failure.retry_after is not None:
+            wait = max(wait, min(failure.retry_after, _MAX_RETRY_AFTER))
+        log.warning(
+            "POST %s: %s; retry %d/%d in %.2fs (requests in flight now at most %d)",
+            url,
+            message,
+            attempt,
+            self.max_retries,
+            wait,
+            self._window.limit,
+        )
+        if self._closing.wait(wait):  # close() during the back-off: stop now
+            raise PolicyError(
+                f"POST {url}: {self!r} was closed after {attempt} attempt(s): {message}"
+            ) from None
+
+    def _refit(self, said: str, body: dict[str, Any]) -> dict[str, Any] | None:
+        """The request cut to the server's context when the server refused it as too long
+        (HTTP 400 in its words) and reports a context it is over; else None."""
+        if said.startswith("HTTP 400") and _TOO_LONG.search(said):
+            return self._context.refit(body, self.max_tokens, self.name)
+        return None
+
+    def _explain(self, said: str, body: dict[str, Any]) -> str:
+        """What to add to a refusal's message: the token ids this server does not know, or the
+        context limit the request was over."""
+        if self.return_token_ids and said.startswith(("HTTP 400", "HTTP 422")):
+            return (
+                " (the request asked for token ids, return_token_ids, which this server "
+                "does not know: leave --include-tokens out for it)"
+            )
+        if said.startswith("HTTP 400"):
+            return self._context.explain(body, self.max_tokens)
+        return ""
 
     def _completion(self, payload: Any, url: str) -> Completion:
         """The answer as a Completion; a PolicyError when it lacks what was asked for

@@ -52,7 +52,8 @@ def openai_error(status: int, message: str, param: str | None = None) -> dict[st
 
 def build_app(srv: Any) -> Any:
     """The ASGI app of a :class:`~llm_marl_envs.policies.server.serve.PolicyServer`: the request
-    counter, then the guard, then the API."""
+    counter, then the guard, then the API (at most ``limits.max_in_progress`` requests at once;
+    one more is answered 503 with ``Retry-After``)."""
     limits = srv.limits
     pool = ThreadPoolExecutor(limits.max_in_progress, thread_name_prefix="policy-server")
     srv._pool = pool
@@ -60,44 +61,15 @@ def build_app(srv: Any) -> Any:
 
     async def api(scope: dict, receive: Any, send: Any) -> None:
         nonlocal active
-        method, path = scope["method"], scope["path"].rstrip("/") or "/"
-        number = scope["state"]["number"]
-        body = scope["state"].get("json") if method == "POST" else None
-        headers = {
-            k.decode("latin-1").title(): v.decode("latin-1") for k, v in scope.get("headers", [])
-        }
         if active >= limits.max_in_progress:
             message = f"the server is busy ({active} requests in progress): try again shortly"
             await send_json(send, 503, openai_error(503, message), {"Retry-After": "1"})
             return
         active += 1
-        left = threading.Event()
-        watcher = asyncio.create_task(_watch(receive, left))
-        loop = asyncio.get_running_loop()
         try:
-            call = functools.partial(_answer, srv, number, method, path, headers, body, left)
-            answer = await loop.run_in_executor(pool, call)
-            if left.is_set():
-                return
-            if isinstance(body, dict) and body.get("stream"):
-                await _events(send, chunks(answer, body))
-            else:
-                await send_json(send, 200, answer)
-        except RequestError as error:
-            if left.is_set():
-                return
-            retry = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
-            await send_json(
-                send, error.status, openai_error(error.status, str(error), error.param), retry
-            )
-        except asyncio.CancelledError:  # cut off by a shutdown that ran out of time
-            message = "the server shut down before this request was answered: try again"
-            with contextlib.suppress(Exception):
-                await send_json(send, 503, openai_error(503, message), {"Retry-After": "1"})
-            raise
+            await _reply(srv, pool, scope, receive, send)
         finally:
             active -= 1
-            watcher.cancel()
 
     guarded = Guard(
         api,
@@ -122,6 +94,44 @@ def build_app(srv: Any) -> Any:
         await guarded(scope, receive, send)
 
     return app
+
+
+async def _reply(srv: Any, pool: ThreadPoolExecutor, scope: dict, receive: Any, send: Any) -> None:
+    """Answer one request the guard let through: its answer is made in ``pool`` (it waits for
+    the batching worker) and written whole or as a stream; nothing is written to a client
+    that left."""
+    method, path = scope["method"], scope["path"].rstrip("/") or "/"
+    number = scope["state"]["number"]
+    body = scope["state"].get("json") if method == "POST" else None
+    headers = {
+        k.decode("latin-1").title(): v.decode("latin-1") for k, v in scope.get("headers", [])
+    }
+    left = threading.Event()
+    watcher = asyncio.create_task(_watch(receive, left))
+    loop = asyncio.get_running_loop()
+    try:
+        call = functools.partial(_answer, srv, number, method, path, headers, body, left)
+        answer = await loop.run_in_executor(pool, call)
+        if left.is_set():
+            return
+        if isinstance(body, dict) and body.get("stream"):
+            await _events(send, chunks(answer, body))
+        else:
+            await send_json(send, 200, answer)
+    except RequestError as error:
+        if left.is_set():
+            return
+        retry = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+        await send_json(
+            send, error.status, openai_error(error.status, str(error), error.param), retry
+        )
+    except asyncio.CancelledError:  # cut off by a shutdown that ran out of time
+        message = "the server shut down before this request was answered: try again"
+        with contextlib.suppress(Exception):
+            await send_json(send, 503, openai_error(503, message), {"Retry-After": "1"})
+        raise
+    finally:
+        watcher.cancel()
 
 
 async def _watch(receive: Any, left: threading.Event) -> None:
