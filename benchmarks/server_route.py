@@ -57,12 +57,12 @@ class Count(logging.Handler):
             retries.append(record.getMessage()[:300])
 
 
-logging.getLogger("llm_marl_envs.policies.openai_compat").addHandler(Count())
+logging.getLogger("llm_marl_envs.policies.openai.policy").addHandler(Count())
 if spec.startswith("openai:"):
-    from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+    from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions
 
     policy = OpenAIPolicy.from_spec(spec.removeprefix("openai:"), max_tokens=max_new_tokens,
-                                    concurrency=batch_size)
+                                    options=ServerOptions(concurrency=batch_size))
 else:
     from llm_marl_envs.policies.hf import HFPolicy
 

@@ -46,12 +46,10 @@ def measure(mods: dict[str, Path]) -> dict:
     private_imports, long_functions, params = [], [], []
     trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in mods.items()}
     aliases = {name for name, tree in trees.items() if _is_alias(tree)}
-    underscore = [
+    underscore = [  # __main__ (what python -m runs) is a dunder, not a private module
         m
         for m in mods
-        if m.rsplit(".", 1)[-1].startswith("_")
-        and not m.endswith(".__main__")  # python -m's entry, not a private module
-        and m not in aliases
+        if m.rsplit(".", 1)[-1].startswith("_") and not m.endswith("__") and m not in aliases
     ]
     total_functions = 0
     for name, path in mods.items():

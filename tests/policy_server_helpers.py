@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from typing import Any
 
 from llm_marl_envs.policies.base import Policy
-from llm_marl_envs.policies.server import PolicyServer, _RequestError
+from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions
+from llm_marl_envs.policies.server import PolicyServer
+from llm_marl_envs.policies.server.answers import RequestError
+
+#: The names of :class:`ServerOptions`' fields.
+SERVER_FIELDS = {field.name for field in dataclasses.fields(ServerOptions)}
 
 
 class FaultyPolicyServer(PolicyServer):
@@ -39,12 +45,20 @@ class FaultyPolicyServer(PolicyServer):
     def _admit(self, number: int, method: str, path: str, headers: dict, body: Any) -> None:
         self.requests.append({"method": method, "path": path, "headers": headers, "body": body})
         if self.delay and self._closing.wait(self.delay):
-            raise _RequestError(503, "the server is shutting down", "server_error")
+            raise RequestError(503, "the server is shutting down", "server_error")
         if number <= self.fail_first:
-            raise _RequestError(
+            raise RequestError(
                 self.fail_status, f"injected failure {number}/{self.fail_first}", "server_error"
             )
 
     def close(self) -> None:
         self._closing.set()  # wakes handlers sleeping in an injected delay
         super().close()
+
+
+def openai_client(url: str, *args: Any, **kwargs: Any) -> OpenAIPolicy:
+    """An :class:`OpenAIPolicy` of ``url`` whose keyword arguments may mix the policy's own
+    with :class:`ServerOptions` fields (``timeout=``, ``backoff=``, ...): those become its
+    ``options``, as the tests wrote them before there was a class."""
+    fields = {name: kwargs.pop(name) for name in list(kwargs) if name in SERVER_FIELDS}
+    return OpenAIPolicy(url, *args, options=ServerOptions(**fields), **kwargs)

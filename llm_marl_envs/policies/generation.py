@@ -13,7 +13,7 @@ A :class:`GenerationConfig` holds the token budget, the sampling settings, the s
 sampling stream and where the model runs (``device``, ``dtype``, ``compile``). Each model
 backend maps it onto its own API (:meth:`HFPolicy.with_generation
 <llm_marl_envs.policies.hf.HFPolicy.with_generation>`, :meth:`OpenAIPolicy.with_generation
-<llm_marl_envs.policies.openai_compat.OpenAIPolicy.with_generation>`); nothing else reads a
+<llm_marl_envs.policies.openai.policy.OpenAIPolicy.with_generation>`); nothing else reads a
 policy's settings. An ``openai:`` server places its model itself: it ignores ``device``,
 ``dtype`` and ``compile``.
 

@@ -42,11 +42,14 @@ from __future__ import annotations
 import copy
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_marl_envs.core.validation import check_bool
 from llm_marl_envs.policies.base import CallablePolicy, Completion, Policy, Prompt
 from llm_marl_envs.policies.generation import GenerationConfig
+
+if TYPE_CHECKING:  # the openai package loads the HTTP client: only when a spec needs it
+    from llm_marl_envs.policies.openai import ServerOptions
 
 __all__ = [
     "POLICY_SPECS",
@@ -153,12 +156,30 @@ class ModelCache:
     task's settings.
 
     Args:
-        server_options: More constructor arguments of ``openai:`` policies (``timeout``,
-            ``max_retries``, ``max_response_bytes``, ...).
+        server_options: How requests travel to ``openai:`` policies: a
+            :class:`~llm_marl_envs.policies.openai.ServerOptions`, or a mapping of its fields
+            (``{"timeout": 60, "max_retries": 1}``; kept as a ``ServerOptions``), or None for
+            its defaults.
+        return_token_ids: ``openai:`` policies ask their servers for token ids
+            (:class:`~llm_marl_envs.policies.openai.OpenAIPolicy`'s ``return_token_ids``). A
+            ``server_options`` mapping may carry it too, as the dict form did.
     """
 
-    def __init__(self, server_options: Mapping[str, Any] | None = None) -> None:
-        self.server_options = dict(server_options or {})
+    def __init__(
+        self,
+        server_options: ServerOptions | Mapping[str, Any] | None = None,
+        *,
+        return_token_ids: bool = False,
+    ) -> None:
+        if isinstance(server_options, Mapping) and "return_token_ids" in server_options:
+            server_options = dict(server_options)  # the dict form carried it: take it out
+            return_token_ids = server_options.pop("return_token_ids")
+        if server_options is not None:  # checked now; None (the defaults) loads no HTTP client
+            from llm_marl_envs.policies.openai.options import ServerOptions
+
+            server_options = ServerOptions.of(server_options)
+        self.server_options = server_options
+        self.return_token_ids = check_bool("return_token_ids", return_token_ids)
         self._loaded: dict[tuple, Policy] = {}
 
     def policy(self, spec: str, config: GenerationConfig) -> Policy:
@@ -181,9 +202,12 @@ class ModelCache:
 
     def _load(self, spec: str, config: GenerationConfig) -> Policy:
         if spec.startswith("openai:"):
-            from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+            from llm_marl_envs.policies.openai import OpenAIPolicy
 
-            return OpenAIPolicy.from_config(spec[len("openai:") :], config, **self.server_options)
+            tokens = {"return_token_ids": True} if self.return_token_ids else {}
+            return OpenAIPolicy.from_config(
+                spec[len("openai:") :], config, options=self.server_options, **tokens
+            )
         if spec.startswith("ckpt:"):
             from llm_marl_envs.policies.checkpoint import checkpoint_policy
 
@@ -223,6 +247,8 @@ class PolicyFactory:
             1000`` plus an offset from the agent's name); False: every random player draws
             from ``seed`` itself, as the evaluation harness seeds each seat with its task's
             seed (the records of every ``llm-marl eval`` result are made so, and replay so).
+        server_options: How requests travel to ``openai:`` policies (as :class:`ModelCache`
+            takes them), for the factory's own cache; with ``models``, give them to that cache.
     """
 
     def __init__(
@@ -233,11 +259,16 @@ class PolicyFactory:
         generation: GenerationConfig | None = None,
         models: ModelCache | None = None,
         agent_streams: bool = True,
+        server_options: ServerOptions | Mapping[str, Any] | None = None,
     ) -> None:
+        if models is not None and server_options is not None:
+            raise ValueError(
+                "give server_options to the ModelCache passed as models, not to the factory"
+            )
         generation = generation or GenerationConfig()
         self._generation = generation if seed is None else generation.replace(seed=seed)
         self.env_id, self.seed = env_id, self._generation.seed
-        self.models = models or ModelCache()
+        self.models = models or ModelCache(server_options)
         self._own_models = models is None
         self.agent_streams = check_bool("agent_streams", agent_streams)
         self._policies: dict[str, Policy] = {}

@@ -12,7 +12,7 @@ from llm_marl_envs.policies.generation import (
     resolve_device,
     resolve_dtype_for,
 )
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+from llm_marl_envs.policies.openai import OpenAIPolicy
 from llm_marl_envs.policies.server import PolicyServer, serve_policy
 
 

@@ -19,7 +19,8 @@ from collections.abc import Callable
 import pytest
 
 from llm_marl_envs.policies import PolicyError, Prompt
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions
+from policy_server_helpers import openai_client
 
 Handler = Callable[[socket.socket, threading.Event], None]
 
@@ -146,7 +147,7 @@ def make_client():
 
     def make(url: str, **kwargs) -> OpenAIPolicy:
         kwargs.setdefault("backoff", 0.01)
-        client = OpenAIPolicy(url, **kwargs)
+        client = openai_client(url, **kwargs)
         clients.append(client)
         return client
 
@@ -365,7 +366,7 @@ def test_a_huge_answer_is_refused_while_reading(socket_server, make_client, decl
 
 
 def test_the_default_caps_leave_normal_answers_alone():
-    from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
+    from llm_marl_envs.policies.openai import DEFAULT_MAX_RESPONSE_BYTES
 
     policy = OpenAIPolicy("http://127.0.0.1:1/v1")
     assert policy.max_response_bytes == DEFAULT_MAX_RESPONSE_BYTES >= 16 * 2**20
@@ -378,7 +379,7 @@ def test_the_default_caps_leave_normal_answers_alone():
         {"timeout": float("inf")},
     ):
         with pytest.raises((ValueError, TypeError)):
-            OpenAIPolicy("http://127.0.0.1:1/v1", **bad)
+            OpenAIPolicy("http://127.0.0.1:1/v1", options=ServerOptions(**bad))
 
 
 def test_ctrl_c_is_seen_while_waiting_even_if_a_worker_thread_gets_the_signal(

@@ -17,8 +17,8 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 
 from llm_marl_envs.policies import CallablePolicy, Completion, Policy, PolicyError, Prompt
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy
-from policy_server_helpers import FaultyPolicyServer
+from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions
+from policy_server_helpers import FaultyPolicyServer, openai_client
 
 SECRET = "sk-test-0123456789-secret"
 
@@ -107,7 +107,7 @@ def make_client():
     def make(url: str, **kwargs) -> OpenAIPolicy:
         kwargs.setdefault("timeout", 5.0)
         kwargs.setdefault("backoff", 0.01)
-        client = OpenAIPolicy(url, **kwargs)
+        client = openai_client(url, **kwargs)
         clients.append(client)
         return client
 
@@ -404,7 +404,7 @@ def test_older_vllm_gives_completion_ids_through_logprob_tokens(raw_server, make
     body = {"choices": [{"message": {"content": "ok"}, "logprobs": {"content": content}}]}
     url, _ = raw_server(json.dumps(body).encode())
     client = make_client(url, return_token_ids=True)
-    with caplog.at_level("WARNING", logger="llm_marl_envs.policies.openai_compat"):
+    with caplog.at_level("WARNING", logger="llm_marl_envs.policies.openai.policy"):
         [completion] = client.generate([chat_prompt("x")])
         client.generate([chat_prompt("y")])
     assert completion.completion_ids == [5, 6] and completion.logprobs == [-0.5, -0.5]
@@ -495,14 +495,9 @@ def test_server_builds_prompts_from_messages(start_server):
     [
         {"base_url": "ftp://host/v1"},
         {"base_url": "127.0.0.1:8000/v1"},
-        {"timeout": 0},
-        {"timeout": -1.0},
-        {"max_retries": -1},
-        {"concurrency": 0},
         {"max_tokens": 0},
         {"temperature": -0.1},
         {"top_p": 0.0},
-        {"backoff": -1},
         {"model": ""},
         {"stop": ["", "x"]},
         {"extra_body": ["not", "a", "dict"]},
@@ -517,7 +512,9 @@ def test_constructor_validates(kwargs):
 
 
 def test_from_spec_and_close():
-    policy = OpenAIPolicy.from_spec("https://example.invalid/v1/#my-model", timeout=1.0)
+    policy = OpenAIPolicy.from_spec(
+        "https://example.invalid/v1/#my-model", options=ServerOptions(timeout=1.0)
+    )
     assert (policy.base_url, policy.model, policy.name) == (
         "https://example.invalid/v1",
         "my-model",

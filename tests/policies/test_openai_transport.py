@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 import pytest
 
 from llm_marl_envs.policies import CallablePolicy, Completion, Policy, PolicyError, Prompt
-from llm_marl_envs.policies._openai_answers import _read_stream, clean_text
-from llm_marl_envs.policies._openai_flow import START, Window, deadline
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy, split_spec
+from llm_marl_envs.policies.openai.answers import read_stream, clean_text
+from llm_marl_envs.policies.openai.flow import START, Window, deadline
+from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions, split_spec
 from policy_server_helpers import FaultyPolicyServer
 
 
@@ -133,7 +133,7 @@ def test_a_restarted_window_starts_again_as_a_new_one(serve):
     window.release("ok", 1.0, 1, ticket)
 
     server = serve()
-    policy = OpenAIPolicy(server.url, model="m", concurrency=4)
+    policy = OpenAIPolicy(server.url, model="m", options=ServerOptions(concurrency=4))
     policy.generate([chat(f"q{i}") for i in range(8)])
     assert 1 <= policy.peak_in_flight <= 4
     policy.restart_window(4)
@@ -166,7 +166,7 @@ def test_a_serial_server_is_not_flooded(serve):
     server = serve(CallablePolicy(serial))
     limits = []
     for _ in range(3):
-        policy = OpenAIPolicy(server.url, concurrency=16, backoff=0.01)
+        policy = OpenAIPolicy(server.url, options=ServerOptions(concurrency=16, backoff=0.01))
         try:
             policy.generate([chat(f"q{i}") for i in range(32)])
             limits.append(policy._window.limit)
@@ -193,7 +193,9 @@ def test_the_deadline_grows_with_the_budget():
 
 def test_a_timeout_names_the_settings_it_ran_with(serve):
     server = serve(delay=1.0)
-    policy = OpenAIPolicy(server.url, timeout=0.2, max_retries=1, backoff=0.01, concurrency=3)
+    policy = OpenAIPolicy(
+        server.url, options=ServerOptions(timeout=0.2, max_retries=1, backoff=0.01, concurrency=3)
+    )
     try:
         with pytest.raises(PolicyError) as caught:
             policy.generate([chat("slow")])
@@ -230,7 +232,7 @@ def test_requests_stream_and_answers_are_stripped_with_their_usage(serve):
 
 def test_a_whole_answer_request_is_still_possible(serve):
     server = serve()
-    policy = OpenAIPolicy(server.url, stream=False)
+    policy = OpenAIPolicy(server.url, options=ServerOptions(stream=False))
     try:
         assert policy.generate([chat("x")])[0].text == "x"
     finally:
@@ -247,7 +249,7 @@ def chunk(**choice) -> str:
 
 
 def test_a_stream_is_put_together_into_one_answer():
-    answer = _read_stream(
+    answer = read_stream(
         _stream(
             ": a comment",
             chunk(delta={"role": "assistant"}),
@@ -263,7 +265,7 @@ def test_a_stream_is_put_together_into_one_answer():
     assert answer["choices"][0]["finish_reason"] == "stop"
     assert answer["choices"][0]["logprobs"]["content"] == [{"logprob": -0.5}, {"logprob": -0.25}]
     assert answer["usage"] == {"completion_tokens": 2} and answer["model"] == "m"
-    text = _read_stream(_stream(chunk(text="a"), chunk(text="b", finish_reason="length")), 1000)
+    text = read_stream(_stream(chunk(text="a"), chunk(text="b", finish_reason="length")), 1000)
     assert text["choices"][0]["text"] == "ab"  # a completions stream, ended by the connection
 
 
@@ -278,19 +280,19 @@ def test_a_stream_is_put_together_into_one_answer():
 )
 def test_a_bad_stream_fails_in_one_line(events, error, words):
     with pytest.raises(error, match=words):
-        _read_stream(_stream(*events), cap=300)
+        read_stream(_stream(*events), cap=300)
 
 
 def test_a_tool_call_only_stream_is_unusable_not_empty():
-    from llm_marl_envs.policies._openai_answers import _parse_completion
+    from llm_marl_envs.policies.openai.answers import parse_completion
 
-    answer = _read_stream(
+    answer = read_stream(
         _stream(chunk(delta={"tool_calls": [{}]}, finish_reason="tool_calls")), 1000
     )
     with pytest.raises(PolicyError, match="tool_calls only"):
-        _parse_completion(answer, "url")
-    empty = _read_stream(_stream(chunk(delta={"role": "assistant"}, finish_reason="stop")), 1000)
-    assert _parse_completion(empty, "url").text == ""  # a model that stopped at once
+        parse_completion(answer, "url")
+    empty = read_stream(_stream(chunk(delta={"role": "assistant"}, finish_reason="stop")), 1000)
+    assert parse_completion(empty, "url").text == ""  # a model that stopped at once
 
 
 # --------------------------------------------------------------------------- asked, not given
@@ -303,7 +305,7 @@ class NoLogprobs(Policy):
 
 def test_logprobs_a_server_does_not_give_are_refused(serve):
     server = serve(NoLogprobs())
-    policy = OpenAIPolicy(server.url, logprobs=True, backoff=0.01)
+    policy = OpenAIPolicy(server.url, logprobs=True, options=ServerOptions(backoff=0.01))
     try:
         with pytest.raises(PolicyError, match="no log-probabilities .logprobs=True"):
             policy.generate([chat("x")])
@@ -313,7 +315,7 @@ def test_logprobs_a_server_does_not_give_are_refused(serve):
 
 def test_token_ids_a_server_does_not_give_are_refused(serve):
     server = serve(NoLogprobs())
-    policy = OpenAIPolicy(server.url, return_token_ids=True, backoff=0.01)
+    policy = OpenAIPolicy(server.url, return_token_ids=True, options=ServerOptions(backoff=0.01))
     try:
         with pytest.raises(
             PolicyError, match="no completion token ids.*leave --include-tokens out"
@@ -345,7 +347,9 @@ def test_transport_options_travel_in_the_spec():
     address, options = split_spec("http://h:8000/v1#qwen?concurrency=4&timeout=120&retries=2")
     assert address == "http://h:8000/v1#qwen"
     assert options == {"concurrency": 4, "timeout": 120.0, "max_retries": 2}
-    policy = OpenAIPolicy.from_spec("http://h:8000/v1#qwen?concurrency=4", concurrency=16)
+    policy = OpenAIPolicy.from_spec(
+        "http://h:8000/v1#qwen?concurrency=4", options=ServerOptions(concurrency=16)
+    )
     try:
         assert policy.concurrency == 4 and policy.model == "qwen"  # the spec's own wins
     finally:
@@ -529,9 +533,9 @@ def test_a_server_that_reports_a_context_but_counts_nothing_gets_the_prompt_as_i
         def _admit(self, number, method, path, headers, body):
             super()._admit(number, method, path, headers, body)
             if path == "/v1/chat/completions":
-                from llm_marl_envs.policies._server_answers import _RequestError
+                from llm_marl_envs.policies.server.answers import RequestError
 
-                raise _RequestError(400, "This model's maximum context length is 100 tokens.")
+                raise RequestError(400, "This model's maximum context length is 100 tokens.")
 
     server = Refusing(CallablePolicy(lambda o, i: o), max_model_len=100)
     policy = OpenAIPolicy(server.url, max_tokens=8)
@@ -580,7 +584,7 @@ def test_a_prompt_the_server_refuses_as_too_long_is_fitted_and_sent_once_more(se
     server = serve(served, max_model_len=context)
     words = "The maze is a grid of walls and open cells. " * 12  # about 500 bytes
     prompt = Prompt("a", words, [{"role": "user", "content": words}], {})
-    policy = OpenAIPolicy(server.url, max_tokens=budget, max_retries=0)
+    policy = OpenAIPolicy(server.url, max_tokens=budget, options=ServerOptions(max_retries=0))
     try:
         with pytest.warns(UserWarning, match=f"prompts longer than {context - budget} tokens"):
             assert isinstance(policy.generate([prompt])[0].text, str)

@@ -251,7 +251,7 @@ def test_the_command_line_takes_a_key_from_a_flag_or_the_environment(monkeypatch
         captured.update(options)
         raise Stop
 
-    monkeypatch.setattr("llm_marl_envs.policies.server.serve_policy", fake_serve)
+    monkeypatch.setattr("llm_marl_envs.policies.server.command.serve_policy", fake_serve)
     relay = ["--model", "openai:http://127.0.0.1:9/v1#m"]
     monkeypatch.setenv("LLM_MARL_API_KEY", "from-env")
     with pytest.raises(Stop):

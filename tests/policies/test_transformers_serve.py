@@ -25,7 +25,7 @@ pytest.importorskip("uvicorn", reason="transformers serve needs uvicorn (the dev
 from llm_marl_envs.cli import main
 from llm_marl_envs.leaderboard.board import shipped_entries
 from llm_marl_envs.policies.base import PolicyError, Prompt
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+from llm_marl_envs.policies.openai import OpenAIPolicy
 
 pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("transformers_serve")]
 

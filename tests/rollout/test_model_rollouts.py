@@ -10,7 +10,7 @@ import pytest
 from llm_marl_envs.cli import main
 from llm_marl_envs.policies import Policy
 from llm_marl_envs.policies.hf import HFPolicy
-from llm_marl_envs.policies.openai_compat import OpenAIPolicy
+from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions
 from llm_marl_envs.policies.server import serve_policy
 from llm_marl_envs.rollout import RolloutError, read_jsonl, rollout
 
@@ -114,7 +114,9 @@ def test_http_policy_against_a_local_server_matches_the_model(tiny):
     env_id, kwargs = "llm_marl_envs/MazeCollab-v0", SMALL["llm_marl_envs/MazeCollab-v0"]
     direct = rollout(env_id, tiny, episodes=4, batch_size=4, env_kwargs=kwargs, progress=False)
     with serve_policy(tiny, batch_wait=0.02) as server:
-        client = OpenAIPolicy(server.url, timeout=10, max_retries=0, concurrency=4)
+        client = OpenAIPolicy(
+            server.url, options=ServerOptions(timeout=10, max_retries=0, concurrency=4)
+        )
         try:
             remote = rollout(
                 env_id, client, episodes=4, batch_size=4, env_kwargs=kwargs, progress=False
@@ -132,7 +134,10 @@ def test_a_failing_server_stops_the_rollout_and_keeps_finished_episodes(tiny, tm
     out = tmp_path / "partial.jsonl"
     served = _Breaks(tiny, calls=6, hang=hang)
     with serve_policy(served, batch_wait=0.0) as server:
-        client = OpenAIPolicy(server.url, timeout=0.5, max_retries=1, backoff=0.05, concurrency=1)
+        client = OpenAIPolicy(
+            server.url,
+            options=ServerOptions(timeout=0.5, max_retries=1, backoff=0.05, concurrency=1),
+        )
         started = time.perf_counter()
         try:
             with pytest.raises(RolloutError) as caught:

@@ -1,116 +1,15 @@
-"""Serve any :class:`Policy` over the OpenAI-compatible HTTP API, with micro-batching.
+"""The policy server itself: :class:`PolicyServer` (its micro-batching worker and the limits
+it keeps, :class:`ServerLimits`) and :func:`serve_policy`, which starts one.
 
->>> from llm_marl_envs.policies import CallablePolicy
->>> from llm_marl_envs.policies.openai_compat import OpenAIPolicy
->>> with serve_policy(CallablePolicy(lambda observation, info: "left")) as server:
-...     client = OpenAIPolicy(server.url)
-...     print(client.generate([Prompt("gnome_0", "left or right?", [], {})])[0].text)
-...     client.close()
-left
-
-Endpoints (under ``/v1``):
-
-- ``POST /v1/chat/completions``: ``messages`` become ``Prompt(agent="remote",
-  observation=<the last user message, or all messages rendered as "role: content" lines>,
-  messages=messages, info={})``.
-- ``POST /v1/completions``: ``prompt`` (a string or a list of strings) becomes
-  ``Prompt(agent="remote", observation=prompt, messages=[], info={})``.
-- ``GET /v1/models``: lists ``model_name`` (with ``max_model_len`` when one is given).
-- ``POST /tokenize`` (at the root, as vLLM has it): ``{"count": <prompt tokens>}`` for a chat
-  (``messages``, rendered with the chat template) or completion (``prompt``) request, when the
-  policy has a tokenizer (an :class:`~llm_marl_envs.policies.hf.HFPolicy`); else HTTP 404.
-
-With ``max_model_len`` (and a policy that counts tokens), a request whose prompt tokens plus
-``max_tokens`` exceed it is refused with HTTP 400 in vLLM's words, as vLLM refuses it.
-
-Answers follow the OpenAI JSON shape; ``usage`` carries the token counts the policy reports
-(``prompt_ids`` / ``completion_ids``), and ``logprobs`` is filled when the request asks for it
-and the completion has them (token strings are ``"token_id:<id>"`` when the ids are known, as
-vLLM's ``--return-tokens-as-token-ids`` writes them). A request with ``return_token_ids: true``
-gets the ids the policy reports as vLLM (>= 0.10.2) answers them: ``prompt_token_ids`` at the
-top of a chat answer and ``token_ids`` in its choice; both in each choice of a completion
-answer. Sampling fields of a request (``max_tokens``, ``temperature``, ``stop``, ``seed``, ...)
-are ignored: the policy's own settings apply. ``n > 1`` is refused with HTTP 400.
-
-Streaming (``"stream": true``, on both endpoints) answers with server-sent events in OpenAI's
-chunk format, as ``vllm serve`` does: ``data: {...}`` lines of ``chat.completion.chunk``
-objects (first the assistant ``role``, then the ``content``, then an empty ``delta`` with the
-``finish_reason``) or of ``text_completion`` chunks (each choice's ``text``, then its
-``finish_reason``), a last chunk with ``usage`` and no choices when
-``stream_options.include_usage`` is true, and ``data: [DONE]``. ``logprobs`` and the token
-ids ride on the content chunk (``prompt_token_ids`` on a chat stream's first chunk). The
-policy writes whole completions, so each one arrives as a single content chunk once it is
-generated; a request the server refuses, or a policy failure, is answered before the stream
-starts, with its HTTP status and JSON error body as without streaming.
-
-Micro-batching: one worker thread owns the policy. Requests that arrive within ``batch_wait``
-seconds of the first waiting one (up to ``max_batch`` prompts) are answered by a single
-``policy.generate`` call, so a model that is efficient on batches stays efficient when served,
-and a policy that is not thread-safe is only ever called from that one thread.
-
-**The HTTP stack** is uvicorn (the ``serve`` extra: ``pip install 'llm-marl-envs[serve]'``),
-as under vLLM's OpenAI server; the app (``_server_http``) sits behind
-:class:`~llm_marl_envs.core.asgi_guard.Guard`, which checks each request's authority, size and
-JSON bounds before the API sees it.
-
-Bad requests get HTTP 400 naming the field (``param``), unknown paths 404, a policy exception
-HTTP 500, each with an OpenAI style ``{"error": {"message", "type", "param", "code"}}`` body.
-A failure the server did not expect (a policy's exception included) is logged with an id, and
-the client gets that id and the exception's type, never its text, a traceback, a path or an
-upstream URL. The server does not close the policy.
-
-**Limits** (:class:`ServerLimits`; each a flag of the command line), checked before any work:
-
-* ``max_body_bytes`` (``--max-body-bytes``, default 8 MiB): a larger ``Content-Length`` is
-  answered 413 before one byte of the body is read; a chunked body is refused (411);
-* the body is parsed within bounds (:mod:`~llm_marl_envs.core.bounded_json`): at most
-  ``max_json_values`` values (1,000,000) nested at most ``max_json_depth`` deep (32), no
-  integer beyond 64 bits, no ``NaN`` / ``Infinity`` / ``1e400``, no lone surrogate (each a
-  400 naming the place, as ``messages[0].content``);
-* ``max_prompts`` (``--max-prompts``, default 256): prompts of a completion request, messages
-  of a chat request;
-* ``max_tokens`` (``--max-tokens``, default 32,768): the largest ``max_tokens`` a request
-  may ask for;
-* ``max_queued`` (``--max-queued``, default 4,096): prompts waiting for the worker; a request
-  that would pass it is answered 503 with ``Retry-After``;
-* ``max_in_progress`` (``--max-in-progress``, default 64): requests being answered at once; one
-  more is answered 503 with ``Retry-After`` (uvicorn's own cap, twice that, is a backstop);
-* ``header_timeout`` (10 s): a connection whose request line and headers have not arrived is
-  closed; ``body_timeout`` (30 s): a body that has not arrived is answered 408;
-  ``idle_timeout`` (5 s): an idle keep-alive connection is closed;
-* ``shutdown_timeout`` (5 s): ``close()`` returns within it whatever the clients do (a request
-  still waiting is answered 503 as the server stops; a policy call in progress is left to
-  finish on its own thread).
-
-A client that disconnects has its queued prompts dropped, never played.
-
-**Isolation.** Every request is checked on its own before its prompts join a batch; a batch
-whose ``policy.generate`` fails is played again one prompt at a time, so only the prompt that
-fails gets the 500 and its batch neighbours their answers.
-
-**Authority.** With ``api_key`` (``--api-key``, or the ``LLM_MARL_API_KEY`` environment
-variable), a request must send ``Authorization: Bearer <key>``, compared in constant time,
-before its body is read (401). A server bound beyond loopback without a key logs a warning.
-``Host`` must name the server (a loopback name, the address it is bound to, or one of
-``allowed_hosts``; ``--allowed-host``), and a request with an ``Origin`` header must come
-from such a host, so a web page cannot drive a server on loopback through DNS rebinding or a
-cross-origin request (403). A server bound to every interface (``0.0.0.0``) takes any
-``Host`` unless ``allowed_hosts`` is given: its key is its guard.
-
-Run a model from the command line (needs the ``hf`` extra)::
-
-    python -m llm_marl_envs.policies.server --model tiny --port 8000
-
-or relay another OpenAI-compatible server (``--model openai:http://127.0.0.1:8001/v1#NAME``):
-its answers, in this server's shape (a ``transformers serve`` stream never sends
-``data: [DONE]``, which some clients, verifiers among them, wait for).
+What it answers and how is the package's docstring (:mod:`llm_marl_envs.policies.server`);
+the answers' shape is :mod:`~llm_marl_envs.policies.server.answers`, the HTTP side
+:mod:`~llm_marl_envs.policies.server.http`, the command line
+:mod:`~llm_marl_envs.policies.server.command`.
 """
 
 from __future__ import annotations
 
-import argparse
 import logging
-import os
 import queue
 import threading
 import time
@@ -120,13 +19,13 @@ from typing import Any
 
 from llm_marl_envs.core.asgi_guard import GuardSettings, is_loopback
 from llm_marl_envs.core.validation import check_int, check_number
-from llm_marl_envs.policies._server_answers import _RequestError
-from llm_marl_envs.policies._server_http import HTTPServer, build_app
+from llm_marl_envs.policies.server.answers import RequestError
+from llm_marl_envs.policies.server.http import HTTPServer, build_app
 from llm_marl_envs.policies.base import Completion, Policy, Prompt
 
 __all__ = ["API_KEY_ENV", "PolicyServer", "ServerLimits", "serve_policy"]
 
-log = logging.getLogger(__name__)
+log = logging.getLogger("llm_marl_envs.policies.server")  # the package's
 
 #: The environment variable the command line reads the API key from.
 API_KEY_ENV = "LLM_MARL_API_KEY"
@@ -134,7 +33,7 @@ API_KEY_ENV = "LLM_MARL_API_KEY"
 
 @dataclass(frozen=True)
 class ServerLimits:
-    """What one request may ask of a :class:`PolicyServer` (module docstring: "Limits")."""
+    """What one request may ask of a :class:`PolicyServer` (the package's docstring: "Limits")."""
 
     max_body_bytes: int = 8 * 2**20
     max_json_values: int = 1_000_000
@@ -277,9 +176,9 @@ class PolicyServer:
         jobs = [_Job(prompt, left=left) for prompt in prompts]
         with self._lock:
             if self._closed:
-                raise _RequestError(503, "the server is shutting down", "server_error")
+                raise RequestError(503, "the server is shutting down", "server_error")
             if self._queued + len(jobs) > self.limits.max_queued:
-                raise _RequestError(
+                raise RequestError(
                     503,
                     f"the server is busy ({self._queued} prompts waiting; at most "
                     f"{self.limits.max_queued}): try again shortly",
@@ -297,7 +196,7 @@ class PolicyServer:
                 self._queued -= len(jobs)
         failed = next((job.error for job in jobs if job.error is not None), None)
         if failed is not None:
-            raise _RequestError(500, failed, "server_error")
+            raise RequestError(500, failed, "server_error")
         return [job.completion for job in jobs]  # type: ignore[misc]
 
     def _work(self) -> None:
@@ -396,7 +295,7 @@ class PolicyServer:
     ) -> None:
         """Called with each request (numbered as received) before it is answered: every one is
         admitted; a subclass may delay one or answer it with an error by raising
-        :class:`_RequestError` (the tests inject faults so)."""
+        :class:`RequestError` (the tests inject faults so)."""
 
 
 def serve_policy(
@@ -445,89 +344,3 @@ def serve_policy(
         limits=limits,
         allowed_hosts=allowed_hosts,
     )
-
-
-# ---------------------------------------------------------------------- command line
-def main(argv: list[str] | None = None) -> None:
-    """``python -m llm_marl_envs.policies.server --model tiny|default|PATH|openai:URL#MODEL``.
-
-    An ``openai:`` model relays another server's answers (its requests' messages go on
-    upstream; the answers come back in this server's OpenAI shape, streams ending with
-    ``data: [DONE]``), served under the upstream's model name.
-    """
-    parser = argparse.ArgumentParser(description="Serve a transformers policy over the OpenAI API.")
-    parser.add_argument(
-        "--model",
-        default="default",
-        help="tiny, default, a model path/id, or openai:URL#MODEL (relay another server)",
-    )
-    parser.add_argument("--host", default="127.0.0.1")
-    parser.add_argument("--port", type=int, default=8000)
-    parser.add_argument("--max-batch", type=int, default=32)
-    parser.add_argument(
-        "--max-model-len", type=int, default=None, help="the context length to report and keep"
-    )
-    parser.add_argument("--batch-wait", type=float, default=0.01)
-    parser.add_argument(
-        "--api-key",
-        default=os.environ.get(API_KEY_ENV) or None,
-        help=f"the key clients must send as 'Authorization: Bearer KEY' (default: ${API_KEY_ENV})",
-    )
-    parser.add_argument(
-        "--allowed-host",
-        action="append",
-        default=None,
-        metavar="NAME",
-        help="a host name clients may reach the server by, besides loopback's (repeatable)",
-    )
-    defaults = ServerLimits()
-    for name in ("max_body_bytes", "max_prompts", "max_tokens", "max_queued", "max_in_progress"):
-        parser.add_argument(
-            f"--{name.replace('_', '-')}",
-            type=int,
-            default=getattr(defaults, name),
-            help=f"limit: {name.replace('_', ' ')} (default {getattr(defaults, name):,})",
-        )
-    args = parser.parse_args(argv)
-    try:
-        limits = ServerLimits(
-            max_body_bytes=args.max_body_bytes,
-            max_prompts=args.max_prompts,
-            max_tokens=args.max_tokens,
-            max_queued=args.max_queued,
-            max_in_progress=args.max_in_progress,
-        )
-    except (TypeError, ValueError) as error:
-        parser.error(str(error))
-    logging.basicConfig(level=logging.INFO)
-    if args.model.startswith("openai:"):
-        from llm_marl_envs.policies.openai_compat import OpenAIPolicy
-
-        policy = OpenAIPolicy.from_spec(args.model[len("openai:") :])
-        name = policy.model
-    else:
-        from llm_marl_envs.policies.hf import HFPolicy  # heavy: only here
-
-        policy = HFPolicy.from_spec(args.model)
-        name = args.model
-    server = serve_policy(
-        policy,
-        args.host,
-        args.port,
-        model_name=name,
-        max_batch=args.max_batch,
-        batch_wait=args.batch_wait,
-        max_model_len=args.max_model_len,
-        api_key=args.api_key,
-        limits=limits,
-        allowed_hosts=args.allowed_host,
-    )
-    log.info("serving %s at %s (Ctrl-C stops)", args.model, server.url)
-    try:
-        server.serve_forever()
-    finally:
-        policy.close()
-
-
-if __name__ == "__main__":
-    main()

@@ -5,8 +5,9 @@ asgi_guard.Guard` checks every request's authority, size and JSON bounds before 
 it (its errors in OpenAI's shape); the app (:func:`build_app`) counts the requests, caps those
 in progress (a JSON 503 with ``Retry-After``), hands each to the server's answers in a thread
 (the micro-batching worker owns the policy), drops a request's queued prompts when its client
-disconnects, and writes the answer or its stream. Held apart from ``server`` (the batching
-worker, the limits and the command line) because this is the transport.
+disconnects, and writes the answer or its stream. Held apart from
+:mod:`~llm_marl_envs.policies.server.serve` (the batching worker and the limits) because this
+is the transport.
 """
 
 from __future__ import annotations
@@ -24,12 +25,12 @@ from typing import Any
 
 from llm_marl_envs.core.asgi_guard import Guard, GuardSettings, send_json
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.policies._server_answers import (
-    _chat_completion,
-    _chunks,
-    _RequestError,
-    _text_completion,
-    _tokenize,
+from llm_marl_envs.policies.server.answers import (
+    chat_completion,
+    chunks,
+    RequestError,
+    text_completion,
+    tokenize,
 )
 
 log = logging.getLogger("llm_marl_envs.policies.server")
@@ -50,8 +51,9 @@ def openai_error(status: int, message: str, param: str | None = None) -> dict[st
 
 
 def build_app(srv: Any) -> Any:
-    """The ASGI app of a :class:`~llm_marl_envs.policies.server.PolicyServer`: the request
-    counter, then the guard, then the API."""
+    """The ASGI app of a :class:`~llm_marl_envs.policies.server.serve.PolicyServer`: the request
+    counter, then the guard, then the API (at most ``limits.max_in_progress`` requests at once;
+    one more is answered 503 with ``Retry-After``)."""
     limits = srv.limits
     pool = ThreadPoolExecutor(limits.max_in_progress, thread_name_prefix="policy-server")
     srv._pool = pool
@@ -59,44 +61,15 @@ def build_app(srv: Any) -> Any:
 
     async def api(scope: dict, receive: Any, send: Any) -> None:
         nonlocal active
-        method, path = scope["method"], scope["path"].rstrip("/") or "/"
-        number = scope["state"]["number"]
-        body = scope["state"].get("json") if method == "POST" else None
-        headers = {
-            k.decode("latin-1").title(): v.decode("latin-1") for k, v in scope.get("headers", [])
-        }
         if active >= limits.max_in_progress:
             message = f"the server is busy ({active} requests in progress): try again shortly"
             await send_json(send, 503, openai_error(503, message), {"Retry-After": "1"})
             return
         active += 1
-        left = threading.Event()
-        watcher = asyncio.create_task(_watch(receive, left))
-        loop = asyncio.get_running_loop()
         try:
-            call = functools.partial(_answer, srv, number, method, path, headers, body, left)
-            answer = await loop.run_in_executor(pool, call)
-            if left.is_set():
-                return
-            if isinstance(body, dict) and body.get("stream"):
-                await _events(send, _chunks(answer, body))
-            else:
-                await send_json(send, 200, answer)
-        except _RequestError as error:
-            if left.is_set():
-                return
-            retry = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
-            await send_json(
-                send, error.status, openai_error(error.status, str(error), error.param), retry
-            )
-        except asyncio.CancelledError:  # cut off by a shutdown that ran out of time
-            message = "the server shut down before this request was answered: try again"
-            with contextlib.suppress(Exception):
-                await send_json(send, 503, openai_error(503, message), {"Retry-After": "1"})
-            raise
+            await _reply(srv, pool, scope, receive, send)
         finally:
             active -= 1
-            watcher.cancel()
 
     guarded = Guard(
         api,
@@ -121,6 +94,44 @@ def build_app(srv: Any) -> Any:
         await guarded(scope, receive, send)
 
     return app
+
+
+async def _reply(srv: Any, pool: ThreadPoolExecutor, scope: dict, receive: Any, send: Any) -> None:
+    """Answer one request the guard let through: its answer is made in ``pool`` (it waits for
+    the batching worker) and written whole or as a stream; nothing is written to a client
+    that left."""
+    method, path = scope["method"], scope["path"].rstrip("/") or "/"
+    number = scope["state"]["number"]
+    body = scope["state"].get("json") if method == "POST" else None
+    headers = {
+        k.decode("latin-1").title(): v.decode("latin-1") for k, v in scope.get("headers", [])
+    }
+    left = threading.Event()
+    watcher = asyncio.create_task(_watch(receive, left))
+    loop = asyncio.get_running_loop()
+    try:
+        call = functools.partial(_answer, srv, number, method, path, headers, body, left)
+        answer = await loop.run_in_executor(pool, call)
+        if left.is_set():
+            return
+        if isinstance(body, dict) and body.get("stream"):
+            await _events(send, chunks(answer, body))
+        else:
+            await send_json(send, 200, answer)
+    except RequestError as error:
+        if left.is_set():
+            return
+        retry = {"Retry-After": str(error.retry_after)} if error.retry_after else {}
+        await send_json(
+            send, error.status, openai_error(error.status, str(error), error.param), retry
+        )
+    except asyncio.CancelledError:  # cut off by a shutdown that ran out of time
+        message = "the server shut down before this request was answered: try again"
+        with contextlib.suppress(Exception):
+            await send_json(send, 503, openai_error(503, message), {"Retry-After": "1"})
+        raise
+    finally:
+        watcher.cancel()
 
 
 async def _watch(receive: Any, left: threading.Event) -> None:
@@ -149,16 +160,16 @@ def _answer(
             model["max_model_len"] = srv.max_model_len
         return {"object": "list", "data": [model]}
     if method != "POST" or path not in ("/tokenize", "/v1/chat/completions", "/v1/completions"):
-        raise _RequestError(404, f"no route for {method} {path}", "not_found_error")
+        raise RequestError(404, f"no route for {method} {path}", "not_found_error")
     if not isinstance(body, dict):
-        raise _RequestError(400, "the body must be a JSON object")
+        raise RequestError(400, "the body must be a JSON object")
     srv._local.left = left
     try:
         if path == "/tokenize":
-            return _tokenize(srv, body)
+            return tokenize(srv, body)
         if path == "/v1/chat/completions":
-            return _chat_completion(srv, body)
-        return _text_completion(srv, body)
+            return chat_completion(srv, body)
+        return text_completion(srv, body)
     finally:
         srv._local.left = None
 

@@ -1,4 +1,4 @@
-"""How many requests an :class:`~llm_marl_envs.policies.openai_compat.OpenAIPolicy` keeps in
+"""How many requests an :class:`~llm_marl_envs.policies.openai.policy.OpenAIPolicy` keeps in
 flight: a window that adapts to the server, and each attempt's deadline.
 
 A fixed number of concurrent requests is right for one server and wrong for the next: vLLM

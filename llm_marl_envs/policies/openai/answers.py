@@ -1,10 +1,11 @@
 """Reading an OpenAI-compatible answer: the action text, log-probabilities, token ids, usage.
 
-Held apart from ``openai_compat`` because it is pure logic on decoded JSON (no threads): what
-makes an answer unusable (a :class:`~llm_marl_envs.policies.base.PolicyError` saying what is
-missing), where chat and text completions keep their log-probabilities, where vLLM puts
-prompt and completion token ids, the token counts of ``usage``, and how a streamed answer
-(server-sent events, :func:`_read_stream`) is put together into the shape of a whole one.
+Held apart from :mod:`~llm_marl_envs.policies.openai.policy` because it is pure logic on
+decoded JSON (no threads): what makes an answer unusable (a
+:class:`~llm_marl_envs.policies.base.PolicyError` saying what is missing), where chat and text
+completions keep their log-probabilities, where vLLM puts prompt and completion token ids, the
+token counts of ``usage``, and how a streamed answer (server-sent events, :func:`read_stream`)
+is put together into the shape of a whole one.
 
 **One text per answer.** Every route strips the answer's leading and trailing whitespace
 (:func:`clean_text`), as the in-process transformers policy does after decoding, so one model's
@@ -13,12 +14,14 @@ records are the same whether it ran in-process or behind a server.
 
 from __future__ import annotations
 
+import http.client
 import json
+from collections.abc import Iterator
 from typing import Any
 
 from llm_marl_envs.policies.base import Completion, PolicyError
 
-_ERROR_BODY_CHARS = 300  # how much of an error response goes into a PolicyError
+ERROR_BODY_CHARS = 300  # how much of an error response goes into a PolicyError
 
 
 def clean_text(text: str) -> str:
@@ -27,11 +30,11 @@ def clean_text(text: str) -> str:
     return text.strip()
 
 
-def _parse_completion(payload: Any, url: str) -> Completion:
+def parse_completion(payload: Any, url: str) -> Completion:
     """A Completion from a chat or text completion answer; PolicyError if it has no usable text."""
     text, problem = _answer_text(payload)
     if problem is not None:
-        snippet = json.dumps(payload)[:_ERROR_BODY_CHARS]
+        snippet = json.dumps(payload)[:ERROR_BODY_CHARS]
         raise PolicyError(f"POST {url}: unusable answer: {problem}: {snippet}")
     choice = payload["choices"][0]
     prompt_tokens, completion_tokens = _usage(payload)
@@ -58,42 +61,17 @@ def _usage(payload: dict[str, Any]) -> tuple[int | None, int | None]:
     return count("prompt_tokens"), count("completion_tokens")
 
 
-def _read_stream(response: Any, cap: int) -> dict[str, Any]:
+def read_stream(response: Any, cap: int) -> dict[str, Any]:
     """A streamed answer (``stream: true``: server-sent ``data:`` events, ending with
     ``data: [DONE]`` or with the connection) put together into the shape of a whole answer:
     the text of every chunk, the last ``finish_reason``, every log-probability and token id,
     ``usage`` and ``model``. A stream longer than ``cap`` bytes is refused as it is read; an
     error event is a :class:`PolicyError`; a stream that stops without a ``finish_reason`` or
     ``[DONE]`` is cut short (:class:`http.client.IncompleteRead`, retried)."""
-    import http.client
-
-    parts: list[str] = []
-    seen_text, chat, finish, done = False, None, None, False
-    extras: set[str] = set()
-    content_logprobs: list[Any] = []
-    tokens: list[Any] = []
-    token_logprobs: list[Any] = []
-    token_ids: list[Any] = []
-    prompt_ids: Any = None
-    usage: Any = None
-    model: Any = None
-    read = 0
-    while True:
-        line = response.readline(cap + 1 - read)
-        if not line:
-            break
-        read += len(line)
-        if read > cap:
-            raise PolicyError(
-                f"the streamed answer is longer than max_response_bytes={cap}; refused after "
-                f"reading {read} bytes"
-            )
-        line = line.strip()
-        if not line.startswith(b"data:"):
-            continue  # blank lines, comments, event: and id: fields
-        data = line[5:].strip()
+    stream = _Stream()
+    for data in _events(response, cap):
         if data == b"[DONE]":
-            done = True
+            stream.done = True
             break
         try:
             chunk = json.loads(data)
@@ -101,63 +79,110 @@ def _read_stream(response: Any, cap: int) -> dict[str, Any]:
             raise PolicyError(
                 f"the server streamed invalid JSON ({error}): {data[:80]!r}"
             ) from None
-        if not isinstance(chunk, dict):
-            continue
+        if isinstance(chunk, dict):
+            stream.add(chunk)
+    return stream.answer()
+
+
+def _events(response: Any, cap: int) -> Iterator[bytes]:
+    """The data of each ``data:`` line of a server-sent event stream (blank lines, comments,
+    ``event:`` and ``id:`` fields skipped); a PolicyError once more than ``cap`` bytes came."""
+    read = 0
+    while True:
+        line = response.readline(cap + 1 - read)
+        if not line:
+            return
+        read += len(line)
+        if read > cap:
+            raise PolicyError(
+                f"the streamed answer is longer than max_response_bytes={cap}; refused after "
+                f"reading {read} bytes"
+            )
+        line = line.strip()
+        if line.startswith(b"data:"):
+            yield line[5:].strip()
+
+
+class _Stream:
+    """The pieces of a streamed answer, gathered chunk by chunk (:func:`read_stream`)."""
+
+    def __init__(self) -> None:
+        self.parts: list[str] = []
+        self.seen_text = False
+        self.chat: bool | None = None  # chat deltas (True) or completion texts (False)
+        self.finish: Any = None
+        self.done = False  # data: [DONE] came
+        self.extras: set[str] = set()  # what a chat message held instead of text
+        self.content_logprobs: list[Any] = []
+        self.tokens: list[Any] = []
+        self.token_logprobs: list[Any] = []
+        self.token_ids: list[Any] = []
+        self.prompt_ids: Any = None
+        self.usage: Any = None
+        self.model: Any = None
+
+    def add(self, chunk: dict[str, Any]) -> None:
+        """Take in one chunk; a PolicyError for an error event."""
         if chunk.get("error"):
             error = chunk["error"]
             message = error.get("message") if isinstance(error, dict) else error
             raise PolicyError(f"the server's stream ended in an error: {str(message)[:200]}")
-        usage = chunk.get("usage") or usage
-        model = chunk.get("model") or model
-        if prompt_ids is None and isinstance(chunk.get("prompt_token_ids"), list):
-            prompt_ids = chunk["prompt_token_ids"]
+        self.usage = chunk.get("usage") or self.usage
+        self.model = chunk.get("model") or self.model
+        if self.prompt_ids is None and isinstance(chunk.get("prompt_token_ids"), list):
+            self.prompt_ids = chunk["prompt_token_ids"]
         for choice in chunk.get("choices") or []:
-            if not isinstance(choice, dict) or choice.get("index", 0) != 0:
-                continue
-            logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
-            if isinstance(choice.get("delta"), dict):  # chat
-                chat, delta = True, choice["delta"]
-                if isinstance(delta.get("content"), str):
-                    parts.append(delta["content"])
-                    seen_text = True
-                extras |= {k for k in ("tool_calls", "function_call", "refusal") if delta.get(k)}
-                if delta.get("reasoning_content") or delta.get("reasoning"):
-                    extras.add("reasoning_content")
-                content_logprobs += logprobs.get("content") or []
-            elif "text" in choice:  # completions
-                chat = False
-                if isinstance(choice["text"], str):
-                    parts.append(choice["text"])
-                    seen_text = True
-                tokens += logprobs.get("tokens") or []
-                token_logprobs += logprobs.get("token_logprobs") or []
-            if isinstance(choice.get("token_ids"), list):
-                token_ids += choice["token_ids"]
-            if prompt_ids is None and isinstance(choice.get("prompt_token_ids"), list):
-                prompt_ids = choice["prompt_token_ids"]
-            finish = choice.get("finish_reason") or finish
-    if not done and finish is None:
-        raise http.client.IncompleteRead(b"".join(p.encode() for p in parts[-3:]))
-    # no text at all is an empty answer (a model that stopped at once), unless the message
-    # held something else instead (tool calls, a refusal, reasoning): then it is unusable
-    text = "".join(parts) if seen_text or not extras else None
-    if chat is False:
-        choice = {"text": text, "finish_reason": finish}
-        if tokens:
-            choice["logprobs"] = {"tokens": tokens, "token_logprobs": token_logprobs}
-    else:
-        message: dict[str, Any] = {"content": text, **dict.fromkeys(sorted(extras), True)}
-        choice = {"message": message, "finish_reason": finish}
-        if content_logprobs:
-            choice["logprobs"] = {"content": content_logprobs}
-    if token_ids:
-        choice["token_ids"] = token_ids
-    if prompt_ids is not None:
-        choice["prompt_token_ids"] = prompt_ids
-    return {"choices": [choice], "usage": usage, "model": model}
+            if isinstance(choice, dict) and choice.get("index", 0) == 0:
+                self._add_choice(choice)
+
+    def _add_choice(self, choice: dict[str, Any]) -> None:
+        logprobs = choice.get("logprobs") if isinstance(choice.get("logprobs"), dict) else {}
+        if isinstance(choice.get("delta"), dict):  # chat
+            self.chat, delta = True, choice["delta"]
+            if isinstance(delta.get("content"), str):
+                self.parts.append(delta["content"])
+                self.seen_text = True
+            self.extras |= {k for k in ("tool_calls", "function_call", "refusal") if delta.get(k)}
+            if delta.get("reasoning_content") or delta.get("reasoning"):
+                self.extras.add("reasoning_content")
+            self.content_logprobs += logprobs.get("content") or []
+        elif "text" in choice:  # completions
+            self.chat = False
+            if isinstance(choice["text"], str):
+                self.parts.append(choice["text"])
+                self.seen_text = True
+            self.tokens += logprobs.get("tokens") or []
+            self.token_logprobs += logprobs.get("token_logprobs") or []
+        if isinstance(choice.get("token_ids"), list):
+            self.token_ids += choice["token_ids"]
+        if self.prompt_ids is None and isinstance(choice.get("prompt_token_ids"), list):
+            self.prompt_ids = choice["prompt_token_ids"]
+        self.finish = choice.get("finish_reason") or self.finish
+
+    def answer(self) -> dict[str, Any]:
+        """The whole answer the chunks make; IncompleteRead for a stream cut short."""
+        if not self.done and self.finish is None:
+            raise http.client.IncompleteRead(b"".join(p.encode() for p in self.parts[-3:]))
+        # no text at all is an empty answer (a model that stopped at once), unless the message
+        # held something else instead (tool calls, a refusal, reasoning): then it is unusable
+        text = "".join(self.parts) if self.seen_text or not self.extras else None
+        if self.chat is False:
+            choice: dict[str, Any] = {"text": text, "finish_reason": self.finish}
+            if self.tokens:
+                choice["logprobs"] = {"tokens": self.tokens, "token_logprobs": self.token_logprobs}
+        else:
+            message = {"content": text, **dict.fromkeys(sorted(self.extras), True)}
+            choice = {"message": message, "finish_reason": self.finish}
+            if self.content_logprobs:
+                choice["logprobs"] = {"content": self.content_logprobs}
+        if self.token_ids:
+            choice["token_ids"] = self.token_ids
+        if self.prompt_ids is not None:
+            choice["prompt_token_ids"] = self.prompt_ids
+        return {"choices": [choice], "usage": self.usage, "model": self.model}
 
 
-def _token_ids(payload: dict[str, Any]) -> tuple[list[int] | None, list[int] | None]:
+def token_ids(payload: dict[str, Any]) -> tuple[list[int] | None, list[int] | None]:
     """``(prompt ids, completion ids)`` from an answer, as vLLM gives them (None if absent).
 
     Prompt ids: ``prompt_token_ids`` of the answer (chat) or of the choice (completions).

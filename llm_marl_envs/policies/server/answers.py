@@ -1,13 +1,14 @@
 """What the policy server answers: a checked OpenAI request in, the JSON answer (or its
 stream's chunks) out.
 
-Held apart from ``server`` (the HTTP plumbing, the micro-batching worker and the command line)
-because this is the API's shape: which request fields are refused (HTTP 400), how chat
-messages become a :class:`~llm_marl_envs.policies.base.Prompt`, and how completions become
-``chat.completion`` / ``text_completion`` answers, with ``usage``, ``logprobs`` and vLLM's
-token-id fields, and OpenAI's streaming chunks. The behaviour is documented in ``server``'s
-module docstring. It reaches the server only through :class:`_Server` (so it does not import
-``server``, which imports it).
+Held apart from :mod:`~llm_marl_envs.policies.server.serve` (the micro-batching worker) and
+:mod:`~llm_marl_envs.policies.server.http` (the HTTP plumbing) because this is the API's
+shape: which request fields are refused (HTTP 400), how chat messages become a
+:class:`~llm_marl_envs.policies.base.Prompt`, and how completions become ``chat.completion`` /
+``text_completion`` answers, with ``usage``, ``logprobs`` and vLLM's token-id fields, and
+OpenAI's streaming chunks. The behaviour is documented in the package's docstring
+(:mod:`llm_marl_envs.policies.server`). It reaches the server only through :class:`_Server`
+(so it does not import ``serve``, which imports it).
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any, Protocol
 from llm_marl_envs.policies.base import Completion, Prompt
 
 
-class _RequestError(Exception):
+class RequestError(Exception):
     """A request the server refuses; carries the HTTP status, OpenAI error type, the field it
     is about (``param``) and, for a full server, the seconds to wait (``retry_after``)."""
 
@@ -40,7 +41,7 @@ class _RequestError(Exception):
 
 
 class _Server(Protocol):
-    """What the answers need of a :class:`~llm_marl_envs.policies.server.PolicyServer`."""
+    """What the answers need of a :class:`~llm_marl_envs.policies.server.serve.PolicyServer`."""
 
     model_name: str
     max_model_len: int | None
@@ -53,21 +54,21 @@ class _Server(Protocol):
 
 def _check_common(body: dict[str, Any]) -> None:
     if body.get("stream") not in (None, True, False):
-        raise _RequestError(400, "'stream' must be true or false")
+        raise RequestError(400, "'stream' must be true or false")
     options = body.get("stream_options")
     if options is not None:
         if not body.get("stream"):
-            raise _RequestError(400, "'stream_options' is only allowed with \"stream\": true")
+            raise RequestError(400, "'stream_options' is only allowed with \"stream\": true")
         if not isinstance(options, dict) or options.get("include_usage") not in (
             None,
             True,
             False,
         ):
-            raise _RequestError(
+            raise RequestError(
                 400, "'stream_options' must be an object whose 'include_usage' is true or false"
             )
     if body.get("n") not in (None, 1):
-        raise _RequestError(400, "only n=1 is supported by this server", param="n")
+        raise RequestError(400, "only n=1 is supported by this server", param="n")
 
 
 def _check_budget(srv: _Server, body: dict[str, Any]) -> None:
@@ -78,7 +79,7 @@ def _check_budget(srv: _Server, body: dict[str, Any]) -> None:
         if value is None:
             continue
         if type(value) is not int or not 1 <= value <= srv.limits.max_tokens:
-            raise _RequestError(
+            raise RequestError(
                 400,
                 f"'{name}' must be an integer from 1 to {srv.limits.max_tokens} on this server",
                 param=name,
@@ -95,7 +96,7 @@ def _message_text(content: Any) -> str:
         parts = [p.get("text") for p in content if isinstance(p, dict) and p.get("type") == "text"]
         if all(isinstance(text, str) for text in parts):
             return "".join(parts)
-    raise _RequestError(400, "message content must be a string or a list of text parts")
+    raise RequestError(400, "message content must be a string or a list of text parts")
 
 
 def _chat_prompt(body: dict[str, Any], most: int | None = None) -> Prompt:
@@ -103,15 +104,15 @@ def _chat_prompt(body: dict[str, Any], most: int | None = None) -> Prompt:
     than ``most``)."""
     raw_messages = body.get("messages")
     if not isinstance(raw_messages, list) or not raw_messages:
-        raise _RequestError(400, "'messages' must be a non-empty list", param="messages")
+        raise RequestError(400, "'messages' must be a non-empty list", param="messages")
     if most is not None and len(raw_messages) > most:
-        raise _RequestError(
+        raise RequestError(
             400, f"'messages' holds {len(raw_messages)} messages; at most {most}", param="messages"
         )
     messages = []
     for message in raw_messages:
         if not isinstance(message, dict) or not isinstance(message.get("role"), str):
-            raise _RequestError(400, "each message must be an object with a string 'role'")
+            raise RequestError(400, "each message must be an object with a string 'role'")
         messages.append({"role": message["role"], "content": _message_text(message.get("content"))})
     user_turns = [m["content"] for m in messages if m["role"] == "user"]
     rendered = "\n".join(f"{m['role']}: {m['content']}" for m in messages)
@@ -126,11 +127,11 @@ def _text_prompts(body: dict[str, Any], most: int | None = None) -> list[Prompt]
     if isinstance(texts, str):
         texts = [texts]
     if not isinstance(texts, list) or not texts or not all(isinstance(t, str) for t in texts):
-        raise _RequestError(
+        raise RequestError(
             400, "'prompt' must be a string or a non-empty list of strings", param="prompt"
         )
     if most is not None and len(texts) > most:
-        raise _RequestError(
+        raise RequestError(
             400, f"'prompt' holds {len(texts)} prompts; at most {most} per request", param="prompt"
         )
     return [Prompt(agent="remote", observation=t, messages=[], info={}) for t in texts]
@@ -145,7 +146,7 @@ def _check_context(srv: _Server, prompt: Prompt, body: dict[str, Any]) -> None:
     budget = body.get("max_tokens")
     budget = budget if isinstance(budget, int) and not isinstance(budget, bool) else 0
     if count is not None and count + budget > srv.max_model_len:
-        raise _RequestError(
+        raise RequestError(
             400,
             f"This model's maximum context length is {srv.max_model_len} tokens. However, you "
             f"requested {count + budget} tokens ({count} in the messages, {budget} in the "
@@ -153,17 +154,17 @@ def _check_context(srv: _Server, prompt: Prompt, body: dict[str, Any]) -> None:
         )
 
 
-def _tokenize(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
+def tokenize(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
     """``POST /tokenize`` as vLLM answers it: the prompt's token count (``messages`` rendered
     with the chat template, or ``prompt``); HTTP 404 when the policy counts no tokens."""
     prompt = _chat_prompt(body) if "messages" in body else _text_prompts(body)[0]
     count = srv.count_tokens(prompt)
     if count is None:
-        raise _RequestError(404, "this server's policy counts no tokens", "not_found_error")
+        raise RequestError(404, "this server's policy counts no tokens", "not_found_error")
     return {"count": count, "max_model_len": srv.max_model_len, "tokens": None}
 
 
-def _chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
+def chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
     _check_common(body)
     _check_budget(srv, body)
     prompt = _chat_prompt(body, srv.limits.max_prompts)
@@ -192,7 +193,7 @@ def _chat_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
     return answer
 
 
-def _text_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
+def text_completion(srv: _Server, body: dict[str, Any]) -> dict[str, Any]:
     _check_common(body)
     _check_budget(srv, body)
     prompts = _text_prompts(body, srv.limits.max_prompts)
@@ -256,7 +257,7 @@ def _envelope(
     return answer
 
 
-def _chunks(answer: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
+def chunks(answer: dict[str, Any], body: dict[str, Any]) -> list[dict[str, Any]]:
     """A finished answer as the chunks of its stream (OpenAI's streaming format)."""
     usage = answer.get("usage")
     include_usage = bool((body.get("stream_options") or {}).get("include_usage"))

@@ -1,13 +1,13 @@
-"""The transport under :class:`~llm_marl_envs.policies.openai_compat.OpenAIPolicy`: one HTTP
+"""The transport under :class:`~llm_marl_envs.policies.openai.policy.OpenAIPolicy`: one HTTP
 attempt's total deadline and how a failed attempt is classified.
 
-Held apart from ``openai_compat`` (which builds requests, retries and parses answers) because
-this is socket-level machinery: a watchdog thread per attempt (:class:`_Attempt`) that shuts
-the attempt's sockets down at its deadline or on ``close()``, ``urllib`` handlers whose
-connections hand their sockets to it, a body reader that enforces ``max_response_bytes``,
-and the mapping of network and HTTP errors onto retryable (:class:`_Retryable`) or final
-(:class:`~llm_marl_envs.policies.base.PolicyError`) failures. The behaviour is documented in
-``openai_compat``'s module docstring.
+Held apart from :mod:`~llm_marl_envs.policies.openai.policy` (which builds requests, retries
+and parses answers) because this is socket-level machinery: a watchdog thread per attempt
+(:class:`Attempt`) that shuts the attempt's sockets down at its deadline or on ``close()``,
+``urllib`` handlers whose connections hand their sockets to it, a body reader that enforces
+``max_response_bytes``, and the mapping of network and HTTP errors onto retryable
+(:class:`Retryable`) or final (:class:`~llm_marl_envs.policies.base.PolicyError`) failures.
+The behaviour is documented in the policy's module docstring.
 """
 
 from __future__ import annotations
@@ -23,17 +23,17 @@ import urllib.request
 from collections.abc import Callable
 from typing import Any
 
-from llm_marl_envs.policies._openai_answers import _ERROR_BODY_CHARS
+from llm_marl_envs.policies.openai.answers import ERROR_BODY_CHARS
 from llm_marl_envs.policies.base import PolicyError
 
 # The policy's logger: these records read as the policy's, as before the split.
-log = logging.getLogger("llm_marl_envs.policies.openai_compat")
+log = logging.getLogger("llm_marl_envs.policies.openai.policy")
 
 _ERROR_BODY_BYTES = 64 * 1024  # how much of an error response we read at all
 _READ_CHUNK = 64 * 1024  # answer bodies are read in pieces this size, so the cap is checked early
 
 
-class _Retryable(Exception):
+class Retryable(Exception):
     """One attempt failed in a way worth retrying (the message says how); ``full``: the
     failure says the server is full (a timeout, HTTP 429 or 503), so fewer requests should be
     in flight."""
@@ -45,7 +45,7 @@ class _Retryable(Exception):
 
 
 # ---------------------------------------------------------------------- deadline
-class _Attempt:
+class Attempt:
     """The deadline of one HTTP attempt, kept by a watchdog thread.
 
     Socket timeouts only bound each wait for data, so a server sending a byte now and then
@@ -107,7 +107,7 @@ class _Attempt:
             self.abort("deadline")
 
 
-_current = threading.local()  # .attempt: the attempt the current worker thread is making
+current = threading.local()  # .attempt: the attempt the current worker thread is making
 
 
 def _shutdown(sock: socket.socket) -> None:
@@ -124,7 +124,7 @@ def _shutdown(sock: socket.socket) -> None:
 
 
 def _watch_current(sock: socket.socket) -> None:
-    attempt = getattr(_current, "attempt", None)
+    attempt = getattr(current, "attempt", None)
     if attempt is not None:
         attempt.watch(sock)
 
@@ -163,12 +163,12 @@ class _WatchedHTTPSConnection(http.client.HTTPSConnection):
         self.sock.do_handshake()
 
 
-class _WatchedHTTPHandler(urllib.request.HTTPHandler):
+class WatchedHTTPHandler(urllib.request.HTTPHandler):
     def http_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         return self.do_open(_WatchedHTTPConnection, req)
 
 
-class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
+class WatchedHTTPSHandler(urllib.request.HTTPSHandler):
     def https_open(self, req: urllib.request.Request) -> http.client.HTTPResponse:
         kwargs: dict[str, Any] = {"context": self._context}
         if getattr(self, "_check_hostname", None) is not None:  # gone in Python 3.12
@@ -176,7 +176,7 @@ class _WatchedHTTPSHandler(urllib.request.HTTPSHandler):
         return self.do_open(_WatchedHTTPSConnection, req, **kwargs)
 
 
-def _read_capped(response: http.client.HTTPResponse, cap: int) -> bytes:
+def read_capped(response: http.client.HTTPResponse, cap: int) -> bytes:
     """The whole body, read in pieces; PolicyError as soon as it is longer than ``cap`` bytes."""
     if response.length is not None and response.length > cap:
         raise PolicyError(
@@ -195,38 +195,38 @@ def _read_capped(response: http.client.HTTPResponse, cap: int) -> bytes:
                 f"reading {len(body)} bytes"
             )
     if response.length:  # read(n) returns b"" on early EOF instead of raising
-        raise http.client.IncompleteRead(bytes(body[-_ERROR_BODY_CHARS:]), response.length)
+        raise http.client.IncompleteRead(bytes(body[-ERROR_BODY_CHARS:]), response.length)
     return bytes(body)
 
 
-def _http_failure(error: urllib.error.HTTPError) -> Exception:
+def http_failure(error: urllib.error.HTTPError) -> Exception:
     """The failure an HTTP error status stands for (429 and 5xx are worth retrying)."""
     detail = _error_detail(error)
     status = f"HTTP {error.code} {error.reason}".rstrip()
     message = f"{status}: {detail}" if detail else status
     if error.code == 429 or error.code >= 500:
-        return _Retryable(message, _retry_after(error), full=error.code in (429, 503))
+        return Retryable(message, _retry_after(error), full=error.code in (429, 503))
     return PolicyError(message)
 
 
-def _classify(failure: BaseException, timeout: float) -> Exception:
-    """A failed attempt's exception as _Retryable (network trouble) or PolicyError."""
-    if isinstance(failure, (_Retryable, PolicyError)):
+def classify(failure: BaseException, timeout: float) -> Exception:
+    """A failed attempt's exception as Retryable (network trouble) or PolicyError."""
+    if isinstance(failure, (Retryable, PolicyError)):
         return failure
     if isinstance(failure, urllib.error.URLError):  # connection refused, DNS, connect timeout
         if isinstance(failure.reason, TimeoutError):
-            return _Retryable(f"timed out after {timeout:g}s (connect)", full=True)
-        return _Retryable(f"connection error: {failure.reason}")
+            return Retryable(f"timed out after {timeout:g}s (connect)", full=True)
+        return Retryable(f"connection error: {failure.reason}")
     if isinstance(failure, TimeoutError):  # the socket timeout, set to the time left
-        return _Retryable(
+        return Retryable(
             f"timed out: no complete answer within the {timeout:g}s deadline "
             f"(connect, send and read)",
             full=True,
         )
     if isinstance(failure, OSError):  # reset, broken pipe, remote disconnect
-        return _Retryable(f"connection error: {type(failure).__name__}: {failure}")
+        return Retryable(f"connection error: {type(failure).__name__}: {failure}")
     # IncompleteRead, BadStatusLine, ...
-    return _Retryable(f"bad HTTP answer: {type(failure).__name__}: {failure}")
+    return Retryable(f"bad HTTP answer: {type(failure).__name__}: {failure}")
 
 
 def _error_detail(error: urllib.error.HTTPError) -> str:
@@ -244,7 +244,7 @@ def _error_detail(error: urllib.error.HTTPError) -> str:
         text = message or parsed.get("error") or parsed.get("detail") or text
     except (json.JSONDecodeError, AttributeError, TypeError, KeyError):
         pass
-    return str(text).strip()[:_ERROR_BODY_CHARS]
+    return str(text).strip()[:ERROR_BODY_CHARS]
 
 
 def _retry_after(error: urllib.error.HTTPError) -> float | None:
