@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.policies import (
@@ -37,6 +37,9 @@ from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecor
 # This module's old path, the deprecated llm_marl_envs.commands, gave these two as well; they
 # live beside make() now.
 from llm_marl_envs.registry import parse_assignments, parse_env_args  # noqa: F401
+
+if TYPE_CHECKING:
+    from llm_marl_envs.policies.openai import ServerOptions
 
 __all__ = [
     "DEMO_ENV_KWARGS",
@@ -306,7 +309,7 @@ def run_demo(
     seed: int = 0,
     generation: GenerationConfig | None = None,
     write: Callable[[str], None] = print,
-    server_options: Mapping[str, Any] | None = None,
+    server_options: ServerOptions | None = None,
 ) -> dict[str, RolloutResult]:
     """Play every environment with one policy spec; print a transcript each and a summary.
     ``server_options``: how requests travel to an ``openai:`` policy (``concurrency``,
@@ -460,7 +463,7 @@ def run_play(
     generation: GenerationConfig | None = None,
     read: Callable[[str], str] = input,
     write: Callable[[str], None] = print,
-    server_options: Mapping[str, Any] | None = None,
+    server_options: ServerOptions | None = None,
 ) -> dict[str, float]:
     """A person plays ``humans`` (default: the first agent); the others use their policies
     (``server_options``: how requests travel to an ``openai:`` one)."""

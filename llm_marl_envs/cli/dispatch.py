@@ -42,7 +42,7 @@ from llm_marl_envs.core.optional import MissingDependencyError
 from llm_marl_envs.data.loading import DataSourceError
 from llm_marl_envs.policies import ModelCache
 from llm_marl_envs.policies.generation import resolve_batch_size
-from llm_marl_envs.policies.openai_compat import DEFAULT_MAX_RESPONSE_BYTES
+from llm_marl_envs.policies.openai.options import DEFAULT_MAX_RESPONSE_BYTES, ServerOptions
 from llm_marl_envs.policies.specs import POLICY_SPECS
 from llm_marl_envs.registry import (
     UnknownEnvironmentError,
@@ -300,7 +300,8 @@ def _rollout(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     _check_episodes(args, parser)
     agent_policies, env_kwargs = _agents_and_env_args(args, parser)
     where = executor_options(args)
-    models = ModelCache(server_options=_rollout_server_options(args))
+    # a server seat must give token ids with --include-tokens, or say it cannot
+    models = ModelCache(_rollout_server_options(args), return_token_ids=args.include_tokens)
     printed: list[str] = []
 
     def write(text: str) -> None:
@@ -339,14 +340,11 @@ def _rollout(args: argparse.Namespace, parser: argparse.ArgumentParser) -> int:
     return 0
 
 
-def _rollout_server_options(args: argparse.Namespace) -> dict:
-    """How ``rollout``'s requests travel to an ``openai:`` seat: the shared options, the
-    answer size cap, and token ids asked for with ``--include-tokens``."""
+def _rollout_server_options(args: argparse.Namespace) -> ServerOptions:
+    """How ``rollout``'s requests travel to an ``openai:`` seat: the shared options and the
+    answer size cap."""
     options = server_options(args, resolve_batch_size(args.batch_size, args.device))
-    options["max_response_bytes"] = args.max_response_bytes
-    if args.include_tokens:  # a server seat must give token ids, or say it cannot
-        options["return_token_ids"] = True
-    return options
+    return options.replace(max_response_bytes=args.max_response_bytes)
 
 
 def _rollout_stopped(stop: BaseException, args: argparse.Namespace, finished: bool) -> int:

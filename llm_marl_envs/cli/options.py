@@ -9,12 +9,17 @@ options back into the arguments the package takes: :func:`placement` and
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import argparse
 import json
 from pathlib import Path
 
 from llm_marl_envs.policies import GenerationConfig
 from llm_marl_envs.policies.specs import POLICY_SPECS
+
+if TYPE_CHECKING:
+    from llm_marl_envs.policies.openai.options import ServerOptions
 
 __all__ = [
     "add_batch_size_option",
@@ -151,12 +156,15 @@ def add_server_options(parser) -> None:
     )
 
 
-def server_options(args: argparse.Namespace, batch_size: int | None = None) -> dict:
-    """The ``OpenAIPolicy`` arguments of :func:`add_server_options`' options (``concurrency``
-    defaults to ``batch_size`` where one is given)."""
-    options = {"timeout": args.timeout, "max_retries": args.retries}
+def server_options(args: argparse.Namespace, batch_size: int | None = None) -> ServerOptions:
+    """The :class:`~llm_marl_envs.policies.openai.ServerOptions` of
+    :func:`add_server_options`' options, built once and passed whole (``concurrency``
+    defaults to ``batch_size`` where one is given, else to ServerOptions')."""
+    from llm_marl_envs.policies.openai.options import ServerOptions
+
+    options = ServerOptions(timeout=args.timeout, max_retries=args.retries)
     if args.concurrency is not None or batch_size is not None:
-        options["concurrency"] = args.concurrency or batch_size
+        options = options.replace(concurrency=args.concurrency or batch_size)
     return options
 
 
