@@ -407,10 +407,10 @@ def evaluate(
         suite: The suite (:func:`~llm_marl_envs.evaluation.suite.load_suite`).
         team: Who plays each seat (:class:`Team`).
         out_dir: Output folder; an earlier, stopped run of the same settings is resumed.
-        tasks, batch_size, progress, entry, generation, write, executor, num_workers,
-            server_options: How it runs, one by one: the fields of
-            :class:`~llm_marl_envs.evaluation.config.EvalConfig` (described there).
-        config: How it runs, all at once (instead of the keywords above).
+        config: How it runs (:class:`~llm_marl_envs.evaluation.config.EvalConfig`); or its
+            fields one by one as the keywords of the same names (``tasks``, ``batch_size``,
+            ``progress``, ``entry``, ``generation``, ``write``, ``executor``, ``num_workers``,
+            ``server_options``), described there; not both.
 
     Raises :class:`EvalError` for an output folder that holds another run,
     :class:`~llm_marl_envs.evaluation.files.FolderBusy` while another process evaluates in
