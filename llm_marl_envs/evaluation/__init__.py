@@ -10,10 +10,12 @@
 See ``docs/leaderboard.md`` for the suites, the statistics and how to submit an entry.
 """
 
+from llm_marl_envs.evaluation.config import EvalConfig
 from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate, load_episodes
 from llm_marl_envs.evaluation.suite import Suite, SuiteError, available_suites, load_suite
 
 __all__ = [
+    "EvalConfig",
     "EvalError",
     "Suite",
     "SuiteError",

@@ -17,7 +17,7 @@ derived from the suite seed and the task (:func:`task_policies`).
 from __future__ import annotations
 
 import json
-import sys
+import os
 import time
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import closing
@@ -26,9 +26,10 @@ from pathlib import Path
 from typing import Any
 
 from llm_marl_envs.evaluation import run_folder
+from llm_marl_envs.evaluation.config import EvalConfig
 from llm_marl_envs.evaluation.files import folder_lock
 from llm_marl_envs.evaluation.run_folder import EvalError, load_episodes
-from llm_marl_envs.evaluation.suite import Item, Suite, Task, data_hash
+from llm_marl_envs.evaluation.suite import Item, Plan, Suite, Task, data_hash
 from llm_marl_envs.policies import (
     GenerationConfig,
     ModelCache,
@@ -41,6 +42,7 @@ from llm_marl_envs.rollout.records import EpisodeRecord
 from llm_marl_envs.rollout.executors import EnvExecutor
 
 __all__ = [
+    "EvalConfig",  # (from config)
     "EvalError",  # (from run_folder, where it is raised too)
     "Team",
     "TaskRun",
@@ -139,6 +141,7 @@ def task_policies(
     return build_policies(factory, env, assignment)
 
 
+# --------------------------------------------------------------------------- what is run
 def _placement(generation: GenerationConfig | None) -> dict[str, Any]:
     """Where the models run, as ``run.json`` records it: the fields asked for other than the
     defaults (``"auto"``, no compile), so a run of the defaults resumes a run made before they
@@ -149,54 +152,135 @@ def _placement(generation: GenerationConfig | None) -> dict[str, Any]:
     return {name: value for name, value in where.items() if value not in (None, "auto", False)}
 
 
-def _plan_changes(before: dict, run: dict, team: Team) -> list[str]:
+def _record_run(
+    out: Path, suite: Suite, team: Team, chosen: list[Task], config: EvalConfig
+) -> dict:
+    """What is being run, as the folder's ``run.json`` records it: the settings a resume must
+    match, with the model each ``openai:`` seat's server serves (``served``: a server seat is
+    what its server serves, not its URL's text). Written there (a resume may change transport)
+    unless the folder holds another evaluation: that is an :class:`EvalError`, one line saying
+    what differs."""
+    run = {
+        "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
+        "team": team.describe(),
+        "tasks": [t.name for t in chosen],
+        "batch_size": config.batch_size,
+        "generation": _placement(config.generation),
+    }
+    servers = [s for s in team.specs() if _is_server(s)]
+    if servers:
+        from llm_marl_envs.policies.openai_compat import served_identity
+
+        run["served"] = {_bare(s): served_identity(s) for s in servers}
+    run_file = out / run_folder.RUN_FILE
+    if run_file.exists():
+        before = json.loads(run_file.read_text(encoding="utf-8"))
+        changed = _plan_changes(before, run, team, listing=_listing)
+        if changed:
+            raise EvalError(
+                f"{out} holds another evaluation ({'; '.join(changed)}); "
+                "use a new --out folder, or the same settings to resume it"
+            )
+    run_folder.write_json(run_file, run)
+    (out / run_folder.EPISODES_DIR).mkdir(exist_ok=True)
+    return run
+
+
+def _plan_changes(
+    before: dict, run: dict, team: Team, listing: Callable[[str], Any] | None = None
+) -> list[str]:
     """How ``run`` differs from the ``before`` run of an evaluation folder in what is played
-    (empty: it resumes it). Transport is not what is played: an ``openai:`` seat's options
-    (``?concurrency=...``) and its URL's text (it is the model its server serves), and the
-    batch size when no seat runs a model in this process (a server batches as it likes;
-    scripted and random players answer the same at any batch size)."""
+    (empty: it resumes it), each as ``"<key> differ"`` (the team's naming each seat that
+    differs, then and now: :func:`_seat_changes`). Transport is not what is played: an
+    ``openai:`` seat's options (``?concurrency=...``) and its URL's text (it is the model its
+    server serves), and the batch size when no seat runs a model in this process (a server
+    batches as it likes; scripted and random players answer the same at any batch size).
+    ``listing(spec)``: the models a server seat's server lists, asked for a message only."""
     changed = []
     for key in run:
         if key == "served":
             continue  # compared through the team
-        was, now = before.get(key), run[key]
-        if key == "team":
-            # By what the servers serve where both runs could ask them, else by URL.
-            served_then, served_now = before.get("served") or {}, run.get("served") or {}
-            known = all([*served_then.values(), *served_now.values()])
-            known = known and bool(served_then) and bool(served_now)
-            was = _played_team(was, served_then if known else {})
-            now = _played_team(now, served_now if known else {})
         if key == "batch_size" and not any(map(_in_process_model, team.specs())):
             continue
-        if was != now:
-            said = f": {was!r} then, {now!r} now" if key == "team" else ""
-            changed.append(f"{key} differ{said}")
+        if key == "team":
+            served = (before.get("served") or {}, run.get("served") or {})
+            seats = _seat_changes(before.get(key), run[key], served, listing)
+            changed += [f"team differ: {'; '.join(seats)}"] if seats else []
+        elif before.get(key) != run[key]:
+            changed.append(f"{key} differ")
     return changed
+
+
+def _seat_changes(
+    then: Any, now: Any, served: tuple[Mapping, Mapping], listing: Callable | None = None
+) -> list[str]:
+    """The seats of two team descriptions (:meth:`Team.describe`) that play differently, each
+    as ``"seat 0: <then> then, <now> now"``. An ``openai:`` seat is the model its server
+    serves where both runs could ask it (``served``: then's and now's spec -> the model id its
+    server reported), else its URL; its transport options do not count either way."""
+    before, after = _seats(then), _seats(now)
+    changes = []
+    for seat in dict.fromkeys([*before, *after]):
+        was, is_now = before.get(seat), after.get(seat)
+        if not _same_seat(was, is_now, served):
+            then_text, now_text = _seat_text(was, served[0]), _seat_text(is_now, served[1], listing)
+            changes.append(f"{seat}: {then_text} then, {now_text} now")
+    return changes
+
+
+def _same_seat(was: Any, now: Any, served: tuple[Mapping, Mapping]) -> bool:
+    """Whether two specs of a seat play the same (:func:`_seat_changes`)."""
+    if not (_is_server(was) and _is_server(now)):
+        return was == now
+    then_model, now_model = served[0].get(_bare(was)), served[1].get(_bare(now))
+    if then_model and now_model:
+        return then_model == now_model
+    return _bare(was) == _bare(now)
+
+
+def _seats(described: Any) -> dict[str, Any]:
+    """A team's description as seat -> spec (``seat 0``, ..., ``agent observer_0``)."""
+    if not isinstance(described, dict):
+        return {"the team": described}
+    seats = {f"seat {i}": spec for i, spec in enumerate(described.get("seats") or [])}
+    agents = described.get("agents") or {}
+    return {**seats, **{f"agent {a}": spec for a, spec in agents.items()}}
+
+
+def _seat_text(spec: Any, served: Mapping, listing: Callable | None = None) -> str:
+    """A seat's spec as a refusal names it: a server seat by the model its server reported
+    (else by what ``listing`` says its server lists now)."""
+    if not _is_server(spec):
+        return "none" if spec is None else repr(spec)
+    bare = _bare(spec)
+    if served.get(bare):
+        return f"model {served[bare]!r} ({bare})"
+    if listing is None:
+        return bare
+    listed = listing(bare)
+    if not listed:
+        return f"{bare} (its server did not say what it serves)"
+    model = bare.partition("#")[2]
+    serves = ", ".join(map(repr, listed)) + (f", not {model!r}" if model else "")
+    return f"{bare} (its server serves {serves})"
+
+
+def _listing(spec: str) -> list[str] | None:
+    """The models an ``openai:`` seat's server lists (None: it does not say)."""
+    from llm_marl_envs.policies.openai_compat import served_models, split_spec
+
+    base_url = split_spec(spec.removeprefix("openai:"))[0].partition("#")[0]
+    listed = served_models(base_url, os.environ.get("OPENAI_API_KEY"))
+    return sorted(listed) if listed else None
+
+
+def _is_server(spec: Any) -> bool:
+    return isinstance(spec, str) and spec.startswith("openai:")
 
 
 def _bare(spec: str) -> str:
     """An ``openai:`` spec without its transport options (``?concurrency=...``)."""
     return spec.partition("?")[0] if spec.startswith("openai:") else spec
-
-
-def _played_team(described: Any, served: Mapping[str, Any]) -> Any:
-    """A team's description as what is played: an ``openai:`` seat without its transport
-    options, and by the model its server serves (``served``: spec -> the server's model id)
-    where that is known, so one server reached by another URL is the same seat."""
-    if not isinstance(described, dict):
-        return described
-
-    def played(spec: Any) -> Any:
-        if not isinstance(spec, str) or not spec.startswith("openai:"):
-            return spec
-        identity = served.get(_bare(spec))
-        return f"openai-served:{identity}" if identity else _bare(spec)
-
-    return {
-        "seats": [played(s) for s in described.get("seats") or []],
-        "agents": {a: played(s) for a, s in (described.get("agents") or {}).items()},
-    }
 
 
 def _in_process_model(spec: str) -> bool:
@@ -243,53 +327,49 @@ def _load_run(task: Task, folder: Path, assignment: dict[str, str]) -> TaskRun |
 
 
 def _play_task(
-    task: Task,
+    plan: Plan,
     policies: dict,
     out: Path,
-    batch_size: int,
-    progress: bool | None,
-    write,
-    executor: str | EnvExecutor | None = None,
-    num_workers: int | None = None,
+    config: EvalConfig,
     saved: Mapping[tuple[int, int], str] | None = None,
 ) -> dict[tuple[int, int], str]:
-    """Play the episodes of ``task`` that no earlier run finished (``saved``: those of its
-    episodes file; the rest from the progress files); return all of them, by (item, sample),
-    as record lines."""
+    """Play the episodes of ``plan`` that no earlier run finished (``saved``: those of its
+    task's episodes file; the rest from the progress files); return all of them, by (item,
+    sample), as record lines."""
     from llm_marl_envs.rollout import rollout
 
+    task = plan.task
     done = {**run_folder.finished_episodes(task, out), **(saved or {})}
-    plan = [
-        (item, sample) for item, sample in task.episode_plan() if (item.index, sample) not in done
-    ]
-    if done and plan:
-        write(f"  {task.name}: resuming, {len(done)} episodes kept, {len(plan)} to play")
-    if plan:
-        shard = run_folder.new_shard(task, out, plan)
+    todo = plan.missing(done)
+    if done and todo:
+        config.say(f"  {task.name}: resuming, {len(done)} episodes kept, {len(todo)} to play")
+    if todo:
+        shard = run_folder.new_shard(task, out, todo)
         rollout(
             task.env,
             policies,
-            seeds=[item.seed for item, _ in plan],
-            reset_options=[item.options for item, _ in plan],
-            batch_size=batch_size,
+            seeds=[item.seed for item, _ in todo],
+            reset_options=[item.options for item, _ in todo],
+            batch_size=config.batch_size,
             env_kwargs=task.kwargs,
             out=shard,
             keep="none",  # the records are read back from the shard: memory stays flat
-            progress=progress,
-            executor=executor,
-            num_workers=num_workers,
+            progress=config.progress,
+            executor=config.executor,
+            num_workers=config.num_workers,
         )
         done = {**run_folder.finished_episodes(task, out), **(saved or {})}
     return done
 
 
 def _save_task(
-    task: Task, lines: dict[tuple[int, int], str], assignment: dict, out: Path, seconds: float
+    plan: Plan, lines: dict[tuple[int, int], str], assignment: dict, out: Path, seconds: float
 ) -> TaskRun:
     """Write a finished task's ``episodes/<task>.jsonl`` and ``.meta.json`` (and remove its
     progress files); return it as a :class:`TaskRun`. Refuses (:class:`EvalError`, the file
-    untouched) unless ``lines`` hold every (item, sample) of the task's frozen plan."""
-    problem = task.plan_difference(lines)
+    untouched) unless ``lines`` hold every (item, sample) of the task's frozen ``plan``."""
+    task = plan.task
+    problem = plan.difference(lines)
     if problem:
         raise EvalError(
             f"task {task.name}: {problem}; episodes/{task.name}.jsonl is not written; run the "
@@ -319,6 +399,7 @@ def evaluate(
     executor: str | EnvExecutor | None = None,
     num_workers: int | None = None,
     server_options: Mapping[str, Any] | None = None,
+    config: EvalConfig | None = None,
 ) -> dict:
     """Play ``suite`` (or its ``tasks``) with ``team``; write and return ``results.json``.
 
@@ -326,31 +407,30 @@ def evaluate(
         suite: The suite (:func:`~llm_marl_envs.evaluation.suite.load_suite`).
         team: Who plays each seat (:class:`Team`).
         out_dir: Output folder; an earlier, stopped run of the same settings is resumed.
-        tasks: Task names to play (default: all).
-        batch_size: Episodes played in lockstep per task.
-        progress: A progress bar per task (default: on a terminal).
-        entry: The entry's name in the results (default: the team's label).
-        generation: Where model policies run (``GenerationConfig(dtype="bfloat16")``); each
-            task's settings from the suite (sampling, token budget) and its seed replace the
-            other fields.
-        write: Where status lines go (default: stderr).
-        executor: Where the environments step: ``"local"`` (default), ``"ray"`` (shards on
-            ``num_workers`` Ray actors; the records, and so the scores, are the same) or an
-            executor (a configured ``RayExecutor``: the CLI's ``--ray-*`` options).
-        num_workers: Ray actors per task with ``executor="ray"``.
-        server_options: How requests travel to ``openai:`` seats (``OpenAIPolicy`` arguments:
-            ``concurrency``, ``timeout``, ``max_retries``): transport, not part of what is
-            played, so a resumed evaluation may change them (and, when every seat is a server
-            or a model-free player, ``batch_size`` too).
+        config: How it runs (:class:`~llm_marl_envs.evaluation.config.EvalConfig`); or its
+            fields one by one as the keywords of the same names (``tasks``, ``batch_size``,
+            ``progress``, ``entry``, ``generation``, ``write``, ``executor``, ``num_workers``,
+            ``server_options``), described there; not both.
 
     Raises :class:`EvalError` for an output folder that holds another run,
     :class:`~llm_marl_envs.evaluation.files.FolderBusy` while another process evaluates in
     it, and the rollout's ``RolloutInterrupted`` / ``RolloutError`` after saving the finished
     episodes.
     """
-    write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+    config = EvalConfig.given(
+        config,
+        tasks=tasks,
+        batch_size=batch_size,
+        progress=progress,
+        entry=entry,
+        generation=generation,
+        write=write,
+        executor=executor,
+        num_workers=num_workers,
+        server_options=server_options,
+    )
     out = Path(out_dir)
-    chosen = [suite.task(name) for name in tasks] if tasks else list(suite.tasks)
+    chosen = [suite.task(name) for name in config.tasks] if config.tasks else list(suite.tasks)
     out.mkdir(parents=True, exist_ok=True)
     with folder_lock(
         out,
@@ -358,120 +438,36 @@ def evaluate(
         "another llm-marl eval",
         "wait for it to finish (or stop it), or give another --out",
     ):
-        return _evaluate(
-            suite,
-            team,
-            out,
-            chosen,
-            batch_size,
-            progress,
-            entry,
-            generation,
-            write,
-            executor,
-            num_workers,
-            server_options,
-        )
+        return _evaluate(suite, team, out, chosen, config)
 
 
-def _evaluate(
-    suite,
-    team,
-    out,
-    chosen,
-    batch_size,
-    progress,
-    entry,
-    generation,
-    write,
-    executor,
-    num_workers,
-    server_options=None,
-) -> dict:
-    """:func:`evaluate` with the folder locked."""
+def _evaluate(suite: Suite, team: Team, out: Path, chosen: list[Task], config: EvalConfig) -> dict:
+    """:func:`evaluate` with the folder locked: the results of an evaluation found complete,
+    else every chosen task played (or taken complete from the folder) and scored."""
     from llm_marl_envs.evaluation import results as scoring
 
-    run = {
-        "suite": {"name": suite.name, "version": suite.version, "hash": suite.hash()},
-        "team": team.describe(),
-        "tasks": [t.name for t in chosen],
-        "batch_size": batch_size,
-        "generation": _placement(generation),
-    }
-    servers = [s for s in team.specs() if s.startswith("openai:")]
-    if servers:  # a server seat is what it serves, not its URL's text
-        from llm_marl_envs.policies.openai_compat import served_identity
-
-        run["served"] = {_bare(s): served_identity(s) for s in servers}
-    run_file = out / run_folder.RUN_FILE
-    if run_file.exists():
-        before = json.loads(run_file.read_text(encoding="utf-8"))
-        changed = _plan_changes(before, run, team)
-        if changed:
-            raise EvalError(
-                f"{out} holds another evaluation ({'; '.join(changed)}); "
-                "use a new --out folder, or the same settings to resume it"
-            )
-    run_folder.write_json(run_file, run)  # the settings of the latest run (may change transport)
-    (out / run_folder.EPISODES_DIR).mkdir(exist_ok=True)
-
-    write(
-        f"{suite.label}: {len(chosen)} tasks, "
-        f"{sum(len(t.episode_plan()) for t in chosen)} episodes, team {team.label}; "
-        f"records in {out}"
+    run = _record_run(out, suite, team, chosen, config)
+    plans = [task.plan() for task in chosen]
+    config.say(
+        f"{suite.label}: {len(chosen)} tasks, {sum(map(len, plans))} episodes, "
+        f"team {team.label}; records in {out}"
     )
-    # what each task's episodes file holds: complete (every episode of the plan, nothing
-    # else), or to be completed (a line lost, cut short or edited: played again)
-    saved = {task.name: run_folder.saved_episodes(task, out, write) for task in chosen}
-    whole = {
-        name
-        for name, (lines, problems) in saved.items()
-        if not problems and lines and not suite.task(name).plan_difference(lines)
-    }
-    finished = out / run_folder.RESULTS_FILE
-    if finished.exists() and whole == {t.name for t in chosen}:
-        try:
-            done = json.loads(finished.read_text(encoding="utf-8"))
-        except ValueError:  # damaged by hand: scored again from the episodes below
-            done = None
-        if isinstance(done, dict):
-            write(f"{out}: this evaluation is complete; its results are in {finished}")
-            return done
-    models = ModelCache(server_options)
+    saved = {plan.task.name: _saved(plan, out, config.say) for plan in plans}
+    done = _finished_results(out) if all(whole for _, whole in saved.values()) else None
+    if done is not None:
+        finished = out / run_folder.RESULTS_FILE
+        config.say(f"{out}: this evaluation is complete; its results are in {finished}")
+        return done
+    models = ModelCache(config.server_options)
     started = time.time()
-    runs: list[TaskRun] = []
     try:
-        for task in chosen:
-            with closing(make(task.env, **task.kwargs)) as env:
-                assignment = team.assign(env.possible_agents)
-                if task.name not in whole:
-                    # the task's place in the suite, not among the tasks chosen: a task plays
-                    # the same episodes whichever other tasks run beside it (and verify
-                    # regenerates it with this seed)
-                    seed = _task_seed(suite.raw.get("seed", 0), suite.tasks.index(task))
-                    policies = task_policies(models, task, env, assignment, seed, generation)
-            lines = saved[task.name][0]
-            if task.name in whole:
-                earlier = _saved_run(task, lines, out, assignment)
-                write(f"  {task.name}: done earlier ({len(earlier.episodes)} episodes)")
-                run_folder.clear_progress(task, out)  # left by a run stopped just after saving
-                runs.append(earlier)
-                continue
-            if lines:
-                missing = len(task.episode_plan()) - len(lines)
-                write(
-                    f"  {task.name}: episodes/{task.name}.jsonl lacks {missing} of its "
-                    f"{len(task.episode_plan())} episodes; playing them again"
-                )
-            tick = time.perf_counter()
-            lines = _play_task(
-                task, policies, out, batch_size, progress, write, executor, num_workers, lines
+        runs = [
+            _task_run(
+                plan, saved[plan.task.name], team, models, _seed(suite, plan.task), out, config
             )
-            runs.append(_save_task(task, lines, assignment, out, time.perf_counter() - tick))
-            write(
-                f"  {task.name}: {len(runs[-1].episodes)} episodes in {runs[-1].wall_seconds:.0f} s"
-            )
-        results = scoring.score(suite, runs, entry=entry or team.label, team=team)
+            for plan in plans
+        ]
+        results = scoring.score(suite, runs, entry=config.entry or team.label, team=team)
         results["manifest"] = scoring.manifest(suite, team, runs, models.describe(), run, started)
     finally:
         models.close()
@@ -479,11 +475,77 @@ def _evaluate(
     return results
 
 
-def _saved_run(task: Task, lines: Mapping[tuple[int, int], str], out: Path, assignment) -> TaskRun:
+def _saved(
+    plan: Plan, out: Path, say: Callable[[str], Any]
+) -> tuple[dict[tuple[int, int], str], bool]:
+    """What ``plan``'s episodes file holds, by (item, sample), and whether it is complete
+    (every episode of the plan, nothing else); else a line lost, cut short or edited (named
+    through ``say``) is played again."""
+    lines, problems = run_folder.saved_episodes(plan.task, out, say)
+    return lines, bool(lines) and not problems and not plan.difference(lines)
+
+
+def _finished_results(out: Path) -> dict | None:
+    """The folder's ``results.json``, or None when it has none (or one damaged by hand: it is
+    scored again from the episodes)."""
+    finished = out / run_folder.RESULTS_FILE
+    if not finished.exists():
+        return None
+    try:
+        done = json.loads(finished.read_text(encoding="utf-8"))
+    except ValueError:
+        return None
+    return done if isinstance(done, dict) else None
+
+
+def _seed(suite: Suite, task: Task) -> int:
+    """A task's seed: its place in the suite, not among the tasks chosen (a task plays the same
+    episodes whichever other tasks run beside it, and verify regenerates it with this seed)."""
+    return _task_seed(suite.raw.get("seed", 0), suite.tasks.index(task))
+
+
+def _task_run(
+    plan: Plan,
+    saved: tuple[dict[tuple[int, int], str], bool],
+    team: Team,
+    models: ModelCache,
+    seed: int,
+    out: Path,
+    config: EvalConfig,
+) -> TaskRun:
+    """``plan``'s task, taken from its episodes file when that is complete (``saved``: its lines
+    and whether they are), else played where it lacks episodes and saved."""
+    task, (lines, whole) = plan.task, saved
+    with closing(make(task.env, **task.kwargs)) as env:
+        assignment = team.assign(env.possible_agents)
+        if not whole:
+            policies = task_policies(models, task, env, assignment, seed, config.generation)
+    if whole:
+        earlier = _saved_run(plan, lines, out, assignment)
+        config.say(f"  {task.name}: done earlier ({len(earlier.episodes)} episodes)")
+        run_folder.clear_progress(task, out)  # left by a run stopped just after saving
+        return earlier
+    if lines:
+        config.say(
+            f"  {task.name}: episodes/{task.name}.jsonl lacks {len(plan) - len(lines)} of its "
+            f"{len(plan)} episodes; playing them again"
+        )
+    tick = time.perf_counter()
+    lines = _play_task(plan, policies, out, config, lines)
+    done = _save_task(plan, lines, assignment, out, time.perf_counter() - tick)
+    config.say(f"  {task.name}: {len(done.episodes)} episodes in {done.wall_seconds:.0f} s")
+    return done
+
+
+def _saved_run(
+    plan: Plan, lines: Mapping[tuple[int, int], str], out: Path, assignment: dict[str, str]
+) -> TaskRun:
     """A complete task's episodes file (read by :func:`_saved`) as a :class:`TaskRun`."""
     episodes = [
-        (item, sample, EpisodeRecord.from_dict(json.loads(lines[(item.index, sample)])))
-        for item, sample in task.episode_plan()
+        (item, sample, EpisodeRecord.from_dict(json.loads(line)))
+        for item, sample, line in plan.ordered(lines)
     ]
-    meta = run_folder.read_meta(out, task.name)
-    return TaskRun(task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment)
+    meta = run_folder.read_meta(out, plan.task.name)
+    return TaskRun(
+        plan.task, episodes, meta.get("wall_seconds", 0.0), meta.get("data_hash"), assignment
+    )

@@ -34,11 +34,11 @@ Everything is written to ``crossplay.json`` in the output folder, with every ite
 from __future__ import annotations
 
 import json
-import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from llm_marl_envs.evaluation.config import EvalConfig
 from llm_marl_envs.evaluation.evaluate import EvalError, Team, evaluate
 from llm_marl_envs.evaluation.run_folder import slug
 from llm_marl_envs.evaluation.files import write_atomic
@@ -92,49 +92,61 @@ def run_pairings(
     executor: str | None = None,
     num_workers: int | None = None,
     server_options: Mapping[str, Any] | None = None,
+    config: EvalConfig | None = None,
 ) -> dict:
     """Play solo, homogeneous and heterogeneous (both seat orders) conditions for ``models``
     on ``suite``; return (and write to ``<out_dir>/crossplay.json``) :func:`crossplay`.
-    ``server_options``: how requests travel to ``openai:`` seats (:func:`evaluate`)."""
-    write = write or (lambda line: print(line, file=sys.stderr, flush=True))
+
+    The settings, one by one or all at once as ``config``, are :func:`evaluate`'s
+    (:class:`~llm_marl_envs.evaluation.config.EvalConfig`), but for ``entry``: each condition's
+    results are named by its team."""
+    config = EvalConfig.given(
+        config,
+        tasks=tasks,
+        batch_size=batch_size,
+        progress=progress,
+        generation=generation,
+        write=write,
+        executor=executor,
+        num_workers=num_workers,
+        server_options=server_options,
+    )
     models = list(dict.fromkeys(models))
     if len(models) < 1:
         raise EvalError("--pairings needs at least one model spec")
-    names = list(tasks) if tasks else [t.name for t in suite.tasks]
+    names = list(config.tasks) if config.tasks else [t.name for t in suite.tasks]
     for name in names:
         suite.task(name)  # unknown names fail here, listing the suite's tasks
     out = Path(out_dir)
+    plan = _conditions(suite, models, names)
+    config.say(
+        f"cross-play of {len(models)} model(s) on {suite.label} "
+        f"({', '.join(names)}): {len(plan)} evaluations, each in {out}/<condition>/"
+    )
     runs: dict[str, dict] = {}
+    for number, (label, played, team, chosen) in enumerate(plan, 1):
+        config.say(f"[{number}/{len(plan)}] {label}: {team.label}")
+        condition = config.replace(tasks=chosen, entry=None)
+        runs[label] = evaluate(played, team, out / label, config=condition)
+    table = crossplay(suite, models, runs, names)
+    write_atomic(out / "crossplay.json", json.dumps(table, indent=1) + "\n")
+    return table
+
+
+def _conditions(
+    suite: Suite, models: list[str], names: list[str]
+) -> list[tuple[str, Suite, Team, list[str] | None]]:
+    """The evaluations of cross-play, in order: (label, suite, team, tasks) for each model's
+    solo condition (where tasks have one) and each (model, partner) pair."""
     solo_suite = _solo_suite(suite, names)
-    plan: list[tuple[str, Suite, Team, list[str]]] = []
+    plan: list[tuple[str, Suite, Team, list[str] | None]] = []
     for model in models:
         if solo_suite is not None:
             plan.append((f"solo/{_slug(model)}", solo_suite, Team((model,)), None))
         for partner in models:
             team = Team((model,)) if partner == model else Team((model, partner))
             plan.append((f"pair/{_slug(model)}__{_slug(partner)}", suite, team, names))
-    write(
-        f"cross-play of {len(models)} model(s) on {suite.label} "
-        f"({', '.join(names)}): {len(plan)} evaluations, each in {out}/<condition>/"
-    )
-    for number, (label, played, team, chosen) in enumerate(plan, 1):
-        write(f"[{number}/{len(plan)}] {label}: {team.label}")
-        runs[label] = evaluate(
-            played,
-            team,
-            out / label,
-            tasks=chosen,
-            batch_size=batch_size,
-            progress=progress,
-            generation=generation,
-            write=write,
-            executor=executor,
-            num_workers=num_workers,
-            server_options=server_options,
-        )
-    table = crossplay(suite, models, runs, names)
-    write_atomic(out / "crossplay.json", json.dumps(table, indent=1) + "\n")
-    return table
+    return plan
 
 
 def crossplay(suite: Suite, models: Sequence[str], runs: dict[str, dict], tasks: Sequence[str]):

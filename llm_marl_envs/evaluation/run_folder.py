@@ -218,7 +218,7 @@ def load_episodes(path: str | Path) -> list[dict]:
 def plan_index(task: Task) -> dict[tuple[int, int], int]:
     """(item, sample) -> its place in the task's frozen episode plan: the ``episode`` (and,
     one episode per group, ``group``) number it has in an uninterrupted run."""
-    return {(item.index, sample): k for k, (item, sample) in enumerate(task.episode_plan())}
+    return task.plan().numbering
 
 
 def saved_episodes(
@@ -304,10 +304,10 @@ def write_task(
     """Write ``task``'s episodes file (every (item, sample) of its plan, in plan order,
     renumbered) and its meta file, then remove its progress files; return the episodes as
     (item, sample, record line). ``lines`` must hold the whole plan (the caller checks)."""
-    plan = plan_index(task)
+    plan = task.plan()
     ordered = [
-        (item, sample, renumbered(lines[(item.index, sample)], plan[(item.index, sample)]))
-        for item, sample in task.episode_plan()
+        (item, sample, renumbered(line, plan.numbering[(item.index, sample)]))
+        for item, sample, line in plan.ordered(lines)
     ]
     text = "".join(episode_line(task, item, sample, line) + "\n" for item, sample, line in ordered)
     (Path(folder) / EPISODES_DIR).mkdir(parents=True, exist_ok=True)

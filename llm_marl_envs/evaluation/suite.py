@@ -37,15 +37,16 @@ import functools
 import hashlib
 import json
 import re
-from collections.abc import Iterable
+from collections.abc import Container, Iterable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 __all__ = [
     "PlanError",
     "Item",
+    "Plan",
     "Suite",
     "SuiteError",
     "Task",
@@ -73,6 +74,9 @@ _TASK_KEYS = {
     "solo_kwargs",
 }
 _GENERATION_KEYS = {"do_sample", "temperature", "top_p"}
+
+
+_T = TypeVar("_T")
 
 
 class SuiteError(ValueError):
@@ -163,14 +167,61 @@ class Task:
             }
         )
 
+    def plan(self) -> Plan:
+        """The task's frozen episode plan (:class:`Plan`): every (item, sample) it plays, in
+        order, numbered."""
+        return Plan(self, tuple((item, s) for item in self.items for s in range(self.samples)))
+
     def episode_plan(self) -> list[tuple[Item, int]]:
-        """Every (item, sample) this task plays, in order."""
-        return [(item, sample) for item in self.items for sample in range(self.samples)]
+        """Every (item, sample) this task plays, in order (:meth:`plan`'s episodes)."""
+        return list(self.plan().episodes)
 
     def plan_difference(self, played: Iterable[tuple[int, int]]) -> str | None:
-        """Why ``played`` ((item index, sample) pairs) is not this task's frozen plan, each of
-        its items x samples exactly once (None: it is)."""
-        plan = {(item.index, sample): (item, sample) for item, sample in self.episode_plan()}
+        """Why ``played`` ((item index, sample) pairs) is not this task's frozen plan
+        (:meth:`Plan.difference`; None: it is)."""
+        return self.plan().difference(played)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """A task's frozen episode plan: each of its items x samples once, in order (item by item,
+    its samples together). An episode is named by its key, (item index, sample); its number is
+    its place in the plan (the ``episode`` and ``group`` an uninterrupted run gives it).
+
+    Attributes:
+        task: The task.
+        episodes: Every (item, sample), in order.
+    """
+
+    task: Task
+    episodes: tuple[tuple[Item, int], ...]
+
+    def __len__(self) -> int:
+        return len(self.episodes)
+
+    def __iter__(self) -> Iterator[tuple[Item, int]]:
+        return iter(self.episodes)
+
+    @functools.cached_property
+    def numbering(self) -> dict[tuple[int, int], int]:
+        """(item index, sample) -> the episode's number, its place in the plan."""
+        return {(item.index, sample): k for k, (item, sample) in enumerate(self.episodes)}
+
+    def missing(self, done: Container[tuple[int, int]]) -> list[tuple[Item, int]]:
+        """The episodes, in order, whose keys ``done`` does not hold: what a resume plays."""
+        return [
+            (item, sample) for item, sample in self.episodes if (item.index, sample) not in done
+        ]
+
+    def ordered(self, by_key: Mapping[tuple[int, int], _T]) -> list[tuple[Item, int, _T]]:
+        """``(item, sample, by_key[key])`` for every episode, in order (``by_key`` holds the
+        whole plan)."""
+        return [(item, sample, by_key[(item.index, sample)]) for item, sample in self.episodes]
+
+    def difference(self, played: Iterable[tuple[int, int]]) -> str | None:
+        """Why ``played`` ((item index, sample) pairs) is not this plan, each episode exactly
+        once: the episodes missing, those not in the plan, those played twice (None: it is)."""
+        plan = {(item.index, sample): (item, sample) for item, sample in self.episodes}
         counts: dict[tuple[int, int], int] = {}
         for pair in played:
             pair = tuple(pair)
@@ -182,8 +233,8 @@ class Task:
         if missing:
             item, sample = missing[0]
             parts.append(
-                f"{len(missing)} of its {len(plan)} episodes ({len(self.items)} items x "
-                f"{self.samples} samples) are missing (first: {item.key} sample {sample})"
+                f"{len(missing)} of its {len(plan)} episodes ({len(self.task.items)} items x "
+                f"{self.task.samples} samples) are missing (first: {item.key} sample {sample})"
             )
         if extra:
             parts.append(

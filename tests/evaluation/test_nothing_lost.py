@@ -201,7 +201,7 @@ def test_a_task_file_is_never_written_without_the_whole_plan(tmp_path):
     task = suite.task("gsm8k")
     lines = {(item.index, 0): "{}" for item in task.items[:3]}
     with pytest.raises(EvalError, match=r"1 of its 4 episodes .* are missing \(first: row-3"):
-        evaluate_module._save_task(task, lines, {}, tmp_path, 0.0)
+        evaluate_module._save_task(task.plan(), lines, {}, tmp_path, 0.0)
     assert not list(tmp_path.rglob("*.jsonl"))
 
 

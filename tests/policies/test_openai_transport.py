@@ -440,7 +440,7 @@ def test_a_server_seat_is_what_the_server_serves_not_its_urls_text(serve, tmp_pa
     described = manifest["policies"][f"openai:{server.url}#echo-1"]  # the run that played
     assert described["server_models"] == "echo-1" and described["model_id"] == "echo-1"
     another = serve(model_name="echo-2")
-    with pytest.raises(EvalError, match="openai-served:echo-1.* then.*now"):
+    with pytest.raises(EvalError, match="seat 0: model 'echo-1' .* then, model 'echo-2' .* now"):
         evaluate(load_suite("lite"), Team.parse(f"openai:{another.url}"), out, **quiet)
 
 
