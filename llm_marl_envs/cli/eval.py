@@ -81,6 +81,7 @@ def add_eval_parser(sub) -> None:
 
 def run_eval(args: argparse.Namespace) -> int:
     """``llm-marl eval``: 0 when done, 130 on Ctrl-C (the finished episodes are kept)."""
+    from llm_marl_envs.evaluation.config import EvalConfig
     from llm_marl_envs.evaluation.evaluate import Team, evaluate
     from llm_marl_envs.evaluation.run_folder import RESULTS_FILE, slug
     from llm_marl_envs.evaluation.suite import load_suite
@@ -93,27 +94,20 @@ def run_eval(args: argparse.Namespace) -> int:
         suite = suite.with_data_sources(
             {k: str(v) for k, v in parse_assignments(args.data, "--data").items()}
         )
-    generation = GenerationConfig(**placement(args))  # the suite sets the rest, per task
-    where = executor_options(args)
+    config = EvalConfig(  # built once, passed whole
+        tasks=args.tasks,
+        batch_size=args.batch_size,
+        progress=False if args.no_progress else None,
+        entry=args.name,
+        generation=GenerationConfig(**placement(args)),  # the suite sets the rest, per task
+        server_options=server_options(args, args.batch_size),
+        **executor_options(args),
+    )
     if args.pairings:
-        return _run_pairings(args, suite, generation, where)
+        return _run_pairings(args, suite, config)
     team = Team.parse(args.policy, args.team)
     out = Path(args.out or f"results/{suite.label}-{slug(team.label, 'team', sep='_')}")
-    status, results = _resumable(
-        out,
-        lambda: evaluate(
-            suite,
-            team,
-            out,
-            tasks=args.tasks,
-            batch_size=args.batch_size,
-            progress=False if args.no_progress else None,
-            entry=args.name,
-            generation=generation,
-            server_options=server_options(args, args.batch_size),
-            **where,
-        ),
-    )
+    status, results = _resumable(out, lambda: evaluate(suite, team, out, config=config))
     if status is not None:
         return status
     print(summary(results))
@@ -121,24 +115,11 @@ def run_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_pairings(args: argparse.Namespace, suite, generation, where: dict) -> int:
+def _run_pairings(args: argparse.Namespace, suite, config) -> int:
     from llm_marl_envs.evaluation.pairings import run_pairings
 
     out = Path(args.out or f"results/{suite.label}-crossplay")
-    status, table = _resumable(
-        out,
-        lambda: run_pairings(
-            suite,
-            args.pairings,
-            out,
-            tasks=args.tasks,
-            batch_size=args.batch_size,
-            progress=False if args.no_progress else None,
-            generation=generation,
-            server_options=server_options(args, args.batch_size),
-            **where,
-        ),
-    )
+    status, table = _resumable(out, lambda: run_pairings(suite, args.pairings, out, config=config))
     if status is not None:
         return status
     print(crossplay_summary(table))

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from llm_marl_envs.policies import GenerationConfig
+from llm_marl_envs.policies.openai.options import ServerOptions
 from llm_marl_envs.rollout.executors import EnvExecutor
 
 __all__ = ["EvalConfig"]
@@ -42,8 +43,9 @@ class EvalConfig:
             ``num_workers`` Ray actors; the records, and so the scores, are the same) or an
             executor (a configured ``RayExecutor``: the CLI's ``--ray-*`` options).
         num_workers: Ray actors per task with ``executor="ray"``.
-        server_options: How requests travel to ``openai:`` seats (``OpenAIPolicy`` arguments:
-            ``concurrency``, ``timeout``, ``max_retries``): transport, not part of what is
+        server_options: How requests travel to ``openai:`` seats (a
+            :class:`~llm_marl_envs.policies.openai.ServerOptions`, or a mapping of its fields):
+            transport, not part of what is
             played, so a resumed evaluation may change them (and, when every seat is a server
             or a model-free player, ``batch_size`` too).
     """
@@ -56,7 +58,7 @@ class EvalConfig:
     write: Callable[[str], Any] | None = None
     executor: str | EnvExecutor | None = None
     num_workers: int | None = None
-    server_options: Mapping[str, Any] | None = None
+    server_options: ServerOptions | Mapping[str, Any] | None = None
 
     def __post_init__(self) -> None:
         if self.tasks is not None:

@@ -169,7 +169,7 @@ def _record_run(
     }
     servers = [s for s in team.specs() if _is_server(s)]
     if servers:
-        from llm_marl_envs.policies.openai_compat import served_identity
+        from llm_marl_envs.policies.openai import served_identity
 
         run["served"] = {_bare(s): served_identity(s) for s in servers}
     run_file = out / run_folder.RUN_FILE
@@ -267,7 +267,7 @@ def _seat_text(spec: Any, served: Mapping, listing: Callable | None = None) -> s
 
 def _listing(spec: str) -> list[str] | None:
     """The models an ``openai:`` seat's server lists (None: it does not say)."""
-    from llm_marl_envs.policies.openai_compat import served_models, split_spec
+    from llm_marl_envs.policies.openai import served_models, split_spec
 
     base_url = split_spec(spec.removeprefix("openai:"))[0].partition("#")[0]
     listed = served_models(base_url, os.environ.get("OPENAI_API_KEY"))

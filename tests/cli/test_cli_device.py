@@ -4,6 +4,7 @@ reach the policies as their ``GenerationConfig`` (docs/gpu.md)."""
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
 import json
 
@@ -31,6 +32,9 @@ def _capture(monkeypatch, module, name: str) -> dict:
 
     def stub(*args, **kwargs):
         seen.update(kwargs)
+        config = kwargs.get("config")  # an EvalConfig, built once by the CLI and passed whole
+        if config is not None:
+            seen.update({f.name: getattr(config, f.name) for f in dataclasses.fields(config)})
         raise Captured
 
     monkeypatch.setattr(module, name, stub)
