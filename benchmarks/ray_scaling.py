@@ -48,7 +48,7 @@ from pettingzoo import AECEnv
 
 import llm_marl_envs
 from llm_marl_envs.rollout import LocalExecutor, RayExecutor, rollout, scripted_policy
-from llm_marl_envs.rollout.ray_executor import ROOM_SECONDS, EnvShard
+from llm_marl_envs.rollout.ray.executor import ROOM_SECONDS, EnvShard
 
 GSM8K = "llm_marl_envs/GSM8K-v0"
 CODING = "llm_marl_envs/CoopCoding-v0"

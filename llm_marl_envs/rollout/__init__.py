@@ -12,7 +12,7 @@ from llm_marl_envs.rollout.engine import (
 )
 from llm_marl_envs.rollout.executors import EnvExecutor, LocalExecutor
 from llm_marl_envs.rollout.play import play_episode
-from llm_marl_envs.rollout.ray_executor import RayExecutor, WorkerLostError
+from llm_marl_envs.rollout.ray import RayExecutor, WorkerLostError
 from llm_marl_envs.rollout.records import (
     EpisodeRecord,
     TurnRecord,

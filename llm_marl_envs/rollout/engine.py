@@ -19,10 +19,10 @@ batch, and feeds the answers back. A copy whose episode ends starts the next epi
 
 **Where the code lives.** This module is the front door: :func:`rollout`, which checks its
 arguments, opens the executor, resolves the policies and builds one engine. The loop itself,
-:class:`RolloutEngine`, is in :mod:`llm_marl_envs.rollout._loop`; what a rollout returns
+:class:`RolloutEngine`, is in :mod:`llm_marl_envs.rollout.loop`; what a rollout returns
 (:class:`RolloutResult`, :class:`AgentStats`, :class:`RolloutError`,
-:class:`RolloutInterrupted`) is in :mod:`llm_marl_envs.rollout._results`. Both modules are
-internal; their public names are re-exported here and by :mod:`llm_marl_envs.rollout`.
+:class:`RolloutInterrupted`) is in :mod:`llm_marl_envs.rollout.results`. Their public names
+are re-exported here and by :mod:`llm_marl_envs.rollout`.
 
 **The executor seam.** The engine sees only slot indices and what the environments report
 (observations, rewards, infos); an :class:`~llm_marl_envs.rollout.executors.EnvExecutor`
@@ -72,15 +72,15 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.base import Policy, as_policy
-from llm_marl_envs.rollout._loop import RolloutEngine
-from llm_marl_envs.rollout._results import (
+from llm_marl_envs.rollout.loop import RolloutEngine
+from llm_marl_envs.rollout.results import (
     AgentStats,
     RolloutError,
     RolloutInterrupted,
     RolloutResult,
 )
 from llm_marl_envs.rollout.executors import EnvExecutor, LocalExecutor
-from llm_marl_envs.rollout.ray_executor import RayExecutor
+from llm_marl_envs.rollout.ray import RayExecutor
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES
 
 __all__ = [
@@ -142,7 +142,7 @@ def rollout(
         executor: Where the environment copies live and step: ``"local"`` (the default, a
             :class:`~llm_marl_envs.rollout.executors.LocalExecutor`), ``"ray"`` (shards on
             ``num_workers`` Ray actors, a
-            :class:`~llm_marl_envs.rollout.ray_executor.RayExecutor`; needs the ``ray``
+            :class:`~llm_marl_envs.rollout.ray.executor.RayExecutor`; needs the ``ray``
             extra) or an :class:`~llm_marl_envs.rollout.executors.EnvExecutor`. It is opened
             for this rollout and closed at its end, also after an error.
         seeds: The seed of each group, in order, instead of ``seed + g`` (a frozen episode

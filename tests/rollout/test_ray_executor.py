@@ -17,7 +17,7 @@ import pytest
 
 import llm_marl_envs
 from llm_marl_envs.rollout import RayExecutor, read_jsonl, rollout, scripted_policy
-from llm_marl_envs.rollout.ray_executor import EnvShard, import_ray
+from llm_marl_envs.rollout.ray.executor import EnvShard, import_ray
 
 GSM8K = "llm_marl_envs/GSM8K-v0"
 MAZE = "llm_marl_envs/MazeCollab-v0"
@@ -231,7 +231,7 @@ def test_more_workers_than_cpus_share_them_with_a_warning():
 
 
 def test_workers_that_cannot_be_placed_give_up_with_what_the_cluster_has():
-    from llm_marl_envs.rollout.ray_executor import ClusterError
+    from llm_marl_envs.rollout.ray.executor import ClusterError
 
     executor = RayExecutor(1, start_timeout=3, actor_options={"resources": {"tpu_pod": 1}})
     with pytest.raises(ClusterError, match=r"start timeout.*'tpu_pod': 1.*--ray-start-timeout"):
@@ -446,7 +446,7 @@ def test_ray_shut_down_from_another_thread_ends_in_one_line(tmp_path):
     import threading
 
     from llm_marl_envs.rollout import RolloutError
-    from llm_marl_envs.rollout.ray_executor import RayShutdownError
+    from llm_marl_envs.rollout.ray.executor import RayShutdownError
 
     ray = import_ray()
     inner = _policies(MAZE)

@@ -97,7 +97,7 @@ import json, sys, time
 from llm_marl_envs.policies.scripted import scripted_policy
 from llm_marl_envs.registry import make
 from llm_marl_envs.rollout import rollout
-from llm_marl_envs.rollout.ray_executor import RayExecutor
+from llm_marl_envs.rollout.ray.executor import RayExecutor
 
 env_id, episodes, address, workers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 pace = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0

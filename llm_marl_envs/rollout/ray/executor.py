@@ -27,7 +27,7 @@ of environments, a driver batching generation across them.
   deaths the rollout stops with a ``RolloutError`` caused by :class:`WorkerLostError`;
   ``ray.shutdown()`` during a rollout stops it the same way (:class:`RayShutdownError`), and
   so does a cluster whose head stopped answering (probed once a second while a rollout runs:
-  :class:`~llm_marl_envs.rollout._ray_cluster.HeadWatch`), within seconds.
+  :class:`~llm_marl_envs.rollout.ray.cluster.HeadWatch`), within seconds.
 * **Errors.** An exception raised inside an environment reaches the caller as the original
   exception (its type and message), not as a Ray wrapper.
 
@@ -35,7 +35,7 @@ of environments, a driver batching generation across them.
   it joins the cluster named by ``address`` / ``RAY_ADDRESS`` or a local one started with
   ``ray start``, else starts a local instance. The head must accept a connection within 10 s
   first, so a wrong address, or ``auto`` after the head died, is one
-  :class:`~llm_marl_envs.rollout._ray_cluster.ClusterError` line rather than a hang; so are a
+  :class:`~llm_marl_envs.rollout.ray.cluster.ClusterError` line rather than a hang; so are a
   start timeout, a node without this package, and every worker dying while starting. When
   only some die while starting (their node left), the rollout goes on with the others, with
   a warning.
@@ -59,14 +59,14 @@ from typing import Any
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.ray_actor import task_error_cause
-from llm_marl_envs.rollout._env_shard import EnvShard
-from llm_marl_envs.rollout._ray_cluster import (
+from llm_marl_envs.rollout.ray.cluster import (
     ClusterError,
     HeadWatch,
     cluster_address,
     head_answers,
     start_failure,
 )
+from llm_marl_envs.rollout.ray.shard import EnvShard
 from llm_marl_envs.rollout.executors import (
     EnvDescription,
     EnvExecutor,
@@ -305,25 +305,13 @@ class RayExecutor(EnvExecutor):
         for a place after a node left (the cluster lost what it reserves), is dropped with a
         warning and the rollout goes on with the workers that started. None started, a node
         without this package, a bad env argument, or ``start_timeout`` passing: one line."""
-        ray = self._ray
-        total = ray.cluster_resources()
+        total = self._ray.cluster_resources()
         deadline = time.monotonic() + self.start_timeout
         waiting = dict(enumerate(refs))
         started: dict[int, EnvDescription] = {}
         lost: dict[int, BaseException] = {}
         while waiting:
-            left = max(0.0, deadline - time.monotonic())
-            ready, _ = ray.wait(
-                list(waiting.values()), num_returns=len(waiting), timeout=min(1.0, left)
-            )
-            for index in [i for i, ref in waiting.items() if ref in ready]:
-                try:
-                    started[index] = ray.get(waiting.pop(index))
-                except (ray.exceptions.RayActorError, ModuleNotFoundError) as error:
-                    lost[index] = error
-                except ray.exceptions.RayTaskError as error:  # the env's own error
-                    self.shutdown()
-                    raise task_error_cause(error) from None
+            self._collect(waiting, started, lost, min(1.0, max(0.0, deadline - time.monotonic())))
             if not waiting:
                 break
             if started and self._shrank(total):  # a node left: the waiting have no place
@@ -331,37 +319,66 @@ class RayExecutor(EnvExecutor):
                     del waiting[index]
                     lost[index] = ClusterError("still waiting for a place when a node left")
             elif time.monotonic() >= deadline:
-                free = ray.available_resources()
-                self.shutdown()
-                asked = {"CPU": per_worker, **dict(self.actor_options.get("resources") or {})}
-                raise ClusterError(
-                    f"start timeout: Ray did not start {len(refs)} workers reserving {asked} "
-                    f"each within {self.start_timeout:g} s (the cluster had free: "
-                    f"{ {k: v for k, v in free.items() if k in asked} }); lower --num-workers "
-                    "or what each reserves (--ray-resources), add machines to the cluster, or "
-                    "give them longer (--ray-start-timeout)"
-                ) from None
+                raise self._start_timeout(len(refs), per_worker) from None
         missing = [e for e in lost.values() if "No module named 'llm_marl_envs" in str(e)]
         if missing or not started:
             self.shutdown()
             raise start_failure((missing or list(lost.values()))[0], len(refs)) from None
         if lost:
-            for index in lost:
-                self._live.remove(index)
-                self._generation[index] += 1
-                try:
-                    ray.kill(self.workers[index])
-                except Exception:  # noqa: BLE001 - gone with its node
-                    pass
-            self.failures += len(lost)
-            first = str(next(iter(lost.values()))).strip().splitlines() or [""]
-            warnings.warn(
-                f"{len(lost)} of {len(refs)} Ray workers were lost while starting (their node "
-                f"left the cluster? {first[0][:200]}); the rollout goes on with "
-                f"{len(self._live)}",
-                stacklevel=3,
-            )
+            self._lost_at_start(lost, len(refs))
         return started[min(started)]
+
+    def _collect(
+        self,
+        waiting: dict[int, Any],
+        started: dict[int, EnvDescription],
+        lost: dict[int, BaseException],
+        timeout: float,
+    ) -> None:
+        """Move the workers whose first copy is ready within ``timeout`` seconds from
+        ``waiting`` to ``started`` (or ``lost``: died while starting). An env's own error
+        (a bad argument) ends the start, as itself."""
+        ray = self._ray
+        ready, _ = ray.wait(list(waiting.values()), num_returns=len(waiting), timeout=timeout)
+        for index in [i for i, ref in waiting.items() if ref in ready]:
+            try:
+                started[index] = ray.get(waiting.pop(index))
+            except (ray.exceptions.RayActorError, ModuleNotFoundError) as error:
+                lost[index] = error
+            except ray.exceptions.RayTaskError as error:  # the env's own error
+                self.shutdown()
+                raise task_error_cause(error) from None
+
+    def _start_timeout(self, count: int, per_worker: float) -> ClusterError:
+        """The workers did not start in time: they are killed; what to change, in one line."""
+        free = self._ray.available_resources()
+        self.shutdown()
+        asked = {"CPU": per_worker, **dict(self.actor_options.get("resources") or {})}
+        return ClusterError(
+            f"start timeout: Ray did not start {count} workers reserving {asked} "
+            f"each within {self.start_timeout:g} s (the cluster had free: "
+            f"{ {k: v for k, v in free.items() if k in asked} }); lower --num-workers "
+            "or what each reserves (--ray-resources), add machines to the cluster, or "
+            "give them longer (--ray-start-timeout)"
+        )
+
+    def _lost_at_start(self, lost: dict[int, BaseException], count: int) -> None:
+        """Stop using the workers ``lost`` while starting (of ``count``), with a warning."""
+        for index in lost:
+            self._live.remove(index)
+            self._generation[index] += 1
+            try:
+                self._ray.kill(self.workers[index])
+            except Exception:  # noqa: BLE001 - gone with its node
+                pass
+        self.failures += len(lost)
+        first = str(next(iter(lost.values()))).strip().splitlines() or [""]
+        warnings.warn(
+            f"{len(lost)} of {count} Ray workers were lost while starting (their node "
+            f"left the cluster? {first[0][:200]}); the rollout goes on with "
+            f"{len(self._live)}",
+            stacklevel=4,
+        )
 
     def _shrank(self, before: Mapping[str, float]) -> bool:
         """Whether the cluster has less of what a worker reserves than ``before``."""

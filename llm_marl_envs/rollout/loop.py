@@ -6,8 +6,8 @@ see :mod:`llm_marl_envs.rollout.engine` for the whole story), with the progress 
 :func:`~llm_marl_envs.rollout.rollout` checks the caller's arguments, opens the executor,
 resolves the policies and then builds one engine; that front door stays in
 :mod:`llm_marl_envs.rollout.engine`, which re-exports :class:`RolloutEngine`. The loop lives
-here, apart from the argument checking, so that each file reads as one thing. This module is
-internal: import :class:`RolloutEngine` from :mod:`llm_marl_envs.rollout`.
+here, apart from the argument checking, so that each file reads as one thing; import
+:class:`RolloutEngine` from :mod:`llm_marl_envs.rollout`.
 """
 
 from __future__ import annotations
@@ -23,12 +23,12 @@ from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
-from llm_marl_envs.rollout._results import (
+from llm_marl_envs.rollout.results import (
     RolloutError,
     RolloutInterrupted,
     RolloutResult,
-    _add_to_stats,
-    _kept,
+    add_to_stats,
+    kept_summary,
 )
 from llm_marl_envs.rollout.executors import EnvExecutor, EnvUpdate, ExecutorLostError
 from llm_marl_envs.rollout.records import (
@@ -133,7 +133,7 @@ class RolloutEngine:
                     except (TimeoutError, CancelledError):
                         pass
             self._finalise(started)
-            kept = _kept(self.result, self.out)
+            kept = kept_summary(self.result, self.out)
             if isinstance(error, KeyboardInterrupt):
                 raise RolloutInterrupted(f"interrupted (Ctrl-C); {kept}", self.result) from error
             raise RolloutError(f"{error}; {kept}", self.result) from error
@@ -369,7 +369,7 @@ class RolloutEngine:
                 )
             else:
                 append_line(self._handle, line)
-        _add_to_stats(self.result.stats, record)
+        add_to_stats(self.result.stats, record)
         self.result.finished += 1
         if self.keep == "all":
             self.finished[record.episode] = record
