@@ -59,8 +59,7 @@ def _both(env_id, kwargs, num_workers, **args):
         _policies(env_id, **kwargs),
         env_kwargs=kwargs,
         progress=False,
-        executor="ray",
-        num_workers=num_workers,
+        executor=RayExecutor(num_workers),
         **args,
     )
     return local, remote
@@ -194,8 +193,7 @@ def test_an_exception_inside_a_worker_reaches_the_caller_as_itself():
             lambda obs, info: "boom",
             episodes=2,
             progress=False,
-            executor="ray",
-            num_workers=1,
+            executor=RayExecutor(1),
         )
 
 
@@ -204,7 +202,7 @@ def test_a_bad_env_argument_fails_at_start_with_the_envs_own_error():
     with pytest.raises(Exception) as local:
         rollout(GSM8K, lambda obs, info: "1", **args)
     with pytest.raises(Exception) as remote:
-        rollout(GSM8K, lambda obs, info: "1", executor="ray", num_workers=1, **args)
+        rollout(GSM8K, lambda obs, info: "1", executor=RayExecutor(1), **args)
     assert type(remote.value) is type(local.value)
     assert str(remote.value) == str(local.value) and "'nowhere'" in str(remote.value)
 
@@ -368,7 +366,7 @@ def test_a_model_policy_on_a_ray_actor_gives_the_records_of_the_same_policy_here
         torch.set_num_threads(threads)
     remote_policy = RayPolicy(_one_thread_tiny_policy, num_cpus=0)
     try:
-        there = rollout(GSM8K, remote_policy, executor="ray", num_workers=2, **args)
+        there = rollout(GSM8K, remote_policy, executor=RayExecutor(2), **args)
     finally:
         remote_policy.close()
     assert remote_policy.name == "hf:tiny"
@@ -473,8 +471,7 @@ def test_ray_shut_down_from_another_thread_ends_in_one_line(tmp_path):
                 batch_size=4,
                 seed=1,
                 out=out,
-                executor="ray",
-                num_workers=2,
+                executor=RayExecutor(2),
                 progress=False,
             )
         message = str(stopped.value)
