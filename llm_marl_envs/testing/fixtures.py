@@ -9,9 +9,9 @@
   pytest-xdist each worker starts its own server: mark its tests with
   ``pytest.mark.xdist_group("transformers_serve")`` (and run ``--dist loadgroup``) to share one.
   A test that stops it starts it again (``.start()``) before it ends.
-* ``ray_cluster_factory`` (function): ``ray_cluster_factory(nodes=2, cpus=1, python=None)``
-  starts a :class:`~llm_marl_envs.testing.LocalRayCluster` (a head and ``nodes - 1`` more
-  nodes); every cluster it started is stopped when the test ends.
+* ``ray_cluster_factory`` (function): ``ray_cluster_factory(nodes=2, cpus=1, python=None,
+  env=None)`` starts a :class:`~llm_marl_envs.testing.LocalRayCluster` (a head and
+  ``nodes - 1`` more nodes); every cluster it started is stopped when the test ends.
 * ``ray_cluster`` (function): a started cluster of a head and a second node, one CPU each.
 
 The Ray fixtures skip when Ray (the ``ray`` extra) is not installed.
@@ -20,7 +20,7 @@ The Ray fixtures skip when Ray (the ``ray`` extra) is not installed.
 from __future__ import annotations
 
 import importlib.util
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 
 import pytest
@@ -62,17 +62,24 @@ def transformers_serve(
 def ray_cluster_factory(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> Iterator[Callable[..., LocalRayCluster]]:
-    """``start(nodes=2, cpus=1, python=None)``: a started local Ray cluster of ``nodes``
-    nodes of ``cpus`` CPUs each (``python``: the interpreter of the nodes after the head, an
-    environment of their own); all are stopped when the test ends."""
+    """``start(nodes=2, cpus=1, python=None, env=None)``: a started local Ray cluster of
+    ``nodes`` nodes of ``cpus`` CPUs each (``python`` and ``env``: the interpreter and the
+    environment variables of the nodes after the head, an environment of their own; see
+    :meth:`LocalRayCluster.start_nodes`); all are stopped when the test ends."""
     if importlib.util.find_spec("ray") is None or ray_command() is None:
         pytest.skip("a local Ray cluster needs Ray (the ray extra) and its `ray` command")
     started: list[LocalRayCluster] = []
 
-    def start(nodes: int = 2, *, cpus: int = 1, python: str | None = None) -> LocalRayCluster:
+    def start(
+        nodes: int = 2,
+        *,
+        cpus: int = 1,
+        python: str | None = None,
+        env: Mapping[str, str | None] | None = None,
+    ) -> LocalRayCluster:
         cluster = LocalRayCluster(tmp_path_factory.mktemp("ray-cluster"))
         started.append(cluster)
-        return cluster.start_nodes(nodes, cpus=cpus, python=python)
+        return cluster.start_nodes(nodes, cpus=cpus, python=python, env=env)
 
     yield start
     for cluster in started:

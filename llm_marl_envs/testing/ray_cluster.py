@@ -24,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
 __all__ = ["LocalRayCluster", "descendants", "free_port", "ray_command"]
@@ -68,6 +69,17 @@ def descendants(pid: int) -> list[int]:
             found.append(child)
             todo.append(child)
     return found
+
+
+def _merged(base: Mapping[str, str], more: Mapping[str, str | None] | None) -> dict[str, str]:
+    """``base`` with ``more`` over it (a value None removes the variable)."""
+    merged = dict(base)
+    for key, value in (more or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
 
 
 class LocalRayCluster:
@@ -136,25 +148,39 @@ class LocalRayCluster:
                 return low
 
     def start_nodes(
-        self, count: int = 2, *, cpus: int = 1, python: str | None = None
+        self,
+        count: int = 2,
+        *,
+        cpus: int = 1,
+        python: str | None = None,
+        env: Mapping[str, str | None] | None = None,
     ) -> LocalRayCluster:
         """Start a head and ``count - 1`` more nodes (``node2``, ``node3``, ...) of ``cpus``
-        CPUs each, and return the cluster; ``python``: the interpreter of the nodes after the
-        head (see :meth:`start`). When one does not join, the cluster is stopped and the error
-        raised."""
+        CPUs each, and return the cluster; ``python`` and ``env``: the interpreter and the
+        environment variables of the nodes after the head (see :meth:`start`). When one does
+        not join, the cluster is stopped and the error raised."""
         try:
             for index in range(count):
-                name = "head" if index == 0 else f"node{index + 1}"
-                self.start(name, python=None if index == 0 else python, cpus=cpus)
+                name, other = ("head", False) if index == 0 else (f"node{index + 1}", True)
+                self.start(
+                    name, python=python if other else None, cpus=cpus, env=env if other else None
+                )
         except BaseException:
             self.stop()
             raise
         return self
 
-    def start(self, name: str, python: str | None = None, cpus: int = 1) -> None:
+    def start(
+        self,
+        name: str,
+        python: str | None = None,
+        cpus: int = 1,
+        env: Mapping[str, str | None] | None = None,
+    ) -> None:
         """Start a node (the head first) with ``cpus`` CPUs and wait until it has joined;
         ``python``: the interpreter its workers run (the node's own environment), this one's
-        by default."""
+        by default; ``env``: environment variables of this node's processes over the
+        cluster's ``env`` (None removes one: ``{"PYTHONPATH": None}``)."""
         head = not self.nodes
         command = ray_command()
         if command is None and python is None:
@@ -174,7 +200,7 @@ class LocalRayCluster:
             argv,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=self.env,
+            env=_merged(self.env, env),
             cwd=self.root,  # (a worker finds modules in its node's working directory)
             start_new_session=True,
         )

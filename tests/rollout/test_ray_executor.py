@@ -8,6 +8,7 @@ the caller as itself, and one-line errors for bad arguments.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,7 +17,7 @@ import sys
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs.rollout import RayExecutor, read_jsonl, rollout, scripted_policy
+from llm_marl_envs.rollout import EpisodePlan, RayExecutor, read_jsonl, rollout, scripted_policy
 from llm_marl_envs.rollout.ray.executor import EnvShard, import_ray
 
 GSM8K = "llm_marl_envs/GSM8K-v0"
@@ -81,10 +82,11 @@ def test_ray_gives_the_same_records_as_the_local_executor(env_id, kwargs, args):
 
 
 def test_frozen_episode_lists_with_reset_options_match_too():
-    args = {"seeds": [3, 1, 4], "reset_options": [{"row_index": i} for i in (2, 0, 5)]}
-    local, remote = _both(GSM8K, DATA, 2, batch_size=2, **args)
+    options = [{"row_index": i} for i in (2, 0, 5)]
+    plan = EpisodePlan(seeds=[3, 1, 4], reset_options=options)
+    local, remote = _both(GSM8K, DATA, 2, batch_size=2, plan=plan)
     assert _dicts(remote) == _dicts(local)
-    assert [e.reset_options for e in remote.episodes] == args["reset_options"]
+    assert [e.reset_options for e in remote.episodes] == options
 
 
 class Watching(RayExecutor):
@@ -269,8 +271,10 @@ def test_a_shard_is_a_plain_class_that_releases_and_reuses_copies():
     ],
 )
 def test_bad_executor_arguments_are_one_line_errors(kwargs, error, match):
-    with pytest.raises(error, match=match):
-        rollout(GSM8K, lambda obs, info: "1", episodes=1, env_kwargs=DATA, progress=False, **kwargs)
+    old = {"num_workers", "env_workers"} & set(kwargs)  # the deprecated keywords: warned too
+    with pytest.warns(DeprecationWarning) if old else contextlib.nullcontext():
+        with pytest.raises(error, match=match):
+            rollout(GSM8K, lambda o, i: "1", episodes=1, env_kwargs=DATA, progress=False, **kwargs)
 
 
 def test_without_ray_installed_the_error_names_the_extra(monkeypatch):

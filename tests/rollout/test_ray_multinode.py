@@ -14,6 +14,7 @@ node whose Python environment lacks this package is one line naming the fix, and
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import time
@@ -55,14 +56,20 @@ def _environment_without_the_package(root: Path) -> str:
 
 @pytest.fixture
 def cluster_with_a_bare_node(ray_cluster_factory, tmp_path_factory):
-    """A head with this package and a second node whose environment lacks it."""
+    """A head with this package and a second node whose environment lacks it (nor does a
+    PYTHONPATH that brings a source checkout to the head reach it)."""
     root = tmp_path_factory.mktemp("bare")
     python = _environment_without_the_package(root / "bare-env")
+    bare = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     probe = subprocess.run(
-        [python, "-c", "import ray; import llm_marl_envs"], capture_output=True, text=True, cwd=root
+        [python, "-c", "import ray; import llm_marl_envs"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=bare,
     )
     assert "No module named 'llm_marl_envs'" in probe.stderr, probe.stderr[-2000:]
-    return ray_cluster_factory(2, python=python)
+    return ray_cluster_factory(2, python=python, env={"PYTHONPATH": None})
 
 
 _DRIVER = r"""

@@ -79,3 +79,32 @@ def test_descendants_finds_children_and_grandchildren():
         for pid in (grandchild, parent.pid):
             os.kill(pid, signal.SIGKILL)
         parent.wait()
+
+
+def test_nodes_after_the_head_get_their_own_interpreter_and_environment(tmp_path, monkeypatch):
+    started = []
+
+    class Started:
+        def __init__(self, argv, **options):
+            started.append((argv, options["env"]))
+            self.pid = 0
+
+        def poll(self):
+            return None
+
+    monkeypatch.setattr(nodes.subprocess, "Popen", Started)
+    monkeypatch.setattr(nodes.LocalRayCluster, "wait_for", lambda self, count: None)
+    monkeypatch.setenv("PYTHONPATH", "/somewhere/checkout")
+    cluster = nodes.LocalRayCluster(tmp_path)
+    try:
+        cluster.start_nodes(3, cpus=2, python="/other/python", env={"PYTHONPATH": None, "X": "1"})
+    finally:
+        shutil.rmtree(cluster.temp, ignore_errors=True)
+    assert sorted(cluster.nodes) == ["head", "node2", "node3"]
+    (head, head_env), *others = started
+    assert head[0] == str(nodes.ray_command()) and "--head" in head and "--num-cpus=2" in head
+    assert head_env["PYTHONPATH"] == "/somewhere/checkout" and "X" not in head_env
+    for argv, env in others:
+        assert argv[0] == "/other/python" and f"--address={cluster.address}" in argv
+        assert "PYTHONPATH" not in env and env["X"] == "1"
+        assert env["RAY_AUTH_TOKEN"] == head_env["RAY_AUTH_TOKEN"]
