@@ -16,7 +16,7 @@
    per-actor rate, ``c`` the driver's cost per turn, measured with steps that cost nothing.
 
 5. **A cluster of two nodes**: two ``ray start`` processes of one CPU each on this machine
-   (``llm_marl_envs.rollout._ray_nodes.LocalCluster``), joined by address, next to a
+   (``llm_marl_envs.testing.LocalRayCluster``), joined by address, next to a
    one-node cluster of two CPUs: episodes per second and start-up for CoopCoding and GSM8K,
    then the second node killed a third of the way into a CoopCoding rollout (wall time, the
    stall after the loss, the records). ``--cluster-only`` measures just this part into the
@@ -48,7 +48,7 @@ from pettingzoo import AECEnv
 
 import llm_marl_envs
 from llm_marl_envs.rollout import LocalExecutor, RayExecutor, rollout, scripted_policy
-from llm_marl_envs.rollout.ray_executor import ROOM_SECONDS, EnvShard
+from llm_marl_envs.rollout.ray.executor import ROOM_SECONDS, EnvShard
 
 GSM8K = "llm_marl_envs/GSM8K-v0"
 CODING = "llm_marl_envs/CoopCoding-v0"
@@ -288,7 +288,7 @@ def two_nodes(repeats: int, coding_episodes: int, batch_size: int, gsm8k_episode
 
     token = os.environ["RAY_AUTH_TOKEN"]  # (set by main before Ray was imported)
 
-    from llm_marl_envs.rollout._ray_nodes import LocalCluster
+    from llm_marl_envs.testing import LocalRayCluster
 
     work = {"CoopCoding-v0": (CODING, coding_episodes), "GSM8K-v0": (GSM8K, gsm8k_episodes)}
     local, results = {}, {}
@@ -300,7 +300,7 @@ def two_nodes(repeats: int, coding_episodes: int, batch_size: int, gsm8k_episode
     rows: dict = {}
     for where, cpus in (("one node", [2]), ("two nodes", [1, 1])):
         with tempfile.TemporaryDirectory(prefix="ray-cluster-") as root:
-            cluster = LocalCluster(Path(root), fast_health_checks=False)
+            cluster = LocalRayCluster(Path(root), fast_health_checks=False)
             cluster.env["RAY_AUTH_TOKEN"] = token
             try:
                 tick = time.perf_counter()

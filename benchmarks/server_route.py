@@ -35,7 +35,7 @@ import sys
 import tempfile
 from pathlib import Path
 
-from llm_marl_envs.policies._transformers_serve import OFFLINE, TransformersServe
+from llm_marl_envs.testing import OFFLINE, TransformersServe
 
 TARGET = 0.8  # the continuous-batching server's speed against in-process
 START_SECONDS = 300

@@ -1,5 +1,6 @@
 """Shared test set-up: offline mode, threads per worker, the markers' rules, the real-data
-folder, the Ray session and the one real ``transformers serve``.
+folder, the Ray session, and the real servers of :mod:`llm_marl_envs.testing.fixtures` (the
+one ``transformers serve``, local Ray clusters), the same fixtures users get.
 
 Markers (declared in pyproject.toml):
 
@@ -12,9 +13,9 @@ Markers (declared in pyproject.toml):
   (set by ``.ci/run``) it fails instead, so CI cannot pass without running them.
 
 ``make test`` runs the suite on every core with pytest-xdist (``-n auto --dist loadgroup``).
-Tests that share a costly process (the module's local Ray instance, the ``transformers serve``
-below) carry an ``xdist_group`` mark, which keeps them on one worker, so the process starts
-once per run.
+Tests that share a costly process (the module's local Ray instance, the one ``transformers
+serve`` of the fixtures) carry an ``xdist_group`` mark, which keeps them on one worker, so the
+process starts once per run.
 """
 
 from __future__ import annotations
@@ -23,6 +24,9 @@ import os
 from pathlib import Path
 
 import pytest
+
+#: The fixtures users get (``transformers_serve``, ``ray_cluster``, ...), ours too.
+pytest_plugins = ["llm_marl_envs.testing.fixtures"]
 
 # Tests never touch the network: the Hub clients fail at once instead of retrying.
 for _flag in ("HF_HUB_OFFLINE", "HF_DATASETS_OFFLINE", "TRANSFORMERS_OFFLINE"):
@@ -108,21 +112,3 @@ def ray_session():
         ray.init(num_cpus=2, include_dashboard=False, logging_level="warning")
     yield ray
     ray.shutdown()
-
-
-@pytest.fixture(scope="session")
-def transformers_serve(tmp_path_factory):
-    """One real ``transformers serve`` of the embedded SmolLM2-135M folder on a free loopback
-    port, on the CPU, offline, for the whole run: the tests that use it carry
-    ``pytest.mark.xdist_group("transformers_serve")``, so one worker starts it once. A test
-    that stops it starts it again (``.start()``) before it ends."""
-    pytest.importorskip("fastapi", reason="transformers serve needs fastapi (the dev extra)")
-    pytest.importorskip("uvicorn", reason="transformers serve needs uvicorn (the dev extra)")
-    from llm_marl_envs.models.embedded import converted_model_dir, load_default_model
-    from llm_marl_envs.policies._transformers_serve import TransformersServe
-
-    load_default_model()  # converted once into the cache (the folder the server loads)
-    log = tmp_path_factory.mktemp("serve") / "serve.log"
-    served = TransformersServe(converted_model_dir(), log).start()
-    yield served
-    served.stop()

@@ -31,6 +31,7 @@ LAYERS = {
     "algorithms": 6,
     "integrations": 6,
     "commands": 6,  # the deprecated alias of cli.commands (a one-line file, no imports)
+    "testing": 6,  # real servers for users' tests (and ours): transformers serve, Ray clusters
     "evaluation": 7,
     "leaderboard": 8,
     "bench": 9,  # the deprecated alias of evaluation

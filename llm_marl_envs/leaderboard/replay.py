@@ -73,16 +73,16 @@ class RecordedActions(Policy):
 
 def replay_episode(task: Task, item: Item, record: EpisodeRecord) -> EpisodeRecord:
     """The record of ``record``'s actions played again on ``task``'s environment for ``item``."""
-    from llm_marl_envs.rollout import rollout
+    from llm_marl_envs.rollout import EpisodePlan, LocalExecutor, rollout
 
     played = rollout(
         task.env,
         RecordedActions(record.turns),
-        seeds=[item.seed],
-        reset_options=[item.options],
+        plan=EpisodePlan(seeds=[item.seed], reset_options=[item.options]),
         batch_size=1,
         env_kwargs=task.kwargs,
-        env_workers=0,  # this episode alone: its steps run inline, episodes run on threads
+        # this episode alone: its steps run inline, episodes run on threads
+        executor=LocalExecutor(env_workers=0),
         progress=False,
     )
     return played.episodes[0]

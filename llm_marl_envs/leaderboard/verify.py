@@ -182,7 +182,7 @@ def _regenerate(
     generation: GenerationConfig | None,
 ) -> list[dict]:
     """Play each chosen episode again with the entry's seats; one check per episode."""
-    from llm_marl_envs.rollout import rollout
+    from llm_marl_envs.rollout import EpisodePlan, rollout
 
     checks = []
     names = [t.name for t in suite.tasks]
@@ -196,8 +196,10 @@ def _regenerate(
         played = rollout(
             task.env,
             policies,
-            seeds=[episode.item.seed for episode in episodes],
-            reset_options=[episode.item.options for episode in episodes],
+            plan=EpisodePlan(
+                seeds=[episode.item.seed for episode in episodes],
+                reset_options=[episode.item.options for episode in episodes],
+            ),
             batch_size=results["manifest"]["batch_size"],
             env_kwargs=task.kwargs,
             progress=False,

@@ -11,8 +11,9 @@ from llm_marl_envs.rollout.engine import (
     rollout,
 )
 from llm_marl_envs.rollout.executors import EnvExecutor, LocalExecutor
+from llm_marl_envs.rollout.plan import EpisodePlan
 from llm_marl_envs.rollout.play import play_episode
-from llm_marl_envs.rollout.ray_executor import RayExecutor, WorkerLostError
+from llm_marl_envs.rollout.ray import RayExecutor, WorkerLostError
 from llm_marl_envs.rollout.records import (
     EpisodeRecord,
     TurnRecord,
@@ -25,6 +26,7 @@ __all__ = [
     "KEEP_MODES",
     "AgentStats",
     "EnvExecutor",
+    "EpisodePlan",
     "EpisodeRecord",
     "LocalExecutor",
     "RayExecutor",

@@ -19,10 +19,10 @@ batch, and feeds the answers back. A copy whose episode ends starts the next epi
 
 **Where the code lives.** This module is the front door: :func:`rollout`, which checks its
 arguments, opens the executor, resolves the policies and builds one engine. The loop itself,
-:class:`RolloutEngine`, is in :mod:`llm_marl_envs.rollout._loop`; what a rollout returns
+:class:`RolloutEngine`, is in :mod:`llm_marl_envs.rollout.loop`; what a rollout returns
 (:class:`RolloutResult`, :class:`AgentStats`, :class:`RolloutError`,
-:class:`RolloutInterrupted`) is in :mod:`llm_marl_envs.rollout._results`. Both modules are
-internal; their public names are re-exported here and by :mod:`llm_marl_envs.rollout`.
+:class:`RolloutInterrupted`) is in :mod:`llm_marl_envs.rollout.results`. Their public names
+are re-exported here and by :mod:`llm_marl_envs.rollout`.
 
 **The executor seam.** The engine sees only slot indices and what the environments report
 (observations, rewards, infos); an :class:`~llm_marl_envs.rollout.executors.EnvExecutor`
@@ -33,8 +33,9 @@ owns the environment copies and decides where resets and steps run. The default
 * **Seeds and groups.** Episode ``i`` belongs to group ``i // group_size`` and resets with
   ``seed + group``: the ``group_size`` copies of a group play the same task (GRPO / MAGRPO
   groups); with sampling their answers differ. A frozen episode list (an evaluation suite)
-  names each group's seed instead (``seeds``), and may pin each group's task with reset
-  options (``reset_options``, e.g. ``{"row_index": 12}``: row 12 of the env's split).
+  names each group's seed instead, and may pin each group's task with reset options (e.g.
+  ``{"row_index": 12}``: row 12 of the env's split): an
+  :class:`~llm_marl_envs.rollout.plan.EpisodePlan`, passed as ``plan=``.
 * **CPU-heavy steps.** When an environment's ``step`` does real work (CoopCoding-v0 runs
   tests in the sandbox; such envs set ``heavy_step = True``) the local executor runs the steps
   in worker threads while the model generates for the other copies; a copy sits out while its
@@ -64,7 +65,8 @@ owns the environment copies and decides where resets and steps run. The default
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+import warnings
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -72,20 +74,22 @@ from pettingzoo import AECEnv, ParallelEnv
 
 from llm_marl_envs.core.validation import check_int
 from llm_marl_envs.policies.base import Policy, as_policy
-from llm_marl_envs.rollout._loop import RolloutEngine
-from llm_marl_envs.rollout._results import (
+from llm_marl_envs.rollout.loop import RolloutEngine
+from llm_marl_envs.rollout.results import (
     AgentStats,
     RolloutError,
     RolloutInterrupted,
     RolloutResult,
 )
-from llm_marl_envs.rollout.executors import EnvExecutor, LocalExecutor
-from llm_marl_envs.rollout.ray_executor import RayExecutor
+from llm_marl_envs.rollout.executors import EnvExecutor, EnvSource, LocalExecutor
+from llm_marl_envs.rollout.plan import EpisodePlan
+from llm_marl_envs.rollout.ray import RayExecutor
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES
 
 __all__ = [
     "KEEP_MODES",
     "AgentStats",
+    "EpisodePlan",
     "RolloutEngine",
     "RolloutError",
     "RolloutInterrupted",
@@ -109,14 +113,11 @@ def rollout(
     out: str | Path | None = None,
     include_tokens: bool = False,
     progress: bool | None = None,
-    env_workers: int | None = None,
     max_record_bytes: int | None = DEFAULT_MAX_RECORD_BYTES,
     executor: EnvExecutor | str | None = None,
-    seeds: Sequence[int] | None = None,
-    reset_options: Sequence[Mapping[str, Any] | None] | None = None,
-    num_workers: int | None = None,
     keep: str = "all",
-    episode_numbers: Sequence[int] | None = None,
+    plan: EpisodePlan | None = None,
+    **deprecated: Any,
 ) -> RolloutResult:
     """Play ``episodes`` episodes of ``env`` with ``policies``, ``batch_size`` at a time.
 
@@ -125,7 +126,7 @@ def rollout(
             function returning an AEC or Parallel env.
         policies: One policy for every agent, or ``{agent: policy}``; a policy is a
             :class:`~llm_marl_envs.policies.Policy` or a function ``(observation, info) -> str``.
-        episodes: Number of episodes (default with ``seeds``: ``len(seeds) * group_size``).
+        episodes: Number of episodes (default with ``plan.seeds``: one group per seed).
         batch_size: Environment copies played in lockstep (1 = one episode at a time).
         seed: Seed of the first group; group ``g`` resets with ``seed + g``.
         group_size: Consecutive episodes that share a seed (same task).
@@ -133,71 +134,90 @@ def rollout(
         out: Append each finished episode to this JSONL file (created or truncated first).
         include_tokens: Also write token ids and log-probabilities to ``out``.
         progress: Show a progress bar (default: when stderr is a terminal).
-        env_workers: Threads for env steps of the default executor (default: one per copy,
-            at most 8, for envs with ``heavy_step = True``, else 0, i.e. steps run inline).
-            With ``executor``, leave it None.
-        max_record_bytes: Longest record (one JSONL line, in bytes) written to ``out``; a
-            longer one is skipped whole with a warning and listed in
-            ``RolloutResult.unwritten_episodes``. None: no cap.
-        executor: Where the environment copies live and step: ``"local"`` (the default, a
-            :class:`~llm_marl_envs.rollout.executors.LocalExecutor`), ``"ray"`` (shards on
-            ``num_workers`` Ray actors, a
-            :class:`~llm_marl_envs.rollout.ray_executor.RayExecutor`; needs the ``ray``
-            extra) or an :class:`~llm_marl_envs.rollout.executors.EnvExecutor`. It is opened
-            for this rollout and closed at its end, also after an error.
-        seeds: The seed of each group, in order, instead of ``seed + g`` (a frozen episode
-            list); ``episodes`` is then ``len(seeds) * group_size``.
-        reset_options: Options of each group's ``reset`` (``None`` or a dict per group, e.g.
-            ``{"row_index": i}``), recorded in each episode's record.
-        num_workers: Ray actors for ``executor="ray"`` (default: one per CPU of the cluster).
-        keep: What ``RolloutResult.episodes`` keeps of each finished episode: ``"all"`` (full
-            records, the default), ``"summaries"`` (records without their turns: seeds,
-            returns, final infos) or ``"none"``. With ``out`` the records are in the file, so
-            ``"none"`` keeps the memory of a rollout flat however many episodes it plays;
-            ``RolloutResult.stats`` and ``finished`` count every episode either way.
-        episode_numbers: The number each episode's record carries (``record.episode``;
-            ``record.group`` is ``number // group_size``), default ``0, 1, ...``. A resumed
-            run passes the numbers an uninterrupted run would have given its remaining
-            episodes, so their records match that run's. Without ``seeds`` a group resets
-            with ``seed + record.group``; ``seeds`` and ``reset_options`` stay one entry per
-            group of this call, in order. Distinct, ``>= 0``, and with ``group_size > 1``
-            each group of this call must lie in one numbered group.
+        max_record_bytes: Longest record written to ``out`` (a longer one is skipped with a
+            warning and listed in ``unwritten_episodes``); None: no cap.
+        executor: Where the env copies live and step, opened for this rollout and closed
+            after it: ``"local"`` (the default), ``"ray"`` (the ``ray`` extra), or an
+            :class:`~llm_marl_envs.rollout.executors.EnvExecutor` with its own settings
+            (``LocalExecutor(env_workers=4)``, ``RayExecutor(num_workers=8)``).
+        keep: What ``RolloutResult.episodes`` keeps: ``"all"``, ``"summaries"`` (no turns)
+            or ``"none"``; ``stats`` and ``finished`` count every episode either way.
+        plan: An :class:`~llm_marl_envs.rollout.plan.EpisodePlan`: each group's seed and
+            reset options, each record's number (an evaluation's frozen episodes).
+        **deprecated: ``seeds``, ``reset_options``, ``episode_numbers`` (now ``plan``'s),
+            ``env_workers``, ``num_workers`` (now the executor's): one more release, warned.
 
     Returns:
-        A :class:`RolloutResult`. Raises :class:`RolloutError` if a policy fails and
-        :class:`RolloutInterrupted` on Ctrl-C, both after the finished episodes are saved.
+        A :class:`RolloutResult`. Raises :class:`RolloutError` (a policy failed) or
+        :class:`RolloutInterrupted` (Ctrl-C), both after the finished episodes are saved.
     """
-    check_int("batch_size", batch_size, 1)
-    check_int("group_size", group_size, 1)
-    episodes, seeds, reset_options = _episode_plan(episodes, group_size, seeds, reset_options)
-    if keep not in KEEP_MODES:
-        raise ValueError(f"keep must be one of {', '.join(KEEP_MODES)}, got {keep!r}")
-    numbers = _episode_numbers(episode_numbers, episodes, group_size)
-    executor = make_executor(executor, num_workers=num_workers, env_workers=env_workers)
-    copies = min(batch_size, max(episodes, 1))
+    plan, workers = _arguments(batch_size, group_size, keep, plan, deprecated)
+    episodes = plan.episode_count(episodes, group_size)
+    settings = dict(episodes=episodes, seed=seed, group_size=group_size, out=out, keep=keep)
+    settings.update(include_tokens=include_tokens, progress=progress, plan=plan)
+    settings.update(max_record_bytes=max_record_bytes, copies=min(batch_size, max(episodes, 1)))
+    return _play(make_executor(executor, **workers), env, env_kwargs, policies, settings)
+
+
+def _play(
+    executor: EnvExecutor,
+    env: EnvSource,
+    env_kwargs: Mapping[str, Any] | None,
+    policies: Any,
+    settings: dict[str, Any],
+) -> RolloutResult:
+    """Open ``executor`` for ``settings["copies"]`` copies of ``env``, play them with one
+    :class:`RolloutEngine` (``settings``: its keywords), and close it, also after an error."""
     try:
-        described = executor.open(env, env_kwargs, copies)
+        described = executor.open(env, env_kwargs, settings["copies"])
+        players = _resolve_policies(policies, described.possible_agents)
         engine = RolloutEngine(
             executor,
-            _resolve_policies(policies, described.possible_agents),
+            players,
             env_id=described.env_id,
             env_kwargs=dict(env_kwargs or {}),
-            episodes=episodes,
-            copies=copies,
-            seed=seed,
-            group_size=group_size,
-            seeds=seeds,
-            reset_options=reset_options,
-            out=out,
-            include_tokens=include_tokens,
-            progress=progress,
-            max_record_bytes=max_record_bytes,
-            keep=keep,
-            episode_numbers=numbers,
+            **settings,
         )
         return engine.run()
     finally:
         executor.close()
+
+
+#: The keywords :func:`rollout` took before :class:`EpisodePlan` and the executors' own
+#: settings, and what replaces each (kept one release, with a ``DeprecationWarning``).
+OLD_KEYWORDS = {
+    "seeds": "plan=EpisodePlan(seeds=...)",
+    "reset_options": "plan=EpisodePlan(reset_options=...)",
+    "episode_numbers": "plan=EpisodePlan(episode_numbers=...)",
+    "env_workers": "executor=LocalExecutor(env_workers=...)",
+    "num_workers": "executor=RayExecutor(num_workers=...)",
+}
+
+
+def _arguments(
+    batch_size: int, group_size: int, keep: str, plan: EpisodePlan | None, given: Mapping
+) -> tuple[EpisodePlan, dict[str, Any]]:
+    """Check :func:`rollout`'s arguments; return ``plan`` (or the plan the old keywords give)
+    and the old executor settings, each old keyword warned of with its replacement."""
+    check_int("batch_size", batch_size, 1)
+    check_int("group_size", group_size, 1)
+    if keep not in KEEP_MODES:
+        raise ValueError(f"keep must be one of {', '.join(KEEP_MODES)}, got {keep!r}")
+    for name in given:
+        if name not in OLD_KEYWORDS:
+            raise TypeError(f"rollout() got an unexpected keyword argument {name!r}")
+        warnings.warn(
+            f"rollout({name}=...) is deprecated: pass {OLD_KEYWORDS[name]} instead",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+    fields = {k: given[k] for k in ("seeds", "reset_options", "episode_numbers") if k in given}
+    if fields and plan is not None:
+        raise TypeError(f"rollout() got plan= and {', '.join(fields)}=: put them in the plan")
+    if plan is not None and not isinstance(plan, EpisodePlan):
+        raise TypeError(f"plan must be an EpisodePlan, got {plan!r:.80}")
+    workers = {k: given[k] for k in ("env_workers", "num_workers") if k in given}
+    return plan if plan is not None else EpisodePlan(**fields), workers
 
 
 def make_executor(
@@ -206,7 +226,8 @@ def make_executor(
     num_workers: int | None = None,
     env_workers: int | None = None,
 ) -> EnvExecutor:
-    """The executor ``rollout`` uses: an instance as given, ``"local"`` / None, or ``"ray"``."""
+    """The executor ``rollout`` uses: an instance as given, ``"local"`` / None, or ``"ray"``
+    (``num_workers`` and ``env_workers``: the deprecated keywords of :func:`rollout`)."""
     if executor is None or executor == "local":
         if num_workers is not None:
             raise ValueError("num_workers applies to executor='ray'; the local executor has none")
@@ -230,60 +251,6 @@ def make_executor(
     if num_workers is not None:
         raise ValueError("num_workers configures executor='ray'; pass RayExecutor(num_workers=...)")
     return executor
-
-
-def _episode_numbers(numbers, episodes: int, group_size: int) -> tuple[int, ...] | None:
-    """Check ``episode_numbers`` (see :func:`rollout`); None stays None (``0, 1, ...``)."""
-    if numbers is None:
-        return None
-    if isinstance(numbers, (str, bytes, Mapping)) or not isinstance(numbers, Iterable):
-        raise TypeError(f"episode_numbers must be a list of ints, got {numbers!r:.80}")
-    numbers = tuple(check_int("episode_numbers[]", n, 0) for n in numbers)
-    if len(numbers) != episodes:
-        raise ValueError(
-            f"episode_numbers has {len(numbers)} numbers for {episodes} episodes; give one each"
-        )
-    if len(set(numbers)) != len(numbers):
-        raise ValueError("episode_numbers must be distinct (each record's number is unique)")
-    for start in range(0, episodes, group_size):
-        chunk = numbers[start : start + group_size]
-        if len({n // group_size for n in chunk}) != 1:
-            raise ValueError(
-                f"episode_numbers {list(chunk)} play one group of this call but lie in "
-                f"different groups of {group_size}; number whole groups"
-            )
-    return numbers
-
-
-def _episode_plan(episodes, group_size, seeds, reset_options):
-    """Check ``episodes`` / ``seeds`` / ``reset_options`` together; returns them with the
-    episode count filled in and the lists made tuples."""
-    if seeds is not None:
-        if isinstance(seeds, (str, bytes)) or not isinstance(seeds, Sequence):
-            raise TypeError(f"seeds must be a list of ints (one per group), got {seeds!r}")
-        seeds = tuple(check_int("seeds[]", s, 0) for s in seeds)
-        if episodes is None:
-            episodes = len(seeds) * group_size
-        elif episodes != len(seeds) * group_size:
-            raise ValueError(
-                f"episodes={episodes} but {len(seeds)} seeds x group_size={group_size} give "
-                f"{len(seeds) * group_size}; leave episodes out"
-            )
-    elif episodes is None:
-        raise TypeError("rollout() needs episodes=N (or seeds=[...], one per group)")
-    check_int("episodes", episodes, 0)
-    if reset_options is not None:
-        groups = -(-episodes // group_size)
-        if isinstance(reset_options, Mapping) or len(reset_options) != groups:
-            raise ValueError(
-                f"reset_options must be a list with one dict (or None) per group: {groups} "
-                f"groups, got {reset_options!r:.80}"
-            )
-        for options in reset_options:
-            if options is not None and not isinstance(options, Mapping):
-                raise TypeError(f"each reset_options entry must be a dict or None, got {options!r}")
-        reset_options = tuple(None if o is None else dict(o) for o in reset_options)
-    return episodes, seeds, reset_options
 
 
 def _resolve_policies(policies, agents: list[str]) -> dict[str, Policy]:

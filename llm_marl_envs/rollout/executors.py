@@ -15,7 +15,7 @@ in-process returns futures that are already done.
 * :class:`LocalExecutor` (the default) keeps the copies in this process. It steps them inline,
   or, for environments whose class sets ``heavy_step = True`` (CoopCoding-v0 runs tests in the
   sandbox), in worker threads named ``env-step-*``; resets always run inline.
-* :class:`~llm_marl_envs.rollout.ray_executor.RayExecutor` (``executor="ray"``) keeps them
+* :class:`~llm_marl_envs.rollout.ray.executor.RayExecutor` (``executor="ray"``) keeps them
   in shards on Ray actors (``docs/ray.md``).
 * A sharded executor (environments on remote workers) implements the same four methods.
   ``reset`` names each episode's group, so such an executor can keep the ``group_size``

@@ -30,6 +30,7 @@ from llm_marl_envs.integrations.trl import (  # noqa: E402
     episode_reward,
     tool_environment,
 )
+from llm_marl_envs.integrations.trl.rollout_func import trl_batch  # noqa: E402
 from llm_marl_envs.models import tiny_model  # noqa: E402
 from llm_marl_envs.policies.scripted import scripted_policy  # noqa: E402
 from llm_marl_envs.rewards import gsm8k_reward, joint_reward, sentiment_reward  # noqa: E402
@@ -592,7 +593,7 @@ def test_rollout_turns_join_into_one_completion_while_the_chat_extends():
         turn([1, 2, 3, 4, 8, 9], [5], 0.25),
         turn([1, 2, 7], [6], 1.0),  # not an extension: left out of the tokens
     ]
-    out = trl_envs._trl_batch([episode], ["obs"], [0], 1, "a")
+    out = trl_batch([episode], ["obs"], [0], 1, "a")
     assert out["prompt_ids"] == [[1, 2]] and out["completion_ids"] == [[3, 4, 8, 9, 5]]
     assert out["env_mask"] == [[1, 1, 0, 0, 1]]
     assert out["logprobs"] == [[-1.0, -1.0, 0.0, 0.0, -1.0]]

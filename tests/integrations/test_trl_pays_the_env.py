@@ -26,16 +26,16 @@ pytest.importorskip("trl")
 
 import llm_marl_envs  # noqa: E402
 from llm_marl_envs.integrations.trl import (  # noqa: E402
-    _episode_return,
     coop_coding_reward,
     env_dataset,
     env_reward,
     tool_environment,
 )
+from llm_marl_envs.integrations.trl.rollout_func import learner_episode_return  # noqa: E402
 from llm_marl_envs.policies.scripted import scripted_policy  # noqa: E402
 from llm_marl_envs.registry import agent_names  # noqa: E402
 from llm_marl_envs.rewards import gsm8k_reward, joint_reward, sentiment_reward  # noqa: E402
-from llm_marl_envs.rollout import rollout  # noqa: E402
+from llm_marl_envs.rollout import EpisodePlan, rollout  # noqa: E402
 
 #: The column reward of each environment; None: multi-turn games, paid through env_reward.
 COLUMN_REWARDS = {
@@ -120,8 +120,9 @@ def _rollout_pays(env_id: str, agent: str, kwargs: dict, seed: int, answer: str)
         return answer if len(turns) == 1 else later(observation, info)
 
     players = {a: scripted_policy(env_id, a, 0) for a in agent_names(env_id)} | {agent: learner}
-    result = rollout(env_id, players, seeds=[seed], batch_size=1, env_kwargs=kwargs, progress=False)
-    return _episode_return(result.episodes[0], agent)
+    plan = EpisodePlan(seeds=[seed])
+    result = rollout(env_id, players, plan=plan, batch_size=1, env_kwargs=kwargs, progress=False)
+    return learner_episode_return(result.episodes[0], agent)
 
 
 @pytest.mark.parametrize(("env_id", "agent", "kwargs"), _cases())

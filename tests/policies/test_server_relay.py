@@ -13,8 +13,8 @@ import urllib.request
 import pytest
 
 from llm_marl_envs.policies import CallablePolicy, Prompt
-from llm_marl_envs.policies._transformers_serve import free_port
 from llm_marl_envs.policies.openai import OpenAIPolicy
+from llm_marl_envs.testing import free_port
 from llm_marl_envs.policies.server import serve_policy
 
 

@@ -12,6 +12,8 @@ import pytest
 import llm_marl_envs
 from llm_marl_envs.policies import Completion, Policy, PolicyError
 from llm_marl_envs.rollout import (
+    EpisodePlan,
+    LocalExecutor,
     RolloutError,
     play_episode,
     read_jsonl,
@@ -232,7 +234,9 @@ def test_heavy_steps_leave_the_main_thread_and_give_the_same_episodes():
     policies = _policies("llm_marl_envs/MazeCollab-v0")
     threaded = rollout(SlowMaze, policies, episodes=5, batch_size=3, progress=False)
     assert any(name.startswith("env-step") for name in threads)  # live steps ran in workers
-    inline = rollout(SlowMaze, policies, episodes=5, batch_size=3, env_workers=0, progress=False)
+    inline = rollout(
+        SlowMaze, policies, episodes=5, batch_size=3, executor=LocalExecutor(0), progress=False
+    )
     assert _dicts(threaded) == _dicts(inline)
 
 
@@ -243,8 +247,7 @@ def test_frozen_episode_list_pins_seeds_and_rows(tmp_path):
     result = rollout(
         env_id,
         _policies(env_id, **DATA),
-        seeds=[5, 7, 9],
-        reset_options=[{"row_index": 0}, {"row_index": 3}, None],
+        plan=EpisodePlan(seeds=[5, 7, 9], reset_options=[{"row_index": 0}, {"row_index": 3}, None]),
         group_size=2,
         batch_size=4,
         env_kwargs=DATA,
@@ -268,8 +271,7 @@ def test_frozen_episode_list_pins_seeds_and_rows(tmp_path):
     again = rollout(
         env_id,
         _policies(env_id, **DATA),
-        seeds=[9],
-        reset_options=[None],
+        plan=EpisodePlan(seeds=[9], reset_options=[None]),
         group_size=2,
         env_kwargs=DATA,
         progress=False,
@@ -294,8 +296,12 @@ def test_frozen_episode_list_pins_seeds_and_rows(tmp_path):
 )
 def test_frozen_episode_list_bad_arguments(kwargs, error, words):
     env_id = "llm_marl_envs/GSM8K-v0"
+    fields = dict(kwargs)
+    episodes = fields.pop("episodes", None)
     with pytest.raises(error, match=words.replace("(", r"\(").replace(")", r"\)")):
-        rollout(env_id, _policies(env_id, **DATA), env_kwargs=DATA, progress=False, **kwargs)
+        policies = _policies(env_id, **DATA)
+        plan = EpisodePlan(**fields)
+        rollout(env_id, policies, episodes=episodes, env_kwargs=DATA, progress=False, plan=plan)
 
 
 # --------------------------------------------------------------- keep (issue 33, item 2)
@@ -394,7 +400,7 @@ def test_episode_numbers_continue_an_uninterrupted_run(tmp_path):
         seed=5,
         env_kwargs={"num_agents": 4},
         out=tmp_path / "rest.jsonl",
-        episode_numbers=[2, 3, 6, 7],
+        plan=EpisodePlan(episode_numbers=[2, 3, 6, 7]),
         progress=False,
     )
     assert [(e.episode, e.group, e.seed) for e in rest.episodes] == [
@@ -416,9 +422,11 @@ def test_episode_numbers_with_frozen_seeds_keep_the_seeds_of_this_call():
     result = rollout(
         "llm_marl_envs/GSM8K-v0",
         _policies("llm_marl_envs/GSM8K-v0", **DATA),
-        seeds=[11, 12],
-        reset_options=[{"row_index": 3}, {"row_index": 4}],
-        episode_numbers=[9, 4],
+        plan=EpisodePlan(
+            seeds=[11, 12],
+            reset_options=[{"row_index": 3}, {"row_index": 4}],
+            episode_numbers=[9, 4],
+        ),
         env_kwargs=DATA,
         progress=False,
     )
@@ -446,6 +454,69 @@ def test_episode_numbers_bad_arguments(numbers, group_size, error, words):
             episodes=3,
             group_size=group_size,
             env_kwargs={"num_agents": 4},
-            episode_numbers=numbers,
+            plan=EpisodePlan(episode_numbers=numbers),
             progress=False,
         )
+
+
+@pytest.mark.parametrize(
+    ("old", "new"),
+    [
+        (
+            {"seeds": [5, 7], "reset_options": [{"row_index": 2}, None]},
+            {"plan": EpisodePlan(seeds=[5, 7], reset_options=[{"row_index": 2}, None])},
+        ),
+        (
+            {"episodes": 2, "episode_numbers": [3, 1]},
+            {"episodes": 2, "plan": EpisodePlan(episode_numbers=[3, 1])},
+        ),
+        (
+            {"episodes": 2, "env_workers": 0},
+            {"episodes": 2, "executor": LocalExecutor(env_workers=0)},
+        ),
+    ],
+)
+def test_the_old_keywords_warn_and_play_what_the_new_form_plays(old, new):
+    env_id = "llm_marl_envs/GSM8K-v0"
+    with pytest.warns(DeprecationWarning) as caught:
+        before = rollout(env_id, _policies(env_id, **DATA), env_kwargs=DATA, progress=False, **old)
+    said = [str(w.message) for w in caught]
+    names = [k for k in old if k != "episodes"]
+    assert len(said) == len(names)
+    for name, message in zip(names, said, strict=True):
+        assert message.startswith(f"rollout({name}=...) is deprecated: pass ")
+        assert ("plan=EpisodePlan(" in message) == (name != "env_workers")
+    assert caught[0].filename == __file__  # the warning points at the caller
+    after = rollout(env_id, _policies(env_id, **DATA), env_kwargs=DATA, progress=False, **new)
+    assert _dicts(before) == _dicts(after)
+
+
+def test_old_keywords_and_a_plan_together_or_unknown_keywords_are_refused():
+    env_id = "llm_marl_envs/GSM8K-v0"
+    policies = _policies(env_id, **DATA)
+    with pytest.warns(DeprecationWarning), pytest.raises(TypeError, match="put them in the plan"):
+        rollout(env_id, policies, plan=EpisodePlan(seeds=[1]), seeds=[2], env_kwargs=DATA)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'seed_list'"):
+        rollout(env_id, policies, episodes=1, seed_list=[2], env_kwargs=DATA)
+    with pytest.raises(TypeError, match="plan must be an EpisodePlan"):
+        rollout(env_id, policies, plan={"seeds": [1]}, env_kwargs=DATA)
+
+
+def test_an_episode_plan_is_checked_when_made_and_frozen():
+    plan = EpisodePlan(seeds=[3, 4], reset_options=({"row_index": 1}, None))
+    assert plan.seeds == (3, 4) and plan.reset_options == ({"row_index": 1}, None)
+    assert plan.episode_count(None, group_size=3) == 6
+    with pytest.raises(ValueError, match="episodes=5 but 2 seeds x group_size=3 give 6"):
+        plan.episode_count(5, group_size=3)
+    with pytest.raises(AttributeError):
+        plan.seeds = (1,)  # type: ignore[misc]
+    options = {"row_index": 1}
+    copied = EpisodePlan(reset_options=[options])
+    options["row_index"] = 9
+    assert copied.reset_options == ({"row_index": 1},)  # the plan holds its own copy
+    with pytest.raises(ValueError, match="distinct"):
+        EpisodePlan(episode_numbers=[1, 1])
+    with pytest.raises(TypeError, match="list of ints"):
+        EpisodePlan(episode_numbers="01")
+    with pytest.raises(ValueError, match="one dict"):
+        EpisodePlan(reset_options={"row_index": 1})

@@ -246,8 +246,11 @@ def test_the_executor_is_closed_after_a_policy_error_or_an_env_error(tmp_path):
 def test_executor_arguments_are_checked():
     with pytest.raises(TypeError, match="EnvExecutor"):
         rollout(MAZE, _policies(MAZE), episodes=1, executor=object())
-    with pytest.raises(ValueError, match="env_workers"):
+    with pytest.warns(DeprecationWarning), pytest.raises(ValueError, match="env_workers"):
         rollout(MAZE, _policies(MAZE), episodes=1, executor=LocalExecutor(), env_workers=2)
+    with pytest.warns(DeprecationWarning, match=r"pass executor=RayExecutor\(num_workers=\.\.\.\)"):
+        with pytest.raises(ValueError, match="num_workers applies to executor='ray'"):
+            rollout(MAZE, _policies(MAZE), episodes=1, executor="local", num_workers=2)
     with pytest.raises(ValueError, match="env_workers"):
         LocalExecutor(env_workers=-1)
 

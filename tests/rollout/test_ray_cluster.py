@@ -14,7 +14,7 @@ pytest.importorskip("ray", reason="the ray extra")
 
 from llm_marl_envs.cli import main
 from llm_marl_envs.cli.options import executor_options
-from llm_marl_envs.rollout._ray_cluster import ClusterError, cluster_address, start_failure
+from llm_marl_envs.rollout.ray.cluster import ClusterError, cluster_address, start_failure
 
 
 def _dead_address() -> str:

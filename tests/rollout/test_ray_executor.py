@@ -8,6 +8,7 @@ the caller as itself, and one-line errors for bad arguments.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import signal
@@ -16,8 +17,8 @@ import sys
 import pytest
 
 import llm_marl_envs
-from llm_marl_envs.rollout import RayExecutor, read_jsonl, rollout, scripted_policy
-from llm_marl_envs.rollout.ray_executor import EnvShard, import_ray
+from llm_marl_envs.rollout import EpisodePlan, RayExecutor, read_jsonl, rollout, scripted_policy
+from llm_marl_envs.rollout.ray.executor import EnvShard, import_ray
 
 GSM8K = "llm_marl_envs/GSM8K-v0"
 MAZE = "llm_marl_envs/MazeCollab-v0"
@@ -59,8 +60,7 @@ def _both(env_id, kwargs, num_workers, **args):
         _policies(env_id, **kwargs),
         env_kwargs=kwargs,
         progress=False,
-        executor="ray",
-        num_workers=num_workers,
+        executor=RayExecutor(num_workers),
         **args,
     )
     return local, remote
@@ -82,10 +82,11 @@ def test_ray_gives_the_same_records_as_the_local_executor(env_id, kwargs, args):
 
 
 def test_frozen_episode_lists_with_reset_options_match_too():
-    args = {"seeds": [3, 1, 4], "reset_options": [{"row_index": i} for i in (2, 0, 5)]}
-    local, remote = _both(GSM8K, DATA, 2, batch_size=2, **args)
+    options = [{"row_index": i} for i in (2, 0, 5)]
+    plan = EpisodePlan(seeds=[3, 1, 4], reset_options=options)
+    local, remote = _both(GSM8K, DATA, 2, batch_size=2, plan=plan)
     assert _dicts(remote) == _dicts(local)
-    assert [e.reset_options for e in remote.episodes] == args["reset_options"]
+    assert [e.reset_options for e in remote.episodes] == options
 
 
 class Watching(RayExecutor):
@@ -194,8 +195,7 @@ def test_an_exception_inside_a_worker_reaches_the_caller_as_itself():
             lambda obs, info: "boom",
             episodes=2,
             progress=False,
-            executor="ray",
-            num_workers=1,
+            executor=RayExecutor(1),
         )
 
 
@@ -204,7 +204,7 @@ def test_a_bad_env_argument_fails_at_start_with_the_envs_own_error():
     with pytest.raises(Exception) as local:
         rollout(GSM8K, lambda obs, info: "1", **args)
     with pytest.raises(Exception) as remote:
-        rollout(GSM8K, lambda obs, info: "1", executor="ray", num_workers=1, **args)
+        rollout(GSM8K, lambda obs, info: "1", executor=RayExecutor(1), **args)
     assert type(remote.value) is type(local.value)
     assert str(remote.value) == str(local.value) and "'nowhere'" in str(remote.value)
 
@@ -231,7 +231,7 @@ def test_more_workers_than_cpus_share_them_with_a_warning():
 
 
 def test_workers_that_cannot_be_placed_give_up_with_what_the_cluster_has():
-    from llm_marl_envs.rollout.ray_executor import ClusterError
+    from llm_marl_envs.rollout.ray.executor import ClusterError
 
     executor = RayExecutor(1, start_timeout=3, actor_options={"resources": {"tpu_pod": 1}})
     with pytest.raises(ClusterError, match=r"start timeout.*'tpu_pod': 1.*--ray-start-timeout"):
@@ -271,8 +271,10 @@ def test_a_shard_is_a_plain_class_that_releases_and_reuses_copies():
     ],
 )
 def test_bad_executor_arguments_are_one_line_errors(kwargs, error, match):
-    with pytest.raises(error, match=match):
-        rollout(GSM8K, lambda obs, info: "1", episodes=1, env_kwargs=DATA, progress=False, **kwargs)
+    old = {"num_workers", "env_workers"} & set(kwargs)  # the deprecated keywords: warned too
+    with pytest.warns(DeprecationWarning) if old else contextlib.nullcontext():
+        with pytest.raises(error, match=match):
+            rollout(GSM8K, lambda o, i: "1", episodes=1, env_kwargs=DATA, progress=False, **kwargs)
 
 
 def test_without_ray_installed_the_error_names_the_extra(monkeypatch):
@@ -368,7 +370,7 @@ def test_a_model_policy_on_a_ray_actor_gives_the_records_of_the_same_policy_here
         torch.set_num_threads(threads)
     remote_policy = RayPolicy(_one_thread_tiny_policy, num_cpus=0)
     try:
-        there = rollout(GSM8K, remote_policy, executor="ray", num_workers=2, **args)
+        there = rollout(GSM8K, remote_policy, executor=RayExecutor(2), **args)
     finally:
         remote_policy.close()
     assert remote_policy.name == "hf:tiny"
@@ -446,7 +448,7 @@ def test_ray_shut_down_from_another_thread_ends_in_one_line(tmp_path):
     import threading
 
     from llm_marl_envs.rollout import RolloutError
-    from llm_marl_envs.rollout.ray_executor import RayShutdownError
+    from llm_marl_envs.rollout.ray.executor import RayShutdownError
 
     ray = import_ray()
     inner = _policies(MAZE)
@@ -473,8 +475,7 @@ def test_ray_shut_down_from_another_thread_ends_in_one_line(tmp_path):
                 batch_size=4,
                 seed=1,
                 out=out,
-                executor="ray",
-                num_workers=2,
+                executor=RayExecutor(2),
                 progress=False,
             )
         message = str(stopped.value)

@@ -14,7 +14,7 @@ node whose Python environment lacks this package is one line naming the fix, and
 from __future__ import annotations
 
 import json
-import shutil
+import os
 import subprocess
 import sys
 import time
@@ -24,38 +24,15 @@ import pytest
 
 pytest.importorskip("ray", reason="the ray extra")
 
-from llm_marl_envs.rollout._ray_nodes import LocalCluster as Cluster  # noqa: E402
-from llm_marl_envs.rollout._ray_nodes import ray_command  # noqa: E402
+from llm_marl_envs.testing import LocalRayCluster as Cluster  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-RAY = ray_command()
-
-
-def _needs_ray_command() -> None:
-    if RAY.exists() is False and shutil.which("ray") is None:
-        pytest.skip("the ray command is not installed")
-
-
-def _two_nodes(root: Path, python: str | None = None) -> Cluster:
-    """A head and a second node (``python``: the interpreter of the second node's own
-    environment); stopped again if the second does not join."""
-    cluster = Cluster(root)
-    try:
-        cluster.start("head")
-        cluster.start("node2", python=python)
-    except BaseException:
-        cluster.stop()
-        raise
-    return cluster
-
 
 @pytest.fixture
-def cluster(tmp_path_factory):
-    _needs_ray_command()
-    cluster = _two_nodes(tmp_path_factory.mktemp("cluster"))
-    yield cluster
-    cluster.stop()
+def cluster(ray_cluster):
+    """A head and a second node (the ``ray_cluster`` fixture of llm_marl_envs.testing)."""
+    return ray_cluster
 
 
 def _environment_without_the_package(root: Path) -> str:
@@ -78,18 +55,21 @@ def _environment_without_the_package(root: Path) -> str:
 
 
 @pytest.fixture
-def cluster_with_a_bare_node(tmp_path_factory):
-    """A head with this package and a second node whose environment lacks it."""
-    _needs_ray_command()
-    root = tmp_path_factory.mktemp("cluster")
+def cluster_with_a_bare_node(ray_cluster_factory, tmp_path_factory):
+    """A head with this package and a second node whose environment lacks it (nor does a
+    PYTHONPATH that brings a source checkout to the head reach it)."""
+    root = tmp_path_factory.mktemp("bare")
     python = _environment_without_the_package(root / "bare-env")
+    bare = {key: value for key, value in os.environ.items() if key != "PYTHONPATH"}
     probe = subprocess.run(
-        [python, "-c", "import ray; import llm_marl_envs"], capture_output=True, text=True, cwd=root
+        [python, "-c", "import ray; import llm_marl_envs"],
+        capture_output=True,
+        text=True,
+        cwd=root,
+        env=bare,
     )
     assert "No module named 'llm_marl_envs'" in probe.stderr, probe.stderr[-2000:]
-    cluster = _two_nodes(root, python)
-    yield cluster
-    cluster.stop()
+    return ray_cluster_factory(2, python=python, env={"PYTHONPATH": None})
 
 
 _DRIVER = r"""
@@ -97,7 +77,7 @@ import json, sys, time
 from llm_marl_envs.policies.scripted import scripted_policy
 from llm_marl_envs.registry import make
 from llm_marl_envs.rollout import rollout
-from llm_marl_envs.rollout.ray_executor import RayExecutor
+from llm_marl_envs.rollout.ray.executor import RayExecutor
 
 env_id, episodes, address, workers = sys.argv[1], int(sys.argv[2]), sys.argv[3], int(sys.argv[4])
 pace = float(sys.argv[5]) if len(sys.argv) > 5 else 0.0
@@ -315,16 +295,15 @@ def test_a_runtime_env_brings_the_package_to_a_node_without_it(cluster_with_a_ba
 
 
 def test_an_eval_stopped_with_its_cluster_resumes_on_a_new_one_to_the_local_results(
-    tmp_path_factory, tmp_path
+    ray_cluster_factory, tmp_path
 ):
     """``llm-marl eval`` on a two-node cluster; the cluster stops mid-run: one line with the
     resume hint, the finished episodes kept. The same command on a brand-new cluster (another
     port) resumes, and the results and record files equal a local run's, byte for byte."""
-    _needs_ray_command()
     out = tmp_path / "eval"
     argv = [sys.executable, "-m", "llm_marl_envs.cli", "eval", "lite", "--policy", "tiny"]
     argv += ["--tasks", "maze", "gsm8k", "--batch-size", "1", "--no-progress"]
-    first = _two_nodes(tmp_path_factory.mktemp("cluster"))
+    first = ray_cluster_factory(2)
     try:
         ray = ["--executor", "ray", "--ray-address", first.address]
         driver = subprocess.Popen(
@@ -351,7 +330,7 @@ def test_an_eval_stopped_with_its_cluster_resumes_on_a_new_one_to_the_local_resu
     ]
     assert "Traceback" not in said + err
 
-    second = _two_nodes(tmp_path_factory.mktemp("cluster"))
+    second = ray_cluster_factory(2)
     try:
         ray = ["--executor", "ray", "--ray-address", second.address]
         run = subprocess.run(

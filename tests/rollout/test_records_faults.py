@@ -303,7 +303,7 @@ def test_records_are_written_as_whole_lines(tmp_path, monkeypatch):
         assert os.fstat(handle.fileno()).st_size == size + len(line)  # flushed: on disk already
 
     # RolloutEngine writes the records; its home is rollout/_loop.py (re-exported by engine)
-    monkeypatch.setattr("llm_marl_envs.rollout._loop.append_line", spy)
+    monkeypatch.setattr("llm_marl_envs.rollout.loop.append_line", spy)
     policies = {a: scripted_policy(MAZE, a) for a in ("gnome_0", "gnome_1")}
     rollout(MAZE, policies, episodes=3, batch_size=2, env_kwargs=SHORT, out=out, progress=False)
     assert len(writes) == 3 and all(w.endswith(b"\n") and w.count(b"\n") == 1 for w in writes)

@@ -1,5 +1,5 @@
 """The environment copies of one Ray worker (:class:`EnvShard`), a plain class that
-:class:`~llm_marl_envs.rollout.ray_executor.RayExecutor` runs as a Ray actor.
+:class:`~llm_marl_envs.rollout.ray.executor.RayExecutor` runs as a Ray actor.
 
 Copies are made on demand and bound to the engine's slot numbers; steps of CPU-heavy
 environments (``heavy_step = True``: CoopCoding's sandbox) run on the shard's own threads;

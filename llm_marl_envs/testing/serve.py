@@ -1,7 +1,16 @@
-"""``transformers serve`` of a model folder on a loopback port, as a process of its own: the
-real OpenAI-compatible server the tests and ``benchmarks/server_route.py`` play against.
+"""A real ``transformers serve`` of a model folder on a loopback port, as a process of its own.
 
-Not part of the public API; it needs the ``fastapi`` and ``uvicorn`` of the ``dev`` extra.
+:class:`TransformersServe` starts Hugging Face's own OpenAI-compatible server (a server someone
+else wrote, as vLLM or SGLang would be) on ``127.0.0.1``, on the CPU and offline, and waits
+until it answers ``/health``; ``openai:`` policies then play against it
+(:attr:`~TransformersServe.spec`, :attr:`~TransformersServe.url`). It is a context manager,
+and the ``transformers_serve`` fixture of :mod:`llm_marl_envs.testing.fixtures`. It needs
+``transformers`` with the ``fastapi`` and ``uvicorn`` its server runs on.
+
+>>> from llm_marl_envs.policies.openai_compat import OpenAIPolicy  # doctest: +SKIP
+>>> with TransformersServe("path/to/model-folder") as server:  # doctest: +SKIP
+...     policy = OpenAIPolicy(server.url, str(server.model))
+...     result = rollout("llm_marl_envs/GSM8K-v0", policy, episodes=4)
 """
 
 from __future__ import annotations
@@ -11,15 +20,21 @@ import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 import urllib.request
 from pathlib import Path
 
+__all__ = ["OFFLINE", "TransformersServe", "free_port"]
+
+#: The environment the server runs with: Hugging Face offline (the model is a local folder).
 OFFLINE = {"HF_HUB_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
-_CLI = "import sys; from transformers.cli.transformers import main; sys.exit(main())"
+#: Python code that runs ``transformers``'s command line (its ``transformers serve``).
+TRANSFORMERS_CLI = "import sys; from transformers.cli.transformers import main; sys.exit(main())"
 
 
 def free_port() -> int:
+    """A TCP port free on ``127.0.0.1`` now (the system's pick)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -27,24 +42,35 @@ def free_port() -> int:
 
 class TransformersServe:
     """``transformers serve MODEL --device cpu`` on ``127.0.0.1:port`` (a free one by default),
-    its output appended to ``log``. ``start`` waits for ``/health``; a context manager too.
+    its output appended to ``log``. :meth:`start` waits for ``/health``; :meth:`stop` ends the
+    server's whole process group. As a context manager it starts on entry and stops (``SIGTERM``,
+    then ``SIGKILL`` after 30 s) on exit.
 
     Args:
         model: The model folder (the served model's id is its path).
-        log: The file the server writes to.
+        log: The file the server writes to (appended); None: a new file in the system's temp
+            folder, kept for reading after a failure. Its last lines are in every start error.
         port: The port; None: a free one, kept across restarts.
         flags: More ``transformers serve`` flags (``--continuous-batching``).
         start_seconds: How long loading transformers and the model may take.
+
+    A stopped server can be started again (:meth:`start`), on the same port.
     """
+
+    #: The command that runs ``transformers``'s command line: this interpreter's copy.
+    launcher: tuple[str, ...] = (sys.executable, "-c", TRANSFORMERS_CLI)
 
     def __init__(
         self,
         model: Path | str,
-        log: Path,
+        log: Path | str | None = None,
         port: int | None = None,
         flags: list[str] | tuple[str, ...] = (),
         start_seconds: float = 180,
     ) -> None:
+        if log is None:
+            handle, log = tempfile.mkstemp(prefix="transformers-serve-", suffix=".log")
+            os.close(handle)
         self.model, self.log, self.flags = model, Path(log), list(flags)
         self.port = port if port is not None else free_port()
         self.start_seconds = start_seconds
@@ -52,6 +78,7 @@ class TransformersServe:
 
     @property
     def url(self) -> str:
+        """The OpenAI API's base URL (``http://127.0.0.1:PORT/v1``)."""
         return f"http://127.0.0.1:{self.port}/v1"
 
     @property
@@ -60,7 +87,9 @@ class TransformersServe:
         return f"openai:{self.url}#{self.model}"
 
     def start(self) -> TransformersServe:
-        argv = [sys.executable, "-c", _CLI, "serve", str(self.model), "--device", "cpu"]
+        """Start the server and wait until it answers ``/health`` (a ``RuntimeError`` with the
+        log's tail when it exits or does not answer within ``start_seconds``)."""
+        argv = [*self.launcher, "serve", str(self.model), "--device", "cpu"]
         argv += ["--host", "127.0.0.1", "--port", str(self.port), *self.flags]
         with open(self.log, "ab") as log:
             self.process = subprocess.Popen(

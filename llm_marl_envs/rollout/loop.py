@@ -6,8 +6,8 @@ see :mod:`llm_marl_envs.rollout.engine` for the whole story), with the progress 
 :func:`~llm_marl_envs.rollout.rollout` checks the caller's arguments, opens the executor,
 resolves the policies and then builds one engine; that front door stays in
 :mod:`llm_marl_envs.rollout.engine`, which re-exports :class:`RolloutEngine`. The loop lives
-here, apart from the argument checking, so that each file reads as one thing. This module is
-internal: import :class:`RolloutEngine` from :mod:`llm_marl_envs.rollout`.
+here, apart from the argument checking, so that each file reads as one thing; import
+:class:`RolloutEngine` from :mod:`llm_marl_envs.rollout`.
 """
 
 from __future__ import annotations
@@ -16,21 +16,22 @@ import sys
 import time
 import warnings
 from collections import defaultdict, deque
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Mapping
 from concurrent.futures import FIRST_COMPLETED, CancelledError, Future, wait
 from pathlib import Path
 from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.policies.base import Completion, Policy, PolicyError, Prompt
-from llm_marl_envs.rollout._results import (
+from llm_marl_envs.rollout.results import (
     RolloutError,
     RolloutInterrupted,
     RolloutResult,
-    _add_to_stats,
-    _kept,
+    add_to_stats,
+    kept_summary,
 )
 from llm_marl_envs.rollout.executors import EnvExecutor, EnvUpdate, ExecutorLostError
+from llm_marl_envs.rollout.plan import EpisodePlan
 from llm_marl_envs.rollout.records import (
     EpisodeRecord,
     RecordTooLargeWarning,
@@ -59,7 +60,10 @@ class RolloutEngine:
     """One rollout: slots of an opened executor played until ``episodes`` have finished.
 
     :func:`rollout` builds it (after checking arguments, opening the executor and resolving
-    the policies) and closes the executor afterwards. :meth:`run` plays once.
+    the policies) and closes the executor afterwards. :meth:`run` plays once. ``plan``, checked
+    against ``episodes`` by :meth:`EpisodePlan.episode_count
+    <llm_marl_envs.rollout.plan.EpisodePlan.episode_count>`, fixes the seeds, reset options and
+    record numbers.
     """
 
     def __init__(
@@ -74,24 +78,23 @@ class RolloutEngine:
         seed: int,
         group_size: int,
         out: str | Path | None,
-        seeds: Sequence[int] | None = None,
-        reset_options: Sequence[dict | None] | None = None,
         include_tokens: bool,
         progress: bool | None,
         max_record_bytes: int | None,
         keep: str = "all",
-        episode_numbers: Sequence[int] | None = None,
+        plan: EpisodePlan | None = None,
     ) -> None:
         self.executor = executor
         self.policies = dict(policies)
         self.env_id, self.env_kwargs = env_id, dict(env_kwargs)
         self.episodes, self.seed, self.group_size = episodes, seed, group_size
-        self.seeds, self.reset_options = seeds, reset_options
+        plan = plan if plan is not None else EpisodePlan()
+        self.seeds, self.reset_options = plan.seeds, plan.reset_options
         self.out, self.include_tokens, self.progress = out, include_tokens, progress
         self._warned_no_ids: set[str] = set()  # policies said to give no token ids
         self.max_record_bytes = max_record_bytes
         self.keep = keep
-        self.numbers = tuple(episode_numbers) if episode_numbers is not None else None
+        self.numbers = plan.episode_numbers
         self.slots = [_Slot() for _ in range(copies)]
         self.queue = deque(range(episodes))
         self.result = RolloutResult()
@@ -133,7 +136,7 @@ class RolloutEngine:
                     except (TimeoutError, CancelledError):
                         pass
             self._finalise(started)
-            kept = _kept(self.result, self.out)
+            kept = kept_summary(self.result, self.out)
             if isinstance(error, KeyboardInterrupt):
                 raise RolloutInterrupted(f"interrupted (Ctrl-C); {kept}", self.result) from error
             raise RolloutError(f"{error}; {kept}", self.result) from error
@@ -369,7 +372,7 @@ class RolloutEngine:
                 )
             else:
                 append_line(self._handle, line)
-        _add_to_stats(self.result.stats, record)
+        add_to_stats(self.result.stats, record)
         self.result.finished += 1
         if self.keep == "all":
             self.finished[record.episode] = record

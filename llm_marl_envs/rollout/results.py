@@ -3,10 +3,12 @@
 :class:`RolloutResult` (with :class:`AgentStats`, one agent's totals kept in constant memory),
 :class:`RolloutError` and :class:`RolloutInterrupted` (which carry the result of the episodes that
 finished before a failure or a Ctrl-C) are plain data: they hold what the loop of
-:mod:`llm_marl_envs.rollout._loop` fills in and know nothing of environments, executors or
+:mod:`llm_marl_envs.rollout.loop` fills in and know nothing of environments, executors or
 policies. They live apart from the loop so that it and :func:`~llm_marl_envs.rollout.rollout`
 both import them from below. Import them from :mod:`llm_marl_envs.rollout` (or
-:mod:`llm_marl_envs.rollout.engine`, which re-exports them); this module is internal.
+:mod:`llm_marl_envs.rollout.engine`, which re-exports them). :func:`add_to_stats` and
+:func:`kept_summary` are the loop's: a record added to the totals, and the line that says
+what a stopped rollout kept.
 """
 
 from __future__ import annotations
@@ -63,7 +65,8 @@ class AgentStats:
         return self.successes / self.episodes
 
 
-def _add_to_stats(stats: dict[str, AgentStats], record: EpisodeRecord) -> None:
+def add_to_stats(stats: dict[str, AgentStats], record: EpisodeRecord) -> None:
+    """Add a finished episode's returns, turns, format failures and success to ``stats``."""
     turns: dict[str, int] = defaultdict(int)
     failures: dict[str, int] = defaultdict(int)
     for turn in record.turns:
@@ -115,7 +118,7 @@ class RolloutResult:
             return self.stats
         stats: dict[str, AgentStats] = {}
         for record in self.episodes:
-            _add_to_stats(stats, record)
+            add_to_stats(stats, record)
         return stats
 
     def mean_returns(self) -> dict[str, float]:
@@ -143,7 +146,7 @@ class RolloutInterrupted(KeyboardInterrupt):
         self.result = result
 
 
-def _kept(result: RolloutResult, out: str | Path | None) -> str:
+def kept_summary(result: RolloutResult, out: str | Path | None) -> str:
     """``"N finished episode(s) kept (written to FILE)"``, with the records left out if any."""
     count = result.episode_count
     text = f"{count} finished episode(s) kept"

@@ -1,23 +1,47 @@
-"""The classes behind :func:`llm_marl_envs.integrations.trl.tool_environment`.
+"""The TRL integration's fourth way in: :func:`tool_environment`, a class for
+``GRPOTrainer(environment_factory=...)``, and the classes behind it.
 
 TRL's ``environment_factory`` makes one instance of a class per rollout and exposes its
-public methods as the model's tools. :class:`_ToolEnvironment` plays one agent of a game
+public methods as the model's tools. :class:`ToolEnvironment` plays one agent of a game
 through the learner's view (reset, a turn per tool call, the return); its subclasses hold
 each game's tools (MazeCollab ``move``, DonorGame ``donate`` and ``punish``, any other env
-``act``). They are separate from the public module, which picks one and fills in its
-class attributes.
+``act``). :func:`tool_environment` picks one (:func:`tools_of`) and fills in its class
+attributes.
 """
 
 from __future__ import annotations
 
+import itertools
+from collections.abc import Mapping
 from typing import Any
 
-from llm_marl_envs.integrations._trl_replay import _ask, _learner_return, _messages, _view
+from llm_marl_envs.integrations.trl.replay import (
+    Partners,
+    PartnerSpec,
+    ask,
+    chat_messages,
+    continuation_policy,
+    learner_return,
+    learner_view,
+)
 from llm_marl_envs.policies.base import Policy
 from llm_marl_envs.rewards.inputs import message_text, prompt_text
 
+__all__ = [
+    "DonorPunishTools",
+    "DonorTools",
+    "MazeTools",
+    "TextTools",
+    "ToolEnvironment",
+    "tool_environment",
+    "tools_of",
+]
 
-class _ToolEnvironment:
+#: The module the classes :func:`tool_environment` makes name as theirs: the public package.
+PACKAGE = __name__.rpartition(".")[0]
+
+
+class ToolEnvironment:
     """A TRL ``environment_factory`` environment over one agent of a game (see
     :func:`tool_environment`); public methods of subclasses are the model's tools."""
 
@@ -30,7 +54,7 @@ class _ToolEnvironment:
     _seeds: Any = None
 
     def __init__(self) -> None:
-        self._view = _view(
+        self._view = learner_view(
             self._env_id, self._agent, self._partners, self._partner_seed, self._env_kwargs
         )
         self._started = self._live = False
@@ -50,7 +74,7 @@ class _ToolEnvironment:
         prompt = kwargs.get("prompt")
         if prompt is not None and prompt_text(prompt) in (
             str(observation),
-            prompt_text(_messages(observation, info)),
+            prompt_text(chat_messages(observation, info)),
         ):
             return None
         return str(observation)
@@ -61,8 +85,8 @@ class _ToolEnvironment:
         if self._live:
             self._live = False
             view, then = self._view, self._continuation
-            action = "" if then is None else _ask(then, self._agent, *self._last)
-            self._total += _learner_return(view, action, then)
+            action = "" if then is None else ask(then, self._agent, *self._last)
+            self._total += learner_return(view, action, then)
         return self._total
 
     def _act(self, action: str) -> str:
@@ -78,7 +102,7 @@ class _ToolEnvironment:
         return message_text(users[-1]) if users else str(observation)
 
 
-class _MazeTools(_ToolEnvironment):
+class MazeTools(ToolEnvironment):
     def move(self, direction: str, message: str = "") -> str:
         """Move the shared token one cell, and say something to your partner.
 
@@ -93,7 +117,7 @@ class _MazeTools(_ToolEnvironment):
         return self._act(f"MOVE: {direction}\nSAY: {say}" if say else f"MOVE: {direction}")
 
 
-class _DonorTools(_ToolEnvironment):
+class DonorTools(ToolEnvironment):
     def donate(self, amount: float) -> str:
         """Give units of your resources to this round's recipient.
 
@@ -111,7 +135,7 @@ class _DonorTools(_ToolEnvironment):
         return self._act(f"Answer: Donate, {value!r}" if punishment else f"Answer: {value!r}")
 
 
-class _DonorPunishTools(_DonorTools):
+class DonorPunishTools(DonorTools):
     def punish(self, amount: float) -> str:
         """Spend units of your resources to take resources from this round's recipient.
 
@@ -128,7 +152,7 @@ class _DonorPunishTools(_DonorTools):
         return self._act(f"Answer: Punish, {value!r}")
 
 
-class _TextTools(_ToolEnvironment):
+class TextTools(ToolEnvironment):
     def act(self, action: str) -> str:
         """Play your turn.
 
@@ -139,3 +163,71 @@ class _TextTools(_ToolEnvironment):
             What you see at your next turn, or how the game ended.
         """
         return self._act(str(action))
+
+
+def tool_environment(
+    env_id: str,
+    agent: str,
+    *,
+    partners: Partners = "scripted",
+    env_kwargs: Mapping[str, Any] | None = None,
+    partner_seed: int = 0,
+    continuation: PartnerSpec | None = None,
+    seed: int = 0,
+) -> type:
+    """A class to pass as ``GRPOTrainer(environment_factory=...)``: ``agent`` of ``env_id``.
+
+    TRL makes one instance per rollout, calls ``reset(**row)`` (the row's ``seed`` picks the
+    episode; without a dataset, seeds ``seed, seed + 1, ...`` in turn), exposes the public
+    methods as tools, executes the model's tool calls (each plays one turn of the learner;
+    partners then play until its next turn, whose new observation is the tool's result), and
+    logs ``get_reward()`` (the learner's return) under the class's name. MazeCollab:
+    ``move(direction, message)``; DonorGame: ``donate(amount)`` (and ``punish(amount)``
+    with ``punishment=True``); other envs: ``act(action)``.
+
+    TRL needs a chat template that renders tool calls (``user -> assistant with tool_calls ->
+    tool``; checked by ``trl.chat_template_utils.supports_tool_calling``) and a response
+    parser for the model's tool calls (``add_response_schema`` sets one for the templates TRL
+    knows, e.g. Qwen3's, shipped in ``trl/chat_templates/``).
+
+    Args:
+        env_id: As for :func:`env_dataset`.
+        agent: As for :func:`env_dataset`.
+        partners: As for :func:`env_dataset`.
+        env_kwargs: As for :func:`env_dataset`.
+        partner_seed: As for :func:`env_dataset`.
+        continuation: Turns the model did not play when ``get_reward`` is called (it stopped
+            calling tools): a spec or policy, or None for empty replies (format failures).
+        seed: First episode seed when rows carry none.
+    """
+    probe = learner_view(env_id, agent, partners, partner_seed, env_kwargs)
+    name = str(probe.aec_env.metadata.get("name", "Env")).split("-v")[0].replace("-", "")
+    base = tools_of(name, probe.aec_env.unwrapped)
+    policies = probe.partner_policies()
+    then = continuation_policy(probe, continuation, partner_seed)
+    probe.aec_env.close()  # the partners' policies stay in use
+    return type(
+        f"{name}Environment",
+        (base,),
+        {
+            "__module__": PACKAGE,
+            "__doc__": f"{env_id} as a TRL environment: the learner is {agent}.",
+            "_env_id": env_id,
+            "_agent": agent,
+            "_env_kwargs": dict(env_kwargs or {}),
+            "_partners": policies,
+            "_partner_seed": partner_seed,
+            "_continuation": then,
+            "_seeds": itertools.count(seed),
+        },
+    )
+
+
+def tools_of(name: str, game: Any) -> type[ToolEnvironment]:
+    """The tool class of the game named ``name`` (its id without the version): MazeCollab's
+    ``move``, DonorGame's ``donate`` (and ``punish`` when ``game`` punishes), else ``act``."""
+    if name == "MazeCollab":
+        return MazeTools
+    if name == "DonorGame":
+        return DonorPunishTools if getattr(game, "punishment", False) else DonorTools
+    return TextTools

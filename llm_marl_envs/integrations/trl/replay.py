@@ -5,8 +5,8 @@ environments; each of them sees an episode through the same pieces, held here: t
 :class:`~llm_marl_envs.integrations.gymnasium.SingleAgentEnv` view with its seeded partners,
 its prompts (text or chat messages) and the check that a replay gives a row's prompt, the
 learner's return from an action on, the continuation policy of its later turns, and the
-columns a dataset row carries for its reward. They are separate so that the public module
-holds the API and what is particular to each way in.
+columns a dataset row carries for its reward. Each way in has a module of its own beside this
+one (``dataset``, ``reward``, ``rollout_func``, ``tools``); the package exports their API.
 """
 
 from __future__ import annotations
@@ -28,7 +28,7 @@ PartnerSpec = str | Policy | Callable[[str, dict], str]
 Partners = PartnerSpec | Mapping[str, PartnerSpec]
 
 
-def _view(
+def learner_view(
     env_id: str,
     agent: str,
     partners: Partners | Mapping[str, Policy],
@@ -37,45 +37,49 @@ def _view(
 ) -> SingleAgentEnv:
     """The learner's view of ``env_id``, its partners seeded with ``partner_seed`` in every
     episode (a row's replay then meets the partners that built it)."""
-    if _self_play(partners):
+    if is_self_play(partners):
         raise ValueError("the 'learner' partner (self-play) exists in env_rollout_func only")
     return SingleAgentEnv(
         env_id, agent, partners, partner_seed=partner_seed, **dict(env_kwargs or {})
     )
 
 
-def _self_play(partners: Partners) -> bool:
+def is_self_play(partners: Partners) -> bool:
+    """Whether a partner is ``"learner"`` (the trained model plays it too)."""
     specs = partners.values() if isinstance(partners, Mapping) else [partners]
     return any(isinstance(spec, str) and spec == "learner" for spec in specs)
 
 
-def _ask(policy: Policy, agent: str, observation: Any, info: dict) -> str:
+def ask(policy: Policy, agent: str, observation: Any, info: dict) -> str:
+    """``policy``'s text for ``agent``'s turn (one prompt, one call)."""
     prompt = Prompt(agent, str(observation), list(info.get("messages") or []), info)
     return policy.generate([prompt])[0].text
 
 
-def _messages(observation: Any, info: dict) -> list[dict[str, str]]:
+def chat_messages(observation: Any, info: dict) -> list[dict[str, str]]:
+    """The learner's prompt as chat messages: the env's ``messages``, else the observation."""
     messages = info.get("messages") or [{"role": "user", "content": str(observation)}]
     return [{"role": m["role"], "content": message_text(m)} for m in messages]
 
 
-def _prompt_key(prompt: Any) -> str:
+def prompt_key(prompt: Any) -> str:
     """The same key for a text prompt, or for chat messages whatever extra keys they carry."""
     if isinstance(prompt, str):
         return prompt
     return json.dumps([[m.get("role"), message_text(m)] for m in prompt], ensure_ascii=False)
 
 
-def _check_prompt(given: Any, observation: Any, info: dict, seed: int) -> None:
-    expected = str(observation) if isinstance(given, str) else _messages(observation, info)
-    if _prompt_key(given) != _prompt_key(expected):
+def check_prompt(given: Any, observation: Any, info: dict, seed: int) -> None:
+    """A ``ValueError`` when the replay of ``seed`` does not give the row's prompt ``given``."""
+    expected = str(observation) if isinstance(given, str) else chat_messages(observation, info)
+    if prompt_key(given) != prompt_key(expected):
         raise ValueError(
             f"replaying seed {seed} does not give the row's prompt: build the dataset and the "
             "reward (or rollout) with the same env_id, agent, env_kwargs, partners and partner_seed"
         )
 
 
-def _learner_return(view: SingleAgentEnv, action: str, continuation: Policy | None) -> float:
+def learner_return(view: SingleAgentEnv, action: str, continuation: Policy | None) -> float:
     """Play ``action`` as the learner's turn, then its later turns by ``continuation`` (None:
     empty replies) until the end: the learner's return from ``action`` on."""
     total, done = 0.0, False
@@ -85,12 +89,12 @@ def _learner_return(view: SingleAgentEnv, action: str, continuation: Policy | No
         done = terminated or truncated
         if not done:
             action = (
-                "" if continuation is None else _ask(continuation, view.agent, observation, info)
+                "" if continuation is None else ask(continuation, view.agent, observation, info)
             )
     return total
 
 
-def _task_columns(env: Any, agent: str) -> dict[str, Any]:
+def task_columns(env: Any, agent: str) -> dict[str, Any]:
     """The columns the matching reward of :mod:`llm_marl_envs.rewards` reads to pay what the
     env pays: the task, and every env argument the reward depends on."""
     game = env.unwrapped
@@ -98,7 +102,7 @@ def _task_columns(env: Any, agent: str) -> dict[str, Any]:
     if game.reward_impl is not None:  # envs with more than one implementation
         columns["reward_impl"] = game.reward_impl
     if hasattr(game, "reward_mode"):  # CORY's pioneer -> observer envs
-        columns.update(_team_columns(game, agent))
+        columns.update(team_columns(game, agent))
     if hasattr(game, "gold") and hasattr(game, "question"):  # GSM8K
         columns.update(question=game.question, answer=game.gold)
     if hasattr(game, "query"):  # IMDBSentiment
@@ -119,7 +123,7 @@ def _task_columns(env: Any, agent: str) -> dict[str, Any]:
     return columns
 
 
-def _team_columns(game: Any, agent: str) -> dict[str, Any]:
+def team_columns(game: Any, agent: str) -> dict[str, Any]:
     """CORY's ``reward_mode``, and the partner's task reward where it is known when the learner
     acts (the observer's rows: the pioneer has been scored; the pioneer's rows have none)."""
     columns: dict[str, Any] = {"reward_mode": game.reward_mode}
@@ -130,7 +134,7 @@ def _team_columns(game: Any, agent: str) -> dict[str, Any]:
     return columns
 
 
-def _partner_column(view: SingleAgentEnv) -> dict[str, str]:
+def partner_column(view: SingleAgentEnv) -> dict[str, str]:
     """Two-agent games: the partner's text of this round (simultaneous games: what it will
     play; turn-based: what it played before the learner's first turn, or "")."""
     env = view.aec_env
@@ -141,13 +145,14 @@ def _partner_column(view: SingleAgentEnv) -> dict[str, str]:
     text = next((action for agent, action in view.partner_actions if agent == partner), None)
     if text is None and isinstance(env.unwrapped, SimultaneousTextEnv) and partner in env.agents:
         policy = view.partner_policies()[partner]
-        text = _ask(policy, partner, env.observe(partner), env.infos[partner])
+        text = ask(policy, partner, env.observe(partner), env.infos[partner])
     return {"partner_completion": text or ""}
 
 
-def _continuation(
+def continuation_policy(
     view: SingleAgentEnv, spec: PartnerSpec | None, partner_seed: int
 ) -> Policy | None:
+    """The policy of the learner's later turns: ``spec`` built for its seat (None: none)."""
     if spec is None:
         return None
     if isinstance(spec, str):

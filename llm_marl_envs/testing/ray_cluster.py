@@ -1,9 +1,16 @@
-"""A Ray cluster of separate ``ray start`` processes on this machine: a head and more nodes,
-each a process group of its own with its own temp folder and free ports (dashboard off,
-token authentication set explicitly). The two-node tests and ``benchmarks/ray_scaling.py``
-start one; it ends only the processes it started (never ``ray stop``).
+"""A real Ray cluster of separate ``ray start`` processes on this machine.
 
-Not part of the public API; it needs the ``ray`` command of the ``ray`` extra.
+:class:`LocalRayCluster` starts a head and more nodes, each a ``ray start --block`` process
+group of its own with its own temp folder and free ports (dashboard off, token
+authentication set explicitly), so that a driver joins it by address as it would join a
+cluster of machines, and a node can be lost (:meth:`~LocalRayCluster.kill`) as a machine is.
+It ends only the processes it started (never ``ray stop``). It is a context manager, and the
+``ray_cluster`` / ``ray_cluster_factory`` fixtures of :mod:`llm_marl_envs.testing.fixtures`.
+It needs the ``ray`` extra (``pip install 'llm-marl-envs[ray]'``) and Linux (``/proc``).
+
+>>> from llm_marl_envs.testing import LocalRayCluster  # doctest: +SKIP
+>>> with LocalRayCluster().start_nodes(2) as cluster:  # doctest: +SKIP
+...     rollout(env_id, policies, episodes=8, executor=RayExecutor(2, address=cluster.address))
 """
 
 from __future__ import annotations
@@ -17,9 +24,12 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 
-#: Seconds a node has to join before :meth:`LocalCluster.start` gives up.
+__all__ = ["LocalRayCluster", "descendants", "free_port", "ray_command"]
+
+#: Seconds a node has to join before :meth:`LocalRayCluster.start` gives up.
 START_SECONDS = 120
 #: Where the nodes' Ray temp folders go. A node's plasma store listens on an AF_UNIX socket
 #: under ``<temp>/session_<date>_<pid>/sockets/``, and such a path may be 107 bytes at most:
@@ -28,12 +38,17 @@ START_SECONDS = 120
 SHORT_ROOT = "/tmp"
 
 
-def ray_command() -> Path:
-    """The ``ray`` command beside this interpreter."""
-    return Path(sys.executable).with_name("ray")
+def ray_command() -> Path | None:
+    """The ``ray`` command beside this interpreter, else the one on ``PATH``; None: no Ray."""
+    beside = Path(sys.executable).with_name("ray")
+    if beside.exists():
+        return beside
+    found = shutil.which("ray")
+    return Path(found) if found else None
 
 
 def free_port() -> int:
+    """A TCP port free on ``127.0.0.1`` now (the system's pick)."""
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         return sock.getsockname()[1]
@@ -56,17 +71,35 @@ def descendants(pid: int) -> list[int]:
     return found
 
 
-class LocalCluster:
+def _merged(base: Mapping[str, str], more: Mapping[str, str | None] | None) -> dict[str, str]:
+    """``base`` with ``more`` over it (a value None removes the variable)."""
+    merged = dict(base)
+    for key, value in (more or {}).items():
+        if value is None:
+            merged.pop(key, None)
+        else:
+            merged[key] = value
+    return merged
+
+
+class LocalRayCluster:
     """A head and more nodes, each a ``ray start --block`` process group of its own.
 
     Args:
         root: A folder for the nodes' logs (their Ray temp folders go to a short folder of
-            their own under :data:`SHORT_ROOT`, removed by :meth:`stop`).
+            their own under :data:`SHORT_ROOT`, removed by :meth:`stop`); None: a new temp
+            folder, removed by :meth:`stop` too.
         fast_health_checks: The head declares a node dead after about 2 s without an
             answer (Ray's default is about 15 s), so tests see a lost node quickly.
+
+    ``address`` is the head's ``HOST:PORT``; ``env`` the environment its processes run with
+    (give it to a driver process: it holds the cluster's auth token); ``nodes`` the node
+    processes by name. As a context manager it stops the cluster on exit.
     """
 
-    def __init__(self, root: Path, fast_health_checks: bool = True) -> None:
+    def __init__(self, root: Path | str | None = None, fast_health_checks: bool = True) -> None:
+        self._own_root = root is None
+        root = tempfile.mkdtemp(prefix="ray-cluster-") if root is None else root
         self.root, self.port = Path(root), free_port()
         self.temp = Path(tempfile.mkdtemp(prefix="ray-", dir=SHORT_ROOT))
         self.address = f"127.0.0.1:{self.port}"
@@ -114,11 +147,45 @@ class LocalCluster:
             if not any(low <= port < low + 100 for port in given):
                 return low
 
-    def start(self, name: str, python: str | None = None, cpus: int = 1) -> None:
-        """Start a node (the head first) with ``cpus`` CPUs; ``python``: the interpreter its
-        workers run (the node's own environment), this one's by default."""
+    def start_nodes(
+        self,
+        count: int = 2,
+        *,
+        cpus: int = 1,
+        python: str | None = None,
+        env: Mapping[str, str | None] | None = None,
+    ) -> LocalRayCluster:
+        """Start a head and ``count - 1`` more nodes (``node2``, ``node3``, ...) of ``cpus``
+        CPUs each, and return the cluster; ``python`` and ``env``: the interpreter and the
+        environment variables of the nodes after the head (see :meth:`start`). When one does
+        not join, the cluster is stopped and the error raised."""
+        try:
+            for index in range(count):
+                name, other = ("head", False) if index == 0 else (f"node{index + 1}", True)
+                self.start(
+                    name, python=python if other else None, cpus=cpus, env=env if other else None
+                )
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def start(
+        self,
+        name: str,
+        python: str | None = None,
+        cpus: int = 1,
+        env: Mapping[str, str | None] | None = None,
+    ) -> None:
+        """Start a node (the head first) with ``cpus`` CPUs and wait until it has joined;
+        ``python``: the interpreter its workers run (the node's own environment), this one's
+        by default; ``env``: environment variables of this node's processes over the
+        cluster's ``env`` (None removes one: ``{"PYTHONPATH": None}``)."""
         head = not self.nodes
-        argv = [str(ray_command())]
+        command = ray_command()
+        if command is None and python is None:
+            raise RuntimeError("no `ray` command: install the ray extra (llm-marl-envs[ray])")
+        argv = [str(command)]
         if python is not None:  # the ray command of that environment
             argv = [python, "-c", "import sys; from ray.scripts.scripts import main; main()"]
         argv += ["start", "--block", f"--num-cpus={cpus}", "--disable-usage-stats"]
@@ -133,7 +200,7 @@ class LocalCluster:
             argv,
             stdout=log,
             stderr=subprocess.STDOUT,
-            env=self.env,
+            env=_merged(self.env, env),
             cwd=self.root,  # (a worker finds modules in its node's working directory)
             start_new_session=True,
         )
@@ -166,6 +233,7 @@ class LocalCluster:
         raise RuntimeError(f"the cluster did not reach {count} nodes: {self.log('head')}")
 
     def log(self, name: str) -> str:
+        """The last 3,000 characters node ``name`` wrote."""
         return (self.root / f"{name}.log").read_text(errors="replace")[-3000:]
 
     def kill(self, name: str) -> None:
@@ -186,6 +254,15 @@ class LocalCluster:
         process.wait(timeout=30)
 
     def stop(self) -> None:
+        """Kill every node (the head last) and remove the nodes' temp folders; again: nothing."""
         for name in list(self.nodes)[::-1]:
             self.kill(name)
         shutil.rmtree(self.temp, ignore_errors=True)
+        if self._own_root:
+            shutil.rmtree(self.root, ignore_errors=True)
+
+    def __enter__(self) -> LocalRayCluster:
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.stop()
