@@ -92,6 +92,7 @@ except ModuleNotFoundError as missing:
 from llm_marl_envs.models import load_model
 from llm_marl_envs.models.runtime import seeded
 from llm_marl_envs.models.scoring import completion_logprobs
+from llm_marl_envs.policies.generation import GenerationConfig
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
@@ -340,8 +341,7 @@ def build_learners(
     generation = {
         "max_new_tokens": args.max_new_tokens,
         "min_new_tokens": args.min_new_tokens,
-        "temperature": args.temperature,
-        "do_sample": True,
+        "generation": GenerationConfig(temperature=args.temperature, do_sample=True),
     }
     reference = None
     models = [base] + [copy.deepcopy(base) for _ in labels[1:] if not args.shared_base]

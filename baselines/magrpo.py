@@ -101,6 +101,7 @@ except ModuleNotFoundError as missing:
 
 import llm_marl_envs
 from llm_marl_envs.models.scoring import completion_logprobs
+from llm_marl_envs.policies import GenerationConfig
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.registry import parse_env_args
 from llm_marl_envs.rollout import rollout
@@ -440,9 +441,9 @@ def main(argv=None) -> list[dict]:
                 dtype=args.dtype,
                 device=compute.device,
                 max_new_tokens=args.max_new_tokens,
-                do_sample=True,
-                temperature=args.temperature,
-                top_p=args.top_p,
+                generation=GenerationConfig(
+                    do_sample=True, temperature=args.temperature, top_p=args.top_p
+                ),
                 name=f"{args.algo}:{'+'.join(played)}",
             )
             if args.lora:

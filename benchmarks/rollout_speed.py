@@ -38,7 +38,7 @@ from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.rollout import rollout
 
 model, dtype, env_id, env_kwargs, episodes, batch_size, max_new_tokens = json.loads(sys.argv[1])
-policy = HFPolicy.from_spec(model, max_new_tokens=max_new_tokens, seed=0, dtype=dtype)
+policy = HFPolicy.from_spec(model, max_new_tokens=max_new_tokens, dtype=dtype)
 # Warm up (first-call allocations, lazy inits) on another seed, so both modes start warm.
 rollout(env_id, policy, episodes=2, batch_size=2, seed=10_000, env_kwargs=env_kwargs, progress=False)
 policy.reseed(0)

@@ -66,7 +66,7 @@ if spec.startswith("openai:"):
 else:
     from llm_marl_envs.policies.hf import HFPolicy
 
-    policy = HFPolicy.from_spec(spec, max_new_tokens=max_new_tokens, seed=0)
+    policy = HFPolicy.from_spec(spec, max_new_tokens=max_new_tokens)
 common = dict(batch_size=batch_size, env_kwargs=env_kwargs, progress=False)
 rollout(env_id, policy, episodes=2, seed=10_000, **common)  # warm-up, other seeds
 error, walls, peaks = None, [], []

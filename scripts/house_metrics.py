@@ -42,6 +42,21 @@ def _resolve(name: str, path: Path, node: ast.ImportFrom) -> str:
     return base
 
 
+def imported_modules(name: str, path: Path) -> set[str]:
+    """The package modules ``name`` imports (``import x``, ``from x import y``, and ``y`` when
+    it is a module), function-level imports included."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Import):
+            found.update(a.name for a in node.names if a.name.startswith("llm_marl_envs"))
+        elif isinstance(node, ast.ImportFrom):
+            base = _resolve(name, path, node)
+            if base.startswith("llm_marl_envs"):
+                found.add(base)
+                found.update(f"{base}.{a.name}" for a in node.names)
+    return found
+
+
 def measure(mods: dict[str, Path]) -> dict:
     private_imports, long_functions, params = [], [], []
     trees = {name: ast.parse(path.read_text(encoding="utf-8")) for name, path in mods.items()}

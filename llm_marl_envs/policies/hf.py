@@ -3,7 +3,8 @@
 >>> from llm_marl_envs.policies import GenerationConfig
 >>> from llm_marl_envs.policies.hf import HFPolicy
 >>> policy = HFPolicy.from_spec("default", max_new_tokens=48)         # doctest: +SKIP
->>> policy = HFPolicy.from_spec("tiny", do_sample=True, seed=1)       # doctest: +SKIP
+>>> sampled = GenerationConfig(do_sample=True, seed=1)
+>>> policy = HFPolicy.from_spec("tiny", generation=sampled)          # doctest: +SKIP
 >>> [c.text for c in policy.generate(prompts)]                        # doctest: +SKIP
 
 **Settings.** A :class:`~llm_marl_envs.policies.GenerationConfig` maps onto this class alone:
@@ -84,20 +85,25 @@ class HFPolicy(Policy):
     Args:
         model: A causal LM (``AutoModelForCausalLM``-like, or a peft model).
         tokenizer: Its tokenizer; a pad token is set if missing (``<|im_end|>`` or eos).
-        max_new_tokens: Most tokens generated per completion.
+        generation: How it generates (:class:`~llm_marl_envs.policies.GenerationConfig`):
+            ``temperature`` (``do_sample`` only; <= 0 means greedy), ``top_p``, ``do_sample``,
+            ``seed`` (of the sampling stream, see :meth:`reseed`) and ``compile`` (a static KV
+            cache and compiled decoding steps: CUDA only, see the module docstring; a one-line
+            ``ValueError`` on another device); its ``max_new_tokens`` when ``max_new_tokens``
+            is not given. Its ``device`` and ``dtype`` are for loaders (:meth:`from_config`):
+            a model handed in stays where it is unless ``device`` moves it. Default: greedy,
+            seed 0, no compile. The old keywords (``temperature=``, ``top_p=``,
+            ``do_sample=``, ``seed=``, ``compile=``) still work for one release, with a
+            ``DeprecationWarning``.
+        max_new_tokens: Most tokens generated per completion (default: ``generation``'s,
+            else 64).
         min_new_tokens: Fewest tokens generated per completion (eos masked before that).
-        temperature: Sampling temperature (``do_sample=True`` only; <= 0 means greedy).
-        top_p: Nucleus sampling mass (``do_sample=True`` only).
-        do_sample: Sample (True) or decode greedily (False).
-        seed: Seed of the sampling stream (see :meth:`reseed`).
         use_chat_template: Render ``prompt.messages`` with the chat template; None: when the
             tokenizer has one.
         system_prompt: A system message used when the prompt's messages have none.
         batch_size: Prompts per ``model.generate`` call (memory bound); None: all at once.
         device: Move the model there (``"auto"``: CUDA when available); None: leave it where
             it is.
-        compile: Generate with a static KV cache and compiled decoding steps (CUDA only; see
-            the module docstring); a one-line ``ValueError`` on another device.
         return_logprobs: Fill ``Completion.logprobs``.
         lora_adapter: Folder of a saved peft LoRA adapter to load on top of ``model``.
         lora_trainable: Load that adapter trainable (to continue training it).
@@ -110,27 +116,28 @@ class HFPolicy(Policy):
         model: Any,
         tokenizer: Any,
         *,
-        max_new_tokens: int = 64,
+        generation: GenerationConfig | None = None,
+        max_new_tokens: int | None = None,
         min_new_tokens: int = 0,
-        temperature: float = 1.0,
-        top_p: float = 1.0,
-        do_sample: bool = False,
-        seed: int = 0,
         use_chat_template: bool | None = None,
         system_prompt: str | None = None,
         batch_size: int | None = None,
         device: Any = None,
-        compile: bool = False,
         return_logprobs: bool = True,
         lora_adapter: str | os.PathLike[str] | None = None,
         lora_trainable: bool = False,
         name: str | None = None,
         model_id: str | None = None,
+        **legacy: Any,
     ) -> None:
+        generation = _with_legacy(generation, legacy)
         if batch_size is not None and batch_size < 1:
             raise ValueError(f"batch_size must be >= 1 or None, got {batch_size}")
         self.min_new_tokens = int(min_new_tokens)
-        self._set_generation(max_new_tokens, temperature, top_p, do_sample, seed)
+        options = _options(generation)
+        if max_new_tokens is not None:
+            options["max_new_tokens"] = max_new_tokens
+        self._set_generation(**options)
         # Pads are placed by hand (on the left); the tokenizer's padding side is left alone.
         self.tokenizer = prepare_tokenizer(tokenizer, left_padding=False)
         if device is not None:
@@ -141,7 +148,7 @@ class HFPolicy(Policy):
                 model, os.fspath(lora_adapter), is_trainable=lora_trainable
             )
         self.model = model
-        self.compile = bool(compile)
+        self.compile = generation.compile
         if self.compile and not self._on_gpu():
             raise ValueError(
                 f"compile (a static KV cache with torch.compile) needs a CUDA device; the model "
@@ -181,6 +188,8 @@ class HFPolicy(Policy):
         Hub id or a folder) with its ``device`` and ``dtype`` (``"auto"`` included; None: the CPU
         and float32) and a Hub id's ``revision`` (branch, tag or commit sha; None: the default
         branch; :meth:`describe` records it); ``kwargs`` go to the constructor."""
+        legacy = {k: kwargs.pop(k) for k in _GENERATION_KEYWORDS if k in kwargs}
+        kwargs["generation"] = _with_legacy(kwargs.get("generation"), legacy)  # warns the caller
         pinned = {} if revision is None else {"revision": revision}
         model, tokenizer = load_model(spec, dtype=dtype, device=device, **pinned)
         pin = "" if revision is None else f"@{revision}"
@@ -199,12 +208,7 @@ class HFPolicy(Policy):
         compile) and generating as it says; ``kwargs`` (``revision`` included) go to
         :meth:`from_spec`."""
         return cls.from_spec(
-            spec,
-            dtype=config.dtype,
-            device=config.device,
-            compile=config.compile,
-            **_options(config),
-            **kwargs,
+            spec, dtype=config.dtype, device=config.device, generation=config, **kwargs
         )
 
     def with_generation(self, config: GenerationConfig) -> HFPolicy:
@@ -472,6 +476,29 @@ class HFPolicy(Policy):
                 f"model's context of {context} tokens"
             )
         return limit
+
+
+#: The constructor's keywords before :class:`GenerationConfig` carried them (one release more).
+_GENERATION_KEYWORDS = ("temperature", "top_p", "do_sample", "seed", "compile")
+
+
+def _with_legacy(generation: GenerationConfig | None, legacy: dict[str, Any]) -> GenerationConfig:
+    """``generation`` (default: greedy, seed 0) with the old keywords a caller gave folded in,
+    with a ``DeprecationWarning`` naming the replacement; an unknown keyword is a TypeError."""
+    generation = generation or GenerationConfig()
+    unknown = sorted(set(legacy) - set(_GENERATION_KEYWORDS))
+    if unknown:
+        raise TypeError(f"HFPolicy() got unexpected keyword argument(s) {unknown}")
+    if legacy:
+        given = ", ".join(f"{name}=..." for name in legacy)
+        warnings.warn(
+            f"HFPolicy({given}) is deprecated: pass generation=GenerationConfig({given}) "
+            "(llm_marl_envs.policies.GenerationConfig) instead",
+            DeprecationWarning,
+            stacklevel=3,
+        )
+        generation = generation.replace(**legacy)
+    return generation
 
 
 def _options(config: GenerationConfig, max_new_tokens: int = 64) -> dict[str, Any]:

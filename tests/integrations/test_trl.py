@@ -32,6 +32,7 @@ from llm_marl_envs.integrations.trl import (  # noqa: E402
 )
 from llm_marl_envs.integrations.trl.rollout_func import trl_batch  # noqa: E402
 from llm_marl_envs.models import tiny_model  # noqa: E402
+from llm_marl_envs.policies.generation import GenerationConfig  # noqa: E402
 from llm_marl_envs.policies.scripted import scripted_policy  # noqa: E402
 from llm_marl_envs.rewards import gsm8k_reward, joint_reward, sentiment_reward  # noqa: E402
 
@@ -539,7 +540,9 @@ def test_env_reward_with_the_trained_model_as_continuation():
             played.extend(c.text for c in out)
             return out
 
-    policy = HFPolicy(model, tokenizer, max_new_tokens=8, do_sample=True, seed=0)
+    policy = HFPolicy(
+        model, tokenizer, max_new_tokens=8, generation=GenerationConfig(do_sample=True)
+    )
     dataset = env_dataset(maze, "gnome_0", 2, env_kwargs=MAZE)
     reward = env_reward(maze, "gnome_0", env_kwargs=MAZE, continuation=Recording(policy))
     out = reward(completions=["MOVE: up"] * 2, prompts=dataset["prompt"], seed=dataset["seed"])

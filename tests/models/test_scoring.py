@@ -13,7 +13,7 @@ from llm_marl_envs.policies.hf import HFPolicy  # noqa: E402
 
 @pytest.mark.slow
 def test_matches_generation_logprobs_and_has_gradients():
-    policy = HFPolicy.from_spec("tiny", max_new_tokens=10, seed=0, dtype="float64")
+    policy = HFPolicy.from_spec("tiny", max_new_tokens=10, dtype="float64")
     prompts = [
         Prompt("a", text, [{"role": "user", "content": text}], {})
         for text in ("hi", "a longer prompt here", "7")
@@ -38,7 +38,7 @@ def test_matches_generation_logprobs_and_has_gradients():
 
 
 def test_empty_completions_and_bad_lengths():
-    policy = HFPolicy.from_spec("tiny", seed=0)
+    policy = HFPolicy.from_spec("tiny")
     logprobs, mask = completion_logprobs(policy.model, [[1, 2], [3]], [[], [4]], pad_id=0)
     assert logprobs.shape == (2, 1) and mask.tolist() == [[0.0], [1.0]]
     with pytest.raises(ValueError, match="prompts"):
@@ -70,7 +70,7 @@ def test_batched_scoring_equals_each_row_alone(arch):
     """Padding (prompts left, completions right) and the completion-only LM head change nothing:
     every row's log-probs, hidden states and logits equal an unpadded full-sequence pass."""
     model = (
-        HFPolicy.from_spec("tiny", seed=0, dtype="float64").model.eval()
+        HFPolicy.from_spec("tiny", dtype="float64").model.eval()
         if arch == "gpt2"
         else _tiny_llama()
     )

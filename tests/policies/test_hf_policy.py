@@ -13,8 +13,14 @@ pytest.importorskip("transformers")
 
 import llm_marl_envs
 from llm_marl_envs.models import tiny_model
-from llm_marl_envs.policies import Completion, Policy, Prompt
+from llm_marl_envs.policies import Completion, GenerationConfig, Policy, Prompt
 from llm_marl_envs.policies.hf import HFPolicy, fitting_batch_size, sequence_bytes
+
+
+def sampled(**fields) -> GenerationConfig:
+    """Sampling settings (``do_sample=True``) with ``fields``."""
+    return GenerationConfig(do_sample=True, **fields)
+
 
 SENTENCE = "You are a gnome in a maze and the exit is two cells to the left of the door"
 
@@ -129,10 +135,10 @@ def test_greedy_logprobs_match_a_forward_pass(dtype, atol):
 def test_sampling_is_seeded_and_leaves_global_rng_alone(tiny):
     prompts = _prompts()
     before = torch.random.get_rng_state()
-    first = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, seed=7).generate(prompts)
+    first = HFPolicy(*tiny, max_new_tokens=16, generation=sampled(seed=7)).generate(prompts)
     assert torch.equal(before, torch.random.get_rng_state())
-    again = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, seed=7).generate(prompts)
-    other = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, seed=8).generate(prompts)
+    again = HFPolicy(*tiny, max_new_tokens=16, generation=sampled(seed=7)).generate(prompts)
+    other = HFPolicy(*tiny, max_new_tokens=16, generation=sampled(seed=8)).generate(prompts)
     greedy = HFPolicy(*tiny, max_new_tokens=16).generate(prompts)
     assert _same(first, again)
     assert not _same(first, other)
@@ -144,7 +150,7 @@ def test_sampling_is_seeded_and_leaves_global_rng_alone(tiny):
 
 def test_successive_calls_draw_fresh_samples_and_reseed_replays(tiny):
     prompts = _prompts(4)
-    policy = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, temperature=1.5, seed=3)
+    policy = HFPolicy(*tiny, max_new_tokens=16, generation=sampled(temperature=1.5, seed=3))
     first, second = policy.generate(prompts), policy.generate(prompts)
     assert not _same(first, second)
     policy.reseed(3)
@@ -152,7 +158,7 @@ def test_successive_calls_draw_fresh_samples_and_reseed_replays(tiny):
 
 
 def test_top_p_sampling_logprobs_are_of_the_truncated_distribution(tiny):
-    policy = HFPolicy(*tiny, max_new_tokens=16, do_sample=True, top_p=0.5, seed=0)
+    policy = HFPolicy(*tiny, max_new_tokens=16, generation=sampled(top_p=0.5))
     for completion in policy.generate(_prompts()):
         assert all(math.isfinite(x) and x <= 1e-6 for x in completion.logprobs)
 
@@ -241,9 +247,28 @@ def test_invalid_arguments(tiny):
     with pytest.raises(ValueError):
         HFPolicy(*tiny, batch_size=0)
     with pytest.raises(ValueError):
-        HFPolicy(*tiny, top_p=0.0)
+        HFPolicy(*tiny, generation=GenerationConfig(top_p=0.0))
     with pytest.raises(ValueError, match="no room"):
         HFPolicy(*tiny, max_new_tokens=5000).generate(_prompts(1))
+
+
+def test_the_old_generation_keywords_warn_and_still_take_effect(tiny):
+    prompts = _prompts(4)
+    with pytest.warns(
+        DeprecationWarning, match=r"generation=GenerationConfig\(do_sample=\.\.\., seed"
+    ):
+        old = HFPolicy(*tiny, max_new_tokens=12, do_sample=True, seed=5)
+    new = HFPolicy(*tiny, max_new_tokens=12, generation=sampled(seed=5))
+    assert (old.do_sample, old.temperature, old.top_p) == (new.do_sample, new.temperature, 1.0)
+    assert _same(old.generate(prompts), new.generate(prompts))
+    with pytest.warns(DeprecationWarning, match="temperature"):
+        spec = HFPolicy.from_spec("tiny", max_new_tokens=4, do_sample=True, temperature=0.3)
+    assert spec.temperature == 0.3 and spec.do_sample
+
+
+def test_an_unknown_keyword_is_a_type_error_naming_it(tiny):
+    with pytest.raises(TypeError, match="tempreature"):
+        HFPolicy(*tiny, tempreature=0.5)
 
 
 # --- LoRA -------------------------------------------------------------------------------
@@ -371,4 +396,4 @@ def test_a_call_on_the_cpu_is_one_micro_batch_and_on_a_gpu_what_fits(tiny, monke
 
 def test_compile_needs_a_cuda_device(tiny):
     with pytest.raises(ValueError, match="compile .* needs a CUDA device; the model is on cpu"):
-        HFPolicy(*tiny, compile=True)
+        HFPolicy(*tiny, generation=GenerationConfig(compile=True))

@@ -8,7 +8,7 @@ import time
 import pytest
 
 from llm_marl_envs.cli import main
-from llm_marl_envs.policies import Policy
+from llm_marl_envs.policies import GenerationConfig, Policy
 from llm_marl_envs.policies.hf import HFPolicy
 from llm_marl_envs.policies.openai import OpenAIPolicy, ServerOptions
 from llm_marl_envs.policies.server import serve_policy
@@ -28,7 +28,7 @@ SMALL = {  # short episodes: every env, a few turns
 
 @pytest.fixture(scope="module")
 def tiny():
-    return HFPolicy.from_spec("tiny", max_new_tokens=12, seed=0)
+    return HFPolicy.from_spec("tiny", max_new_tokens=12)
 
 
 def _records(result):
@@ -56,7 +56,9 @@ def test_batched_and_sequential_rollouts_are_identical(tiny, env_id):
 
 
 def test_groups_replay_the_task_and_sampling_varies_within_a_group():
-    sampler = HFPolicy.from_spec("tiny", max_new_tokens=12, do_sample=True, temperature=1.0, seed=3)
+    sampler = HFPolicy.from_spec(
+        "tiny", max_new_tokens=12, generation=GenerationConfig(do_sample=True, seed=3)
+    )
     result = rollout(
         "llm_marl_envs/GSM8K-v0",
         sampler,

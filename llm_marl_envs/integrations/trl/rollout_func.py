@@ -161,17 +161,20 @@ def _seed_of(index: dict[str, int], prompt: Any, trainer: Any) -> int:
 def _learner(trainer: Any, call: int, conversational: bool) -> Policy:
     """The trainer's model as the learner's policy for the ``call``-th call: sampling at the
     trainer's temperature and top-p, seeded from the trainer's seed, step and ``call``."""
+    from llm_marl_envs.policies import GenerationConfig
     from llm_marl_envs.policies.hf import HFPolicy
 
     digest = hashlib.sha256(f"{trainer.args.seed}:{trainer.state.global_step}:{call}".encode())
     return HFPolicy(
         trainer.accelerator.unwrap_model(trainer.model),
         trainer.processing_class,
+        generation=GenerationConfig(
+            do_sample=True,
+            temperature=trainer.temperature,
+            top_p=trainer.top_p if trainer.top_p else 1.0,
+            seed=int.from_bytes(digest.digest()[:8], "little") >> 1,
+        ),
         max_new_tokens=trainer.max_completion_length,
-        do_sample=True,
-        temperature=trainer.temperature,
-        top_p=trainer.top_p if trainer.top_p else 1.0,
-        seed=int.from_bytes(digest.digest()[:8], "little") >> 1,
         use_chat_template=conversational,
         name="trl-learner",
     )
