@@ -32,7 +32,7 @@ from pathlib import Path
 from llm_marl_envs.evaluation.evaluate import Team, _task_seed, evaluate, task_policies
 from llm_marl_envs.evaluation.suite import load_suite
 from llm_marl_envs.policies import ModelCache
-from llm_marl_envs.rollout import rollout
+from llm_marl_envs.rollout import EpisodePlan, rollout
 
 ROOT = Path(__file__).resolve().parents[1]
 TARGET = 0.05
@@ -65,8 +65,9 @@ def bare(suite, index: int, spec: str, scratch: Path) -> float:
     rollout(
         task.env,
         policies,
-        seeds=[item.seed for item, _ in plan],
-        reset_options=[item.options for item, _ in plan],
+        plan=EpisodePlan(
+            seeds=[item.seed for item, _ in plan], reset_options=[item.options for item, _ in plan]
+        ),
         batch_size=8,
         env_kwargs=task.kwargs,
         out=scratch / "bare.jsonl",

@@ -11,7 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import llm_marl_envs
-from llm_marl_envs.integrations._verifiers_names import MODULES_DIR, module_source, taskset_id
+from llm_marl_envs.integrations.tasksets import MODULES_DIR, module_source, taskset_id
 
 
 def main() -> None:

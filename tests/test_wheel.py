@@ -89,7 +89,7 @@ def test_wheel_installs_and_makes_every_env(tmp_path):
         assert f"llm_marl_envs/leaderboard/{data}" in names
     assert "llm_marl_envs/integrations/verl_agent_loop.yaml" in names  # verl's workers read it
     import llm_marl_envs
-    from llm_marl_envs.integrations._verifiers_names import taskset_id
+    from llm_marl_envs.integrations.tasksets import taskset_id
 
     for env_id in llm_marl_envs.list_envs():  # verifiers imports these by name
         assert f"{taskset_id(env_id)}.py" in names

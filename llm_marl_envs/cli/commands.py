@@ -30,7 +30,7 @@ from llm_marl_envs.policies import (
 )
 from llm_marl_envs.policies.generation import resolve_batch_size
 from llm_marl_envs.registry import list_envs, make, spec, token_budget
-from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, rollout
+from llm_marl_envs.rollout.engine import RolloutError, RolloutResult, make_executor, rollout
 from llm_marl_envs.rollout.executors import EnvExecutor
 from llm_marl_envs.rollout.records import DEFAULT_MAX_RECORD_BYTES, EpisodeRecord, iter_jsonl
 
@@ -258,8 +258,7 @@ def run_rollout(
             seed=seed,
             group_size=group_size,
             env_kwargs=env_kwargs,
-            executor=executor,
-            num_workers=num_workers,
+            executor=make_executor(executor, num_workers=num_workers),
             **output.rollout_kwargs(),
         )
     except RolloutError as error:

@@ -162,10 +162,9 @@ def server_options(args: argparse.Namespace, batch_size: int | None = None) -> S
     defaults to ``batch_size`` where one is given, else to ServerOptions')."""
     from llm_marl_envs.policies.openai.options import ServerOptions
 
-    options = ServerOptions(timeout=args.timeout, max_retries=args.retries)
-    if args.concurrency is not None or batch_size is not None:
-        options = options.replace(concurrency=args.concurrency or batch_size)
-    return options
+    concurrency = args.concurrency or batch_size
+    given = {} if concurrency is None else {"concurrency": concurrency}
+    return ServerOptions(timeout=args.timeout, max_retries=args.retries, **given)
 
 
 def _positive_int(text: str) -> int:
@@ -287,7 +286,7 @@ _RAY_OPTIONS = (
 
 def executor_options(args: argparse.Namespace) -> dict:
     """The ``executor`` / ``num_workers`` arguments of ``rollout`` / ``evaluate``: a
-    :class:`~llm_marl_envs.rollout.ray_executor.RayExecutor` built from the ``--ray-*``
+    :class:`~llm_marl_envs.rollout.ray.RayExecutor` built from the ``--ray-*``
     options for ``--executor ray``."""
     given = [name for name in _RAY_OPTIONS if getattr(args, name, None) is not None]
     if args.num_workers is not None and args.executor != "ray":
@@ -299,7 +298,7 @@ def executor_options(args: argparse.Namespace) -> dict:
         raise ValueError("--num-workers must be at least 1")
     if args.executor != "ray":
         return {}
-    from llm_marl_envs.rollout.ray_executor import RayExecutor, import_ray
+    from llm_marl_envs.rollout.ray import RayExecutor, import_ray
 
     import_ray()  # without the extra: a one-line error naming it, before any work
     if args.ray_start_timeout is not None and not args.ray_start_timeout > 0:

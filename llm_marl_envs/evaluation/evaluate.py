@@ -336,7 +336,8 @@ def _play_task(
     """Play the episodes of ``plan`` that no earlier run finished (``saved``: those of its
     task's episodes file; the rest from the progress files); return all of them, by (item,
     sample), as record lines."""
-    from llm_marl_envs.rollout import rollout
+    from llm_marl_envs.rollout import EpisodePlan, rollout
+    from llm_marl_envs.rollout.engine import make_executor
 
     task = plan.task
     done = {**run_folder.finished_episodes(task, out), **(saved or {})}
@@ -348,15 +349,16 @@ def _play_task(
         rollout(
             task.env,
             policies,
-            seeds=[item.seed for item, _ in todo],
-            reset_options=[item.options for item, _ in todo],
+            plan=EpisodePlan(
+                seeds=[item.seed for item, _ in todo],
+                reset_options=[item.options for item, _ in todo],
+            ),
             batch_size=config.batch_size,
             env_kwargs=task.kwargs,
             out=shard,
             keep="none",  # the records are read back from the shard: memory stays flat
             progress=config.progress,
-            executor=config.executor,
-            num_workers=config.num_workers,
+            executor=make_executor(config.executor, num_workers=config.num_workers),
         )
         done = {**run_folder.finished_episodes(task, out), **(saved or {})}
     return done

@@ -56,7 +56,7 @@ from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.integrations._settings import chat_messages, json_mapping, plain
+from llm_marl_envs.integrations.stack_settings import chat_messages, json_mapping, plain
 from llm_marl_envs.integrations.gymnasium import SingleAgentEnv
 from llm_marl_envs.registry import agent_names, gymnasium_id
 

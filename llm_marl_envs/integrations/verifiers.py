@@ -61,8 +61,8 @@ from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.integrations._settings import chat_messages
-from llm_marl_envs.integrations._verifiers_names import (
+from llm_marl_envs.integrations.stack_settings import chat_messages
+from llm_marl_envs.integrations.tasksets import (
     MODULES_DIR,
     module_source,
     taskset_id,

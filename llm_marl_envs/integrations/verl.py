@@ -68,7 +68,7 @@ from typing import Any
 
 import llm_marl_envs
 from llm_marl_envs.core.optional import require
-from llm_marl_envs.integrations._settings import chat_messages, json_mapping, plain
+from llm_marl_envs.integrations.stack_settings import chat_messages, json_mapping, plain
 from llm_marl_envs.registry import agents_of, token_budget
 
 _agent_loop = require("verl.experimental.agent_loop.agent_loop", "verl", "the verl integration")

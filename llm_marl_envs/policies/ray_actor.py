@@ -8,9 +8,10 @@ can keep its environments on Ray workers (``executor="ray"``) and its model on a
 
     from llm_marl_envs.policies.hf import HFPolicy
     from llm_marl_envs.policies.ray_actor import RayPolicy
+    from llm_marl_envs.rollout.ray import RayExecutor
 
     policy = RayPolicy(lambda: HFPolicy.from_spec("default", max_new_tokens=64), num_gpus=1)
-    rollout("llm_marl_envs/GSM8K-v0", policy, episodes=512, executor="ray", num_workers=8)
+    rollout("llm_marl_envs/GSM8K-v0", policy, episodes=512, executor=RayExecutor(num_workers=8))
 
 Torch in the actor runs as many threads as the actor reserves CPUs (Ray's rule; one when it
 reserves none), and sums over another thread count round differently: the same model here

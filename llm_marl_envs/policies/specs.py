@@ -193,8 +193,8 @@ class ModelCache:
     def describe(self) -> dict[str, dict[str, Any]]:
         """Spec -> what a results manifest records about its model (``policy.describe()``), in
         spec order (an evaluation loads each spec in one placement)."""
-        loaded = sorted(self._loaded.items(), key=lambda item: item[0][0])
-        return {spec: policy.describe() for (spec, *_), policy in loaded}
+        keys = sorted(self._loaded, key=lambda key: key[0])
+        return {key[0]: self._loaded[key].describe() for key in keys}
 
     def close(self) -> None:
         for policy in self._loaded.values():

@@ -7,7 +7,7 @@ until it answers ``/health``; ``openai:`` policies then play against it
 and the ``transformers_serve`` fixture of :mod:`llm_marl_envs.testing.fixtures`. It needs
 ``transformers`` with the ``fastapi`` and ``uvicorn`` its server runs on.
 
->>> from llm_marl_envs.policies.openai_compat import OpenAIPolicy  # doctest: +SKIP
+>>> from llm_marl_envs.policies.openai import OpenAIPolicy  # doctest: +SKIP
 >>> with TransformersServe("path/to/model-folder") as server:  # doctest: +SKIP
 ...     policy = OpenAIPolicy(server.url, str(server.model))
 ...     result = rollout("llm_marl_envs/GSM8K-v0", policy, episodes=4)

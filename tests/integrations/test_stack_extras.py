@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 import llm_marl_envs
-from llm_marl_envs.integrations._verifiers_names import MODULES_DIR, module_source, taskset_id
+from llm_marl_envs.integrations.tasksets import MODULES_DIR, module_source, taskset_id
 
 ROOT = Path(__file__).resolve().parents[2]
 

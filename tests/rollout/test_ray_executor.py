@@ -345,7 +345,7 @@ def test_llm_marl_eval_on_ray_scores_what_the_local_run_scores(tmp_path):
 def _tiny_policy():
     from llm_marl_envs.policies.hf import HFPolicy
 
-    return HFPolicy.from_spec("tiny", max_new_tokens=6, seed=0)
+    return HFPolicy.from_spec("tiny", max_new_tokens=6)
 
 
 def _one_thread_tiny_policy():

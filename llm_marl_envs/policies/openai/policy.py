@@ -224,7 +224,9 @@ class OpenAIPolicy(Policy):
         options: ServerOptions | None = None,
         **legacy: Any,
     ) -> None:
-        self.options = fold_legacy(options, legacy, type(self).__name__)
+        if legacy:
+            options = fold_legacy(options, legacy, type(self).__name__)
+        self.options = ServerOptions.of(options)
         self.base_url = _checked_url(base_url)
         if not isinstance(model, str) or not model:
             raise ValueError(f"model must be a non-empty string, got {model!r}")
@@ -287,12 +289,15 @@ class OpenAIPolicy(Policy):
         4
         """
         legacy = {name: kwargs.pop(name) for name in list(kwargs) if name in FIELDS}
-        options = fold_legacy(options, legacy, f"{cls.__name__}.from_spec")
+        if legacy:
+            options = fold_legacy(options, legacy, f"{cls.__name__}.from_spec")
         address, spec_options = split_spec(spec)
+        if spec_options:
+            options = ServerOptions.of(options).replace(**spec_options)
         base_url, _, model = address.partition("#")
         if model:
             kwargs["model"] = model
-        return cls(base_url, options=options.replace(**spec_options), **kwargs)
+        return cls(base_url, options=options, **kwargs)
 
     @classmethod
     def from_config(
@@ -307,7 +312,8 @@ class OpenAIPolicy(Policy):
         server decides where its model runs. Keyword arguments go to the constructor (the
         transport ones the old way, deprecated: folded into ``options``)."""
         legacy = {name: kwargs.pop(name) for name in list(kwargs) if name in FIELDS}
-        options = fold_legacy(options, legacy, f"{cls.__name__}.from_config")
+        if legacy:
+            options = fold_legacy(options, legacy, f"{cls.__name__}.from_config")
         return cls.from_spec(spec, options=options, **kwargs, **_options(config))
 
     def with_generation(self, config: GenerationConfig) -> OpenAIPolicy:
