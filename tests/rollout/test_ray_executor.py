@@ -13,6 +13,7 @@ import json
 import os
 import signal
 import sys
+import time
 
 import pytest
 
@@ -388,7 +389,18 @@ def test_a_dead_policy_actor_stops_the_rollout_with_a_one_line_reason():
         return CallablePolicy(lambda obs, info: "The answer is 1.", name="fine")
 
     policy = RayPolicy(answering, num_cpus=0)
-    import_ray().kill(policy.actor)
+    ray = import_ray()
+    ray.kill(policy.actor)
+    # ray.kill only asks for the death: wait until the actor answers no more (or a call made
+    # just after the kill may still be served, and the rollout finish).
+    for _ in range(300):
+        try:
+            ray.get(policy.actor.name.remote(), timeout=10)
+        except ray.exceptions.RayActorError:
+            break
+        time.sleep(0.1)
+    else:
+        pytest.fail("the killed actor still answers after 30 s")
     with pytest.raises(RolloutError, match="the policy's Ray actor is gone") as stopped:
         rollout(GSM8K, policy, episodes=2, env_kwargs=DATA, progress=False)
     assert isinstance(stopped.value.__cause__, PolicyError)
