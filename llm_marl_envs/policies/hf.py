@@ -62,6 +62,7 @@ import warnings
 from collections.abc import Sequence
 from typing import Any
 
+from llm_marl_envs.core.moved import keywords_moved
 from llm_marl_envs.core.optional import require
 from llm_marl_envs.models.runtime import prepare_tokenizer, seeded
 from llm_marl_envs.models.loading import load_model
@@ -490,13 +491,8 @@ def _with_legacy(generation: GenerationConfig | None, legacy: dict[str, Any]) ->
     if unknown:
         raise TypeError(f"HFPolicy() got unexpected keyword argument(s) {unknown}")
     if legacy:
-        given = ", ".join(f"{name}=..." for name in legacy)
-        warnings.warn(
-            f"HFPolicy({given}) is deprecated: pass generation=GenerationConfig({given}) "
-            "(llm_marl_envs.policies.GenerationConfig) instead",
-            DeprecationWarning,
-            stacklevel=3,
-        )
+        into = "generation=GenerationConfig({}) (llm_marl_envs.policies.GenerationConfig)"
+        keywords_moved("HFPolicy", legacy, into, stacklevel=3)
         generation = generation.replace(**legacy)
     return generation
 

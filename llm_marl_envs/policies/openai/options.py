@@ -21,11 +21,11 @@ None of these settings is part of what is played: a resumed evaluation may chang
 from __future__ import annotations
 
 import dataclasses
-import warnings
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from llm_marl_envs.core.moved import keywords_moved
 from llm_marl_envs.core.validation import check_bool, check_int, check_number
 
 __all__ = ["DEFAULT_MAX_RESPONSE_BYTES", "ServerOptions"]
@@ -113,18 +113,12 @@ def fold_legacy(
     given the old way (``timeout=``, ``concurrency=``, ...) folded in, with a
     ``DeprecationWarning`` naming the replacement; a name that is no such argument is a
     ``TypeError`` naming it. (The old keywords work for one release.)"""
-    options = ServerOptions.of(options)
     if not legacy:
-        return options
+        return ServerOptions.of(options)
     _check_names(legacy, caller)
-    given = ", ".join(f"{name}=..." for name in legacy)
-    warnings.warn(
-        f"{caller}({given}) is deprecated: pass options=ServerOptions({given}) "
-        "(llm_marl_envs.policies.openai.ServerOptions) instead",
-        DeprecationWarning,
-        stacklevel=3,
-    )
-    return options.replace(**legacy)
+    into = "options=ServerOptions({}) (llm_marl_envs.policies.openai.ServerOptions)"
+    keywords_moved(caller, legacy, into, stacklevel=3)
+    return ServerOptions.of(options).replace(**legacy)
 
 
 def _check_names(given: Mapping[str, Any], caller: str) -> None:
